@@ -1,0 +1,15 @@
+//! Schema migrations for inklink. Append-only once landed: never edit a migration that has
+//! shipped, add a new one.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261121_000001_initial_schema;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261121_000001_initial_schema::Migration)]
+    }
+}

@@ -1,0 +1,83 @@
+//! Hands out ids for the sequence strategy. Each process takes a block of ids with one atomic
+//! update of a shared row, so any number of processes on one database never issue the same
+//! id, and a process touches the database once per block rather than once per link. Ids of a
+//! block that a process did not use before it stopped are skipped, which costs nothing: the
+//! code space is 62^L.
+
+use super::entities::id_allocator;
+use crate::db::is_unique_violation;
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
+    QueryFilter, Set, TransactionTrait,
+};
+use std::ops::Range;
+use tokio::sync::Mutex;
+
+pub const SEQUENCE: &str = "url_map_code";
+
+pub struct BlockAllocator {
+    name: &'static str,
+    block_size: i64,
+    current: Mutex<Range<i64>>,
+}
+
+impl BlockAllocator {
+    pub fn new(name: &'static str, block_size: i64) -> Self {
+        assert!(block_size > 0);
+        Self {
+            name,
+            block_size,
+            current: Mutex::new(0..0),
+        }
+    }
+
+    pub async fn next_id(&self, db: &DatabaseConnection) -> Result<u64, DbErr> {
+        let mut current = self.current.lock().await;
+        if current.is_empty() {
+            *current = self.take_block(db).await?;
+        }
+        let id = current.start;
+        current.start += 1;
+        Ok(u64::try_from(id).expect("ids start at 0"))
+    }
+
+    async fn take_block(&self, db: &DatabaseConnection) -> Result<Range<i64>, DbErr> {
+        loop {
+            let txn = db.begin().await?;
+            let taken = self.take_block_in(&txn).await;
+            match crate::db::finish(txn, taken).await {
+                // Another process created the row first: take a block from it instead.
+                Err(err) if is_unique_violation(&err) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn take_block_in(&self, txn: &DatabaseTransaction) -> Result<Range<i64>, DbErr> {
+        // The update takes the row lock; the read in the same transaction then sees exactly
+        // the value this update wrote, whatever other processes do meanwhile.
+        let updated = id_allocator::Entity::update_many()
+            .col_expr(
+                id_allocator::Column::NextId,
+                Expr::col(id_allocator::Column::NextId).add(self.block_size),
+            )
+            .filter(id_allocator::Column::Name.eq(self.name))
+            .exec(txn)
+            .await?;
+        if updated.rows_affected == 1 {
+            let row = id_allocator::Entity::find_by_id(self.name)
+                .one(txn)
+                .await?
+                .ok_or_else(|| DbErr::RecordNotFound(self.name.to_owned()))?;
+            return Ok(row.next_id - self.block_size..row.next_id);
+        }
+        id_allocator::ActiveModel {
+            name: Set(self.name.to_owned()),
+            next_id: Set(self.block_size),
+        }
+        .insert(txn)
+        .await?;
+        Ok(0..self.block_size)
+    }
+}

@@ -1,0 +1,6 @@
+pub mod audit_log;
+pub mod domain_conf;
+pub mod id_allocator;
+pub mod settings;
+pub mod url_map;
+pub mod users;

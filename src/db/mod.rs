@@ -1,0 +1,96 @@
+//! Persistence: connecting, migrating, the entities, and the id allocator.
+
+pub mod allocator;
+pub mod entities;
+
+use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
+use migration::{Migrator, MigratorTrait};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr};
+use std::time::Duration;
+
+pub use sea_orm::DatabaseConnection as Db;
+
+pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(url);
+    options
+        .max_connections(max_connections)
+        .min_connections(0)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false)
+        .map_sqlx_sqlite_opts(|o| {
+            // WAL lets readers (the redirect path) run beside a writer; NORMAL is durable
+            // across application crashes, which is what WAL mode promises.
+            o.journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true)
+        });
+    Database::connect(options).await
+}
+
+/// Applies pending migrations. Several instances may start at once on one database: the
+/// loser of that race fails on a table the winner just made, so it waits and looks again
+/// until the winner has finished (or gives up after about 30 seconds).
+pub async fn migrate_up(db: &DatabaseConnection) -> Result<(), DbErr> {
+    const ATTEMPTS: u32 = 60;
+    let mut attempt = 0;
+    loop {
+        match Migrator::up(db, None).await {
+            Ok(()) => return Ok(()),
+            Err(err) => {
+                attempt += 1;
+                if attempt == ATTEMPTS {
+                    return Err(err);
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if Migrator::get_pending_migrations(db)
+                    .await
+                    .is_ok_and(|p| p.is_empty())
+                {
+                    return Ok(());
+                }
+                tracing::info!(error = %err, "migration did not apply; another instance may be migrating, retrying");
+            }
+        }
+    }
+}
+
+/// Now, as stored: UTC, whole microseconds (the finest all three backends keep, so that a
+/// value reads back equal to what was written).
+pub fn now() -> NaiveDateTime {
+    Utc::now().naive_utc().trunc_subsecs(6)
+}
+
+pub fn to_stored(at: DateTime<Utc>) -> NaiveDateTime {
+    at.naive_utc().trunc_subsecs(6)
+}
+
+pub fn is_unique_violation(err: &DbErr) -> bool {
+    matches!(
+        err.sql_err(),
+        Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
+    )
+}
+
+/// Ends `txn` by `result`: commit on success, rollback on failure, both at once. A transaction
+/// that is merely dropped stays open on the server until its pooled connection is next used,
+/// holding locks that block other sessions (MySQL's metadata locks block DDL, for instance).
+pub async fn finish<T, E: From<DbErr>>(
+    txn: DatabaseTransaction,
+    result: Result<T, E>,
+) -> Result<T, E> {
+    match result {
+        Ok(value) => {
+            txn.commit().await?;
+            Ok(value)
+        }
+        Err(err) => {
+            if let Err(rollback) = txn.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            Err(err)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = inklink::config::parse().unwrap_or_else(|err| err.exit());
+    let serving = matches!(cli.command, None | Some(inklink::config::Command::Serve));
+    let filter = cli
+        .settings
+        .log
+        .clone()
+        .unwrap_or_else(|| if serving { "info" } else { "warn" }.to_owned());
+    if let Err(err) = inklink::telemetry::init(&filter) {
+        eprintln!("error: {err}");
+        return ExitCode::from(2);
+    }
+    match actix_web::rt::System::new().block_on(inklink::cli::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Code → link, through an in-process cache.
+//!
+//! A hit costs no database query and no lock shared by all workers (the cache is sharded). A
+//! miss joins a queue of lookups; one task drains the queue into `IN (...)` queries, so a flood
+//! of unknown codes costs one query per batch, not one per request. Unknown codes are cached
+//! too. Entries live `ttl`: a change made on another instance shows within that time. While
+//! the database is unreachable, expired entries keep answering.
+
+use crate::db::entities::url_map::{self, LinkStatus};
+use crate::rules::{RedirectStatus, ShortCode};
+use actix_web::http::header::HeaderValue;
+use chrono::NaiveDateTime;
+use quick_cache::sync::Cache;
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+const MAX_BATCH: usize = 256;
+const CONCURRENT_BATCHES: usize = 4;
+const QUEUE_CAPACITY: usize = 8192;
+/// After a failed lookup, serve stale entries without asking the database for this long.
+const OUTAGE_BACKOFF: Duration = Duration::from_secs(2);
+
+#[derive(Debug)]
+pub struct ResolvedLink {
+    pub id: i64,
+    pub status: LinkStatus,
+    pub expires_at: Option<NaiveDateTime>,
+    pub redirect: RedirectStatus,
+    pub target: Box<str>,
+    /// Built once per link, not once per click.
+    pub location: HeaderValue,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Live,
+    Disabled,
+    Expired,
+}
+
+impl ResolvedLink {
+    pub fn state(&self) -> LinkState {
+        if self.status != LinkStatus::Active {
+            LinkState::Disabled
+        } else if self
+            .expires_at
+            .is_some_and(|at| at <= chrono::Utc::now().naive_utc())
+        {
+            LinkState::Expired
+        } else {
+            LinkState::Live
+        }
+    }
+}
+
+type Found = Option<Arc<ResolvedLink>>;
+
+#[derive(Clone)]
+struct Entry {
+    link: Found,
+    fetched: Instant,
+}
+
+struct Lookup {
+    code: Box<str>,
+    reply: oneshot::Sender<Result<Found, ()>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the link store is unreachable")]
+pub struct LookupFailed;
+
+pub struct LinkResolver {
+    cache: Arc<Cache<Box<str>, Entry>>,
+    ttl: Duration,
+    lookups: mpsc::Sender<Lookup>,
+    started: Instant,
+    /// Milliseconds since `started` of the last failed lookup, 0 if none.
+    last_failure_ms: Arc<AtomicU64>,
+    queries: Arc<AtomicU64>,
+}
+
+impl LinkResolver {
+    /// Starts the lookup task on the current runtime.
+    pub fn start(
+        db: DatabaseConnection,
+        capacity: usize,
+        ttl: Duration,
+        default_status: RedirectStatus,
+    ) -> Self {
+        let cache = Arc::new(Cache::new(capacity));
+        let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
+        let started = Instant::now();
+        let last_failure_ms = Arc::new(AtomicU64::new(0));
+        let queries = Arc::new(AtomicU64::new(0));
+        let batcher = Batcher {
+            db,
+            cache: cache.clone(),
+            default_status,
+            started,
+            last_failure_ms: last_failure_ms.clone(),
+            queries: queries.clone(),
+        };
+        tokio::spawn(batcher.run(receiver));
+        Self {
+            cache,
+            ttl,
+            lookups: sender,
+            started,
+            last_failure_ms,
+            queries,
+        }
+    }
+
+    /// Database queries made for lookups since start.
+    pub fn queries(&self) -> u64 {
+        self.queries.load(Ordering::Relaxed)
+    }
+
+    pub async fn resolve(&self, code: &ShortCode) -> Result<Found, LookupFailed> {
+        let cached = self.cache.get(code.as_str());
+        if let Some(entry) = &cached
+            && (entry.fetched.elapsed() < self.ttl || self.in_outage())
+        {
+            return Ok(entry.link.clone());
+        }
+        let (reply, answer) = oneshot::channel();
+        let lookup = Lookup {
+            code: code.as_str().into(),
+            reply,
+        };
+        let fresh = match self.lookups.send(lookup).await {
+            Ok(()) => answer.await.unwrap_or(Err(())),
+            Err(_) => Err(()),
+        };
+        match (fresh, cached) {
+            (Ok(found), _) => Ok(found),
+            (Err(()), Some(stale)) => Ok(stale.link),
+            (Err(()), None) => Err(LookupFailed),
+        }
+    }
+
+    /// Drops what this instance knows of a code, after a change made here.
+    pub fn forget(&self, code: &str) {
+        self.cache.remove(code);
+    }
+
+    fn in_outage(&self) -> bool {
+        let failed = self.last_failure_ms.load(Ordering::Relaxed);
+        failed != 0
+            && self.started.elapsed().as_millis() as u64 - failed
+                < OUTAGE_BACKOFF.as_millis() as u64
+    }
+}
+
+struct Batcher {
+    db: DatabaseConnection,
+    cache: Arc<Cache<Box<str>, Entry>>,
+    default_status: RedirectStatus,
+    started: Instant,
+    last_failure_ms: Arc<AtomicU64>,
+    queries: Arc<AtomicU64>,
+}
+
+impl Batcher {
+    async fn run(self, mut receiver: mpsc::Receiver<Lookup>) {
+        let this = Arc::new(self);
+        let permits = Arc::new(Semaphore::new(CONCURRENT_BATCHES));
+        while let Some(first) = receiver.recv().await {
+            // While every permit is out, lookups pile up in the queue and the next batch
+            // takes them all at once.
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok(lookup) => batch.push(lookup),
+                    Err(_) => break,
+                }
+            }
+            let this = this.clone();
+            tokio::spawn(async move {
+                this.answer(batch).await;
+                drop(permit);
+            });
+        }
+    }
+
+    async fn answer(&self, batch: Vec<Lookup>) {
+        let mut waiting: HashMap<Box<str>, Vec<oneshot::Sender<Result<Found, ()>>>> =
+            HashMap::with_capacity(batch.len());
+        for lookup in batch {
+            waiting.entry(lookup.code).or_default().push(lookup.reply);
+        }
+        let codes: Vec<&str> = waiting.keys().map(AsRef::as_ref).collect();
+        match self.fetch(&codes).await {
+            Ok(mut found) => {
+                let fetched = Instant::now();
+                for (code, replies) in waiting {
+                    let link = found.remove(&*code);
+                    self.cache.insert(
+                        code,
+                        Entry {
+                            link: link.clone(),
+                            fetched,
+                        },
+                    );
+                    for reply in replies {
+                        let _ = reply.send(Ok(link.clone()));
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, codes = codes.len(), "link lookup failed");
+                let ms = (self.started.elapsed().as_millis() as u64).max(1);
+                self.last_failure_ms.store(ms, Ordering::Relaxed);
+                for reply in waiting.into_values().flatten() {
+                    let _ = reply.send(Err(()));
+                }
+            }
+        }
+    }
+
+    async fn fetch(&self, codes: &[&str]) -> Result<HashMap<String, Arc<ResolvedLink>>, DbErr> {
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let rows = url_map::Entity::find()
+            .filter(url_map::Column::CompressionCode.is_in(codes.iter().copied()))
+            .filter(url_map::Column::Deleted.eq(false))
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let link = self.resolved(&row)?;
+                Some((row.compression_code, Arc::new(link)))
+            })
+            .collect())
+    }
+
+    fn resolved(&self, row: &url_map::Model) -> Option<ResolvedLink> {
+        let location = match HeaderValue::try_from(row.long_url.as_str()) {
+            Ok(value) => value,
+            Err(_) => {
+                tracing::error!(code = %row.compression_code, "stored target is not a valid header value");
+                return None;
+            }
+        };
+        let redirect = row
+            .redirect_status
+            .and_then(|code| RedirectStatus::from_code(code as u16).ok())
+            .unwrap_or(self.default_status);
+        Some(ResolvedLink {
+            id: row.id,
+            status: row.url_status,
+            expires_at: row.expires_at,
+            redirect,
+            target: row.long_url.as_str().into(),
+            location,
+        })
+    }
+}

@@ -1,0 +1,105 @@
+//! People who sign in to the admin UI.
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    Admin,
+    Operator,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Operator => "operator",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "admin" => Ok(Self::Admin),
+            "operator" => Ok(Self::Operator),
+            other => Err(format!("unknown role '{other}'; use admin or operator")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccountError {
+    #[error("user names are 1 to 64 characters: letters, digits, '.', '_' and '-'")]
+    Username,
+    #[error("the password must be at least {MIN_PASSWORD_CHARS} characters long")]
+    PasswordTooShort,
+    #[error("the password must be at most {MAX_PASSWORD_CHARS} characters long")]
+    PasswordTooLong,
+}
+
+const MIN_PASSWORD_CHARS: usize = 8;
+const MAX_PASSWORD_CHARS: usize = 1024;
+
+/// Lower-case, so that `Alice` and `alice` are one person on every database (MySQL would
+/// otherwise fold case where PostgreSQL and SQLite do not).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Username(String);
+
+impl Username {
+    pub fn parse(input: &str) -> Result<Self, AccountError> {
+        let name = input.trim();
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !valid {
+            return Err(AccountError::Username);
+        }
+        Ok(Self(name.to_ascii_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Username {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Username {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Username({})", self.0)
+    }
+}
+
+/// A new password that meets the length rules. Never printed.
+#[derive(Clone)]
+pub struct Password(String);
+
+impl Password {
+    pub fn parse(input: &str) -> Result<Self, AccountError> {
+        let chars = input.chars().count();
+        if chars < MIN_PASSWORD_CHARS {
+            return Err(AccountError::PasswordTooShort);
+        }
+        if chars > MAX_PASSWORD_CHARS {
+            return Err(AccountError::PasswordTooLong);
+        }
+        Ok(Self(input.to_owned()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(…)")
+    }
+}

@@ -1,0 +1,15 @@
+//! Domain rules: what a short code, a target URL, a domain host and an account name may be.
+//! Input is parsed into these types once, at the edge; inner code never re-checks strings.
+
+pub mod account;
+pub mod codes;
+pub mod host;
+pub mod permutation;
+pub mod redirect_status;
+pub mod target_url;
+
+pub use account::{Password, Role, Username};
+pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
+pub use host::{DomainHost, Protocol};
+pub use redirect_status::RedirectStatus;
+pub use target_url::{OwnHost, TargetUrl, TargetUrlError, UrlRules};

@@ -1,0 +1,157 @@
+//! The URLs a short link may point at.
+
+use std::fmt;
+use url::Url;
+
+pub const DEFAULT_MAX_URL_LENGTH: usize = 4096;
+
+/// One of this service's own hosts; a target there would loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnHost {
+    pub host: String,
+    /// `None`: every port of the host is ours.
+    pub port: Option<u16>,
+}
+
+#[derive(Clone, Debug)]
+pub struct UrlRules<'a> {
+    pub max_length: usize,
+    pub own_hosts: &'a [OwnHost],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetUrlError {
+    #[error("the URL is empty")]
+    Empty,
+    #[error("the URL is {length} bytes long; the limit is {max} bytes")]
+    TooLong { length: usize, max: usize },
+    #[error(
+        "the URL contains a control character (a line break, tab or similar) at character {position}; remove it"
+    )]
+    ControlCharacter { position: usize },
+    #[error(
+        "'{0}' is not an absolute URL; it must start with http:// or https:// (for example https://{0})"
+    )]
+    Relative(String),
+    #[error("the scheme '{0}:' is not allowed; only http and https URLs can be shortened")]
+    Scheme(String),
+    #[error("the URL has no host name")]
+    NoHost,
+    #[error("the URL's host is not valid: {0}")]
+    InvalidHost(String),
+    #[error("the URL's port is not a number from 1 to 65535")]
+    InvalidPort,
+    #[error("the URL contains a user name or password; remove the credentials before the '@'")]
+    Credentials,
+    #[error(
+        "the URL points at {0}, one of this service's own domains; a short link there would redirect in a loop"
+    )]
+    OwnDomain(String),
+    #[error("the URL could not be read: {0}")]
+    Malformed(String),
+}
+
+/// An absolute http(s) URL that passed every rule; IDN hosts are in punycode.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TargetUrl(Url);
+
+impl TargetUrl {
+    pub fn parse(input: &str, rules: &UrlRules<'_>) -> Result<Self, TargetUrlError> {
+        if let Some(position) = input.chars().position(char::is_control) {
+            return Err(TargetUrlError::ControlCharacter {
+                position: position + 1,
+            });
+        }
+        let input = input.trim_matches(' ');
+        if input.is_empty() {
+            return Err(TargetUrlError::Empty);
+        }
+        if input.len() > rules.max_length {
+            return Err(TargetUrlError::TooLong {
+                length: input.len(),
+                max: rules.max_length,
+            });
+        }
+        let url = Url::parse(input).map_err(|err| map_parse_error(err, input))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(TargetUrlError::Scheme(url.scheme().to_owned()));
+        }
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or(TargetUrlError::NoHost)?;
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(TargetUrlError::Credentials);
+        }
+        let port = url.port_or_known_default();
+        if let Some(own) = rules
+            .own_hosts
+            .iter()
+            .find(|own| own.host == host && own.port.is_none_or(|p| Some(p) == port))
+        {
+            let shown = match own.port {
+                Some(p) => format!("{}:{p}", own.host),
+                None => own.host.clone(),
+            };
+            return Err(TargetUrlError::OwnDomain(shown));
+        }
+        // Percent-encoding and punycode can lengthen the URL; the limit is on what we store.
+        let length = url.as_str().len();
+        if length > rules.max_length {
+            return Err(TargetUrlError::TooLong {
+                length,
+                max: rules.max_length,
+            });
+        }
+        Ok(Self(url))
+    }
+
+    /// A URL read back from the database: it passed `parse` when it was stored.
+    pub fn from_stored(stored: &str) -> Option<Self> {
+        Url::parse(stored).ok().map(Self)
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub fn host(&self) -> &str {
+        self.0.host_str().unwrap_or_default()
+    }
+}
+
+impl fmt::Display for TargetUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for TargetUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TargetUrl({})", self.as_str())
+    }
+}
+
+fn map_parse_error(err: url::ParseError, input: &str) -> TargetUrlError {
+    use url::ParseError as P;
+    match err {
+        P::RelativeUrlWithoutBase | P::RelativeUrlWithCannotBeABaseBase => {
+            TargetUrlError::Relative(input.trim_start_matches('/').chars().take(80).collect())
+        }
+        P::EmptyHost => TargetUrlError::NoHost,
+        P::InvalidPort => TargetUrlError::InvalidPort,
+        P::IdnaError => {
+            TargetUrlError::InvalidHost("the international domain name is not valid".into())
+        }
+        P::InvalidDomainCharacter => TargetUrlError::InvalidHost(
+            "it contains a character not allowed in a domain name".into(),
+        ),
+        P::InvalidIpv4Address => {
+            TargetUrlError::InvalidHost("the IPv4 address is not valid".into())
+        }
+        P::InvalidIpv6Address => {
+            TargetUrlError::InvalidHost("the IPv6 address is not valid".into())
+        }
+        other => TargetUrlError::Malformed(other.to_string()),
+    }
+}

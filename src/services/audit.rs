@@ -1,0 +1,60 @@
+//! Who did what to which link, domain, user or key.
+
+use crate::db::{self, entities::audit_log};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Actor {
+    Cli,
+    System,
+    User(String),
+    ApiKey(String),
+}
+
+impl Actor {
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Cli => "cli",
+            Self::System => "system",
+            Self::User(name) | Self::ApiKey(name) => name,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Cli => "cli",
+            Self::System => "system",
+            Self::User(_) => "user",
+            Self::ApiKey(_) => "api_key",
+        }
+    }
+}
+
+pub struct Entry<'a> {
+    pub action: &'a str,
+    pub target_kind: &'a str,
+    pub target_id: &'a str,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    entry: Entry<'_>,
+) -> Result<(), DbErr> {
+    audit_log::ActiveModel {
+        at: Set(db::now()),
+        actor: Set(actor.name().to_owned()),
+        actor_kind: Set(actor.kind().to_owned()),
+        action: Set(entry.action.to_owned()),
+        target_kind: Set(entry.target_kind.to_owned()),
+        target_id: Set(entry.target_id.to_owned()),
+        before_state: Set(entry.before.map(|v| v.to_string())),
+        after_state: Set(entry.after.map(|v| v.to_string())),
+        ..Default::default()
+    }
+    .insert(conn)
+    .await?;
+    Ok(())
+}

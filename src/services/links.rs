@@ -1,0 +1,386 @@
+//! Creating and changing short links.
+
+use super::audit::{self, Actor, Entry};
+use super::domains;
+use crate::context::Inklink;
+use crate::db::entities::domain_conf::{self, DomainStatus};
+use crate::db::entities::url_map::{self, LinkStatus, Strategy};
+use crate::db::{self, is_unique_violation};
+use crate::rules::codes::CodeSpaceExhausted;
+use crate::rules::{CodeError, DomainHost, RedirectStatus, ShortCode, TargetUrl};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveEnum, ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr,
+    EntityTrait, QueryFilter, Set, TransactionTrait,
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+/// Sequence ids tried before giving up; only custom codes of the generated shape can take one.
+const SEQUENCE_ATTEMPTS: usize = 1000;
+const HASH_CANDIDATES: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("the code '{0}' is already taken; choose another")]
+    CodeTaken(String),
+    #[error("there is no domain '{0}'; add it first (inklink domain add {0})")]
+    UnknownDomain(String),
+    #[error("the domain '{0}' is disabled; choose an active domain")]
+    DomainDisabled(String),
+    #[error("no default domain is configured; add one with: inklink domain add HOST --default")]
+    NoDefaultDomain,
+    #[error("the expiry {0} is in the past; choose a later date and time")]
+    ExpiryInPast(String),
+    #[error("the description is {0} characters long; at most {MAX_DESCRIPTION_CHARS} are allowed")]
+    DescriptionTooLong(usize),
+    #[error("there is no link with the code '{0}'")]
+    NotFound(String),
+    #[error(transparent)]
+    InvalidCode(#[from] CodeError),
+    #[error(transparent)]
+    Exhausted(#[from] CodeSpaceExhausted),
+    #[error("no free code was found for this URL; try again or choose a custom code")]
+    NoFreeCode,
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+#[derive(Clone, Debug)]
+pub struct NewLink {
+    pub target: TargetUrl,
+    pub custom_code: Option<ShortCode>,
+    pub domain: Option<DomainHost>,
+    pub description: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub redirect_status: Option<RedirectStatus>,
+    /// Sequence or hash; ignored when a custom code is given.
+    pub strategy: Strategy,
+    /// Return the existing active link for the same URL and domain instead of a new one.
+    pub reuse: bool,
+}
+
+impl NewLink {
+    pub fn to(target: TargetUrl) -> Self {
+        Self {
+            target,
+            custom_code: None,
+            domain: None,
+            description: None,
+            expires_at: None,
+            redirect_status: None,
+            strategy: Strategy::Sequence,
+            reuse: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Reused,
+}
+
+#[derive(Clone, Debug)]
+pub struct SavedLink {
+    pub link: url_map::Model,
+    pub domain: domain_conf::Model,
+    pub outcome: Outcome,
+}
+
+impl SavedLink {
+    pub fn short_url(&self) -> String {
+        domains::short_url(&self.domain, &self.link.compression_code)
+    }
+}
+
+pub fn url_digest(url: &str) -> String {
+    Sha256::digest(url.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedLink, LinkError> {
+    let db = &app.db;
+    let domain = resolve_domain(db, new.domain.as_ref()).await?;
+    if let Some(description) = &new.description {
+        let chars = description.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            return Err(LinkError::DescriptionTooLong(chars));
+        }
+    }
+    if let Some(expires_at) = new.expires_at
+        && expires_at <= Utc::now()
+    {
+        return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
+    }
+    let digest = url_digest(new.target.as_str());
+    if new.reuse
+        && let Some(link) = find_reusable(db, &new.target, &digest, domain.id).await?
+    {
+        return Ok(SavedLink {
+            link,
+            domain,
+            outcome: Outcome::Reused,
+        });
+    }
+    let draft = Draft {
+        new: &new,
+        digest: &digest,
+        domain_id: domain.id,
+        actor,
+    };
+
+    let link = if let Some(code) = &new.custom_code {
+        app.codes.format().check_custom(code)?;
+        match draft.insert(db, code, Strategy::Custom).await {
+            Err(err) if is_unique_violation(&err) => Err(LinkError::CodeTaken(code.to_string())),
+            other => Ok(other?),
+        }?
+    } else if new.strategy == Strategy::Hash {
+        match create_hashed(app, &draft).await? {
+            Hashed::New(link) => link,
+            Hashed::Existing(link) => {
+                return Ok(SavedLink {
+                    link,
+                    domain,
+                    outcome: Outcome::Reused,
+                });
+            }
+        }
+    } else {
+        create_sequenced(app, &draft).await?
+    };
+    Ok(SavedLink {
+        link,
+        domain,
+        outcome: Outcome::Created,
+    })
+}
+
+async fn create_sequenced(app: &Inklink, draft: &Draft<'_>) -> Result<url_map::Model, LinkError> {
+    for _ in 0..SEQUENCE_ATTEMPTS {
+        let id = app.allocator.next_id(&app.db).await?;
+        let Some(code) = app.codes.code_for_id(id)? else {
+            continue;
+        };
+        match draft.insert(&app.db, &code, Strategy::Sequence).await {
+            // A custom code already holds this one: the next id gives another.
+            Err(err) if is_unique_violation(&err) => continue,
+            other => return Ok(other?),
+        }
+    }
+    Err(LinkError::NoFreeCode)
+}
+
+enum Hashed {
+    New(url_map::Model),
+    Existing(url_map::Model),
+}
+
+/// The same URL on the same domain yields the same code: its first free candidate, or the
+/// link that candidate already is.
+async fn create_hashed(app: &Inklink, draft: &Draft<'_>) -> Result<Hashed, LinkError> {
+    for code in app
+        .codes
+        .hash_candidates(draft.new.target.as_str())
+        .take(HASH_CANDIDATES)
+    {
+        if let Some(existing) = find_by_code(&app.db, &code).await? {
+            if existing.long_url == draft.new.target.as_str()
+                && existing.domain_id == draft.domain_id
+                && is_live(&existing)
+            {
+                return Ok(Hashed::Existing(existing));
+            }
+            continue;
+        }
+        match draft.insert(&app.db, &code, Strategy::Hash).await {
+            Err(err) if is_unique_violation(&err) => continue,
+            other => return Ok(Hashed::New(other?)),
+        }
+    }
+    Err(LinkError::NoFreeCode)
+}
+
+struct Draft<'a> {
+    new: &'a NewLink,
+    digest: &'a str,
+    domain_id: i64,
+    actor: &'a Actor,
+}
+
+impl Draft<'_> {
+    async fn insert(
+        &self,
+        db: &DatabaseConnection,
+        code: &ShortCode,
+        strategy: Strategy,
+    ) -> Result<url_map::Model, DbErr> {
+        let txn = db.begin().await?;
+        let inserted = self.insert_in(&txn, code, strategy).await;
+        db::finish(txn, inserted).await
+    }
+
+    async fn insert_in(
+        &self,
+        txn: &DatabaseTransaction,
+        code: &ShortCode,
+        strategy: Strategy,
+    ) -> Result<url_map::Model, DbErr> {
+        let now = db::now();
+        let link = url_map::ActiveModel {
+            compression_code: Set(code.to_string()),
+            long_url: Set(self.new.target.to_string()),
+            long_url_digest: Set(self.digest.to_owned()),
+            domain_id: Set(self.domain_id),
+            description: Set(self.new.description.clone().filter(|d| !d.is_empty())),
+            url_status: Set(LinkStatus::Active),
+            redirect_status: Set(self.new.redirect_status.map(|s| s.code() as i16)),
+            expires_at: Set(self.new.expires_at.map(db::to_stored)),
+            strategy: Set(strategy),
+            creator: Set(Some(self.actor.name().to_owned())),
+            editor: Set(Some(self.actor.name().to_owned())),
+            created_at: Set(now),
+            edited_at: Set(now),
+            deleted: Set(false),
+            version: Set(1),
+            ..Default::default()
+        }
+        .insert(txn)
+        .await?;
+        audit::record(
+            txn,
+            self.actor,
+            Entry {
+                action: "link.create",
+                target_kind: "link",
+                target_id: &link.compression_code,
+                before: None,
+                after: Some(snapshot(&link)),
+            },
+        )
+        .await?;
+        Ok(link)
+    }
+}
+
+fn snapshot(link: &url_map::Model) -> serde_json::Value {
+    json!({
+        "code": link.compression_code,
+        "url": link.long_url,
+        "domain_id": link.domain_id,
+        "status": link.url_status.to_value(),
+        "redirect_status": link.redirect_status,
+        "expires_at": link.expires_at.map(|t| t.and_utc().to_rfc3339()),
+        "description": link.description,
+    })
+}
+
+fn is_live(link: &url_map::Model) -> bool {
+    link.url_status == LinkStatus::Active
+        && !link.deleted
+        && link.expires_at.is_none_or(|at| at > db::now())
+}
+
+async fn resolve_domain(
+    db: &DatabaseConnection,
+    requested: Option<&DomainHost>,
+) -> Result<domain_conf::Model, LinkError> {
+    let domain = match requested {
+        Some(host) => domains::find_by_host(db, host)
+            .await?
+            .ok_or_else(|| LinkError::UnknownDomain(host.to_string()))?,
+        None => domains::default_domain(db)
+            .await?
+            .ok_or(LinkError::NoDefaultDomain)?,
+    };
+    if domain.status != DomainStatus::Active {
+        return Err(LinkError::DomainDisabled(domain.host));
+    }
+    Ok(domain)
+}
+
+async fn find_reusable(
+    db: &DatabaseConnection,
+    target: &TargetUrl,
+    digest: &str,
+    domain_id: i64,
+) -> Result<Option<url_map::Model>, DbErr> {
+    let candidates = url_map::Entity::find()
+        .filter(url_map::Column::LongUrlDigest.eq(digest))
+        .filter(url_map::Column::DomainId.eq(domain_id))
+        .filter(url_map::Column::UrlStatus.eq(LinkStatus::Active))
+        .filter(url_map::Column::Deleted.eq(false))
+        .all(db)
+        .await?;
+    Ok(candidates
+        .into_iter()
+        .find(|link| link.long_url == target.as_str() && is_live(link)))
+}
+
+pub async fn find_by_code(
+    db: &DatabaseConnection,
+    code: &ShortCode,
+) -> Result<Option<url_map::Model>, DbErr> {
+    url_map::Entity::find()
+        .filter(url_map::Column::CompressionCode.eq(code.as_str()))
+        .filter(url_map::Column::Deleted.eq(false))
+        .one(db)
+        .await
+}
+
+/// Disables or enables a link. Setting the status it already has changes nothing.
+pub async fn set_status(
+    db: &DatabaseConnection,
+    code: &ShortCode,
+    status: LinkStatus,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    let link = find_by_code(db, code)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+    if link.url_status == status {
+        return Ok(link);
+    }
+    let txn = db.begin().await?;
+    let changed = change_status_in(&txn, &link, status, actor).await;
+    Ok(db::finish(txn, changed).await?)
+}
+
+async fn change_status_in(
+    txn: &DatabaseTransaction,
+    link: &url_map::Model,
+    status: LinkStatus,
+    actor: &Actor,
+) -> Result<url_map::Model, DbErr> {
+    let updated = url_map::ActiveModel {
+        id: Set(link.id),
+        url_status: Set(status),
+        editor: Set(Some(actor.name().to_owned())),
+        edited_at: Set(db::now()),
+        version: Set(link.version + 1),
+        ..Default::default()
+    }
+    .update(txn)
+    .await?;
+    let action = match status {
+        LinkStatus::Active => "link.enable",
+        LinkStatus::Disabled => "link.disable",
+    };
+    audit::record(
+        txn,
+        actor,
+        Entry {
+            action,
+            target_kind: "link",
+            target_id: &updated.compression_code,
+            before: Some(snapshot(link)),
+            after: Some(snapshot(&updated)),
+        },
+    )
+    .await?;
+    Ok(updated)
+}

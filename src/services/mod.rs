@@ -1,0 +1,9 @@
+//! The operations on stored data that every front end (CLI, admin UI, REST API) shares.
+
+pub mod audit;
+pub mod domains;
+pub mod links;
+pub mod secret;
+pub mod users;
+
+pub use audit::Actor;

@@ -1,0 +1,154 @@
+//! People who sign in to the admin UI.
+
+use super::audit::{self, Actor, Entry};
+use super::secret::random_bytes;
+use crate::db::entities::users;
+use crate::db::{self, is_unique_violation};
+use crate::rules::account::AccountError;
+use crate::rules::{Password, Role, Username};
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, Set,
+};
+use serde_json::json;
+
+pub const FIRST_ADMIN: &str = "admin";
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserError {
+    #[error("the user '{0}' already exists")]
+    Exists(String),
+    #[error("there is no user '{0}'")]
+    NotFound(String),
+    #[error(transparent)]
+    Invalid(#[from] AccountError),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+pub fn hash_password(password: &Password) -> String {
+    let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes fit a salt");
+    Argon2::default()
+        .hash_password(password.expose().as_bytes(), &salt)
+        .expect("argon2id with default parameters hashes any password")
+        .to_string()
+}
+
+pub fn verify_password(stored_hash: &str, candidate: &str) -> bool {
+    PasswordHash::new(stored_hash)
+        .map(|hash| {
+            Argon2::default()
+                .verify_password(candidate.as_bytes(), &hash)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+pub async fn find(db: &DatabaseConnection, name: &Username) -> Result<Option<users::Model>, DbErr> {
+    users::Entity::find()
+        .filter(users::Column::Username.eq(name.as_str()))
+        .one(db)
+        .await
+}
+
+pub async fn add(
+    db: &DatabaseConnection,
+    name: &Username,
+    password: &Password,
+    role: Role,
+    actor: &Actor,
+) -> Result<users::Model, UserError> {
+    let now = db::now();
+    let user = users::ActiveModel {
+        username: Set(name.to_string()),
+        password_hash: Set(hash_password(password)),
+        role: Set(role.as_str().to_owned()),
+        disabled: Set(false),
+        last_login_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await
+    .map_err(|err| match is_unique_violation(&err) {
+        true => UserError::Exists(name.to_string()),
+        false => UserError::Db(err),
+    })?;
+    audit::record(
+        db,
+        actor,
+        Entry {
+            action: "user.add",
+            target_kind: "user",
+            target_id: &user.username,
+            before: None,
+            after: Some(json!({"username": user.username, "role": user.role})),
+        },
+    )
+    .await?;
+    Ok(user)
+}
+
+pub async fn set_password(
+    db: &DatabaseConnection,
+    name: &Username,
+    password: &Password,
+    actor: &Actor,
+) -> Result<(), UserError> {
+    let user = find(db, name)
+        .await?
+        .ok_or_else(|| UserError::NotFound(name.to_string()))?;
+    users::ActiveModel {
+        id: Set(user.id),
+        password_hash: Set(hash_password(password)),
+        updated_at: Set(db::now()),
+        ..Default::default()
+    }
+    .update(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        Entry {
+            action: "user.password",
+            target_kind: "user",
+            target_id: &user.username,
+            before: None,
+            after: None,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The first admin, when the database has no user yet. Returns the generated password when
+/// none was configured, for the caller to show once.
+pub async fn ensure_admin(
+    db: &DatabaseConnection,
+    configured: Option<&str>,
+) -> Result<Option<String>, UserError> {
+    if users::Entity::find().one(db).await?.is_some() {
+        return Ok(None);
+    }
+    let (password, generated) = match configured {
+        Some(text) => (Password::parse(text)?, false),
+        None => (Password::parse(&random_password())?, true),
+    };
+    let name = Username::parse(FIRST_ADMIN).expect("a valid name");
+    match add(db, &name, &password, Role::Admin, &Actor::System).await {
+        Ok(_) => Ok(generated.then(|| password.expose().to_owned())),
+        // Another instance created the first admin at the same moment.
+        Err(UserError::Exists(_)) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+fn random_password() -> String {
+    const CHARS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+    random_bytes::<20>()
+        .iter()
+        .map(|b| char::from(CHARS[usize::from(*b) % CHARS.len()]))
+        .collect()
+}

@@ -1,0 +1,44 @@
+//! Static files, compiled into the binary so that it runs from any directory.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, web};
+
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    body: &'static [u8],
+}
+
+/// A handful of files: a table is simpler than an embedding crate.
+const ASSETS: &[Asset] = &[Asset {
+    name: "inklink.css",
+    content_type: "text/css; charset=utf-8",
+    body: include_bytes!("../../static/inklink.css"),
+}];
+
+pub async fn serve(file: web::Path<String>) -> HttpResponse {
+    match ASSETS.iter().find(|asset| asset.name == file.as_str()) {
+        Some(asset) => HttpResponse::Ok()
+            .content_type(asset.content_type)
+            .insert_header((
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=3600"),
+            ))
+            .insert_header((
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ))
+            .body(asset.body),
+        None => super::pages::not_found().await,
+    }
+}
+
+pub async fn robots() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .body("User-agent: *\nDisallow: /admin\nDisallow: /api\n")
+}
+
+pub async fn favicon() -> HttpResponse {
+    HttpResponse::NoContent().finish()
+}

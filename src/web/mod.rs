@@ -1,0 +1,91 @@
+//! The HTTP server: state, routes, and start-up.
+
+pub mod assets;
+pub mod health;
+pub mod pages;
+
+use crate::context::{Inklink, StartupError};
+use crate::redirect::{self, resolver::LinkResolver};
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::{App, HttpServer, guard, web};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct AppState {
+    pub core: Arc<Inklink>,
+    pub resolver: LinkResolver,
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(pages::home))
+        .route("/healthz", web::get().to(health::healthz))
+        .route("/static/{file}", web::get().to(assets::serve))
+        .route("/robots.txt", web::get().to(assets::robots))
+        .route("/favicon.ico", web::get().to(assets::favicon))
+        .service(
+            web::resource("/{code}")
+                .guard(guard::Any(guard::Get()).or(guard::Head()))
+                .to(redirect::follow),
+        )
+        .default_service(web::to(pages::not_found));
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+impl Application {
+    /// Opens the database and binds the configured address.
+    pub async fn build(core: Inklink) -> Result<Self, StartupError> {
+        let addr = core.settings.listen;
+        let listener =
+            TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
+        Self::with_listener(Arc::new(core), listener)
+            .map_err(|source| StartupError::Listen { addr, source })
+    }
+
+    /// Serves on a listener the caller bound (tests bind port 0).
+    pub fn with_listener(core: Arc<Inklink>, listener: TcpListener) -> std::io::Result<Self> {
+        let settings = core.settings.clone();
+        let resolver = LinkResolver::start(
+            core.db.clone(),
+            settings.cache_capacity as usize,
+            Duration::from_secs(settings.cache_ttl),
+            settings.redirect_status,
+        );
+        let state = web::Data::new(AppState { core, resolver });
+        let port = listener.local_addr()?.port();
+        let app_state = state.clone();
+        let mut server =
+            HttpServer::new(move || App::new().app_data(app_state.clone()).configure(routes))
+                .listen(listener)?;
+        if let Some(workers) = settings.workers {
+            server = server.workers(workers as usize);
+        }
+        Ok(Self {
+            port,
+            server: server.run(),
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Runs until SIGINT/SIGTERM (graceful: in-flight requests finish) or `handle().stop()`.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

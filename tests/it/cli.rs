@@ -1,0 +1,504 @@
+//! The command line, run as a real process against the test database.
+
+use crate::support::{TestDb, spawn_on};
+use inklink::db::entities::{domain_conf, users};
+use inklink::services::users::verify_password;
+use sea_orm::{ColumnTrait, Database, EntityTrait, QueryFilter};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_inklink"));
+    command
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env("INKLINK_DATABASE_URL", &db.url)
+        .env("INKLINK_SECRET", "test-secret")
+        .env_remove("INKLINK_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        match value.is_empty() {
+            true => command.env_remove(key),
+            false => command.env(key, value),
+        };
+    }
+    let mut child = command.spawn().expect("the inklink binary runs");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+fn inklink(db: &TestDb, args: &[&str]) -> Run {
+    inklink_with(db, args, None, &[])
+}
+
+fn ok(run: Run) -> String {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    run.stdout
+}
+
+fn fails(run: Run, message: &str) {
+    assert_eq!(run.code, 1, "stdout: {} stderr: {}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(message),
+        "expected {message:?} in {:?}",
+        run.stderr
+    );
+}
+
+#[actix_web::test]
+async fn link_add_prints_a_short_url_that_redirects_and_disable_enable_work() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &["--cache-ttl", "1"]).await;
+    let short = ok(inklink(&db, &["link", "add", "https://example.com/a?x=1"]));
+    let short = short.trim();
+    let prefix = format!("http://localhost:{}/", app.port);
+    assert!(short.starts_with(&prefix), "{short}");
+    let code = &short[prefix.len()..];
+    assert_eq!(code.len(), 6);
+    let path = format!("/{code}");
+    let (status, location, _) = app.fetch(&path).await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (302, Some("https://example.com/a?x=1"))
+    );
+
+    assert!(ok(inklink(&db, &["link", "disable", code])).contains("disabled"));
+    actix_web::rt::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(app.fetch(&path).await.0, 410);
+    ok(inklink(&db, &["link", "enable", code]));
+    actix_web::rt::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+
+    let custom = ok(inklink(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/b",
+            "--code",
+            "Promo",
+            "--description",
+            "spring",
+            "--expires",
+            "2099-01-01T00:00:00+08:00",
+            "--redirect-status",
+            "301",
+        ],
+    ));
+    assert_eq!(custom.trim(), format!("{prefix}Promo"));
+    let response = app.get("/Promo").await;
+    assert_eq!(response.status().as_u16(), 301);
+    let hashed_a = ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/h", "--strategy", "hash"],
+    ));
+    let hashed_b = ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/h", "--strategy", "hash"],
+    ));
+    assert_eq!(hashed_a, hashed_b);
+    let reused = inklink(&db, &["link", "add", "https://example.com/b", "--reuse"]);
+    assert_eq!(reused.stdout.trim(), format!("{prefix}Promo"));
+    assert!(reused.stderr.contains("reusing"));
+}
+
+#[actix_web::test]
+async fn cli_errors_are_clear_and_exit_non_zero() {
+    let db = TestDb::create().await;
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/", "--code", "taken"],
+    ));
+    fails(
+        inklink(&db, &["link", "add", "javascript:alert(1)"]),
+        "only http and https",
+    );
+    fails(
+        inklink(&db, &["link", "add", "example.com/x"]),
+        "not an absolute URL",
+    );
+    fails(
+        inklink(
+            &db,
+            &["link", "add", "https://example.com/", "--code", "taken"],
+        ),
+        "already taken",
+    );
+    fails(
+        inklink(
+            &db,
+            &["link", "add", "https://example.com/", "--code", "admin"],
+        ),
+        "reserved word",
+    );
+    fails(
+        inklink(
+            &db,
+            &["link", "add", "https://example.com/", "--code", "a/b"],
+        ),
+        "only letters",
+    );
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/",
+                "--domain",
+                "nope.example",
+            ],
+        ),
+        "there is no domain 'nope.example'",
+    );
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/",
+                "--expires",
+                "tomorrow",
+            ],
+        ),
+        "RFC 3339",
+    );
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/",
+                "--expires",
+                "2001-01-01T00:00:00Z",
+            ],
+        ),
+        "in the past",
+    );
+    fails(
+        inklink(&db, &["link", "disable", "missing"]),
+        "there is no link with the code 'missing'",
+    );
+    let usage = inklink(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/",
+            "--redirect-status",
+            "200",
+        ],
+    );
+    assert_eq!(usage.code, 2);
+    assert!(
+        usage.stderr.contains("301, 302, 307 or 308"),
+        "{}",
+        usage.stderr
+    );
+    let length = inklink(
+        &db,
+        &["--code-length", "3", "link", "add", "https://example.com/"],
+    );
+    assert_eq!(length.code, 2);
+    let unreachable = inklink_with(
+        &db,
+        &["link", "add", "https://example.com/"],
+        None,
+        &[("INKLINK_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")],
+    );
+    assert_eq!(unreachable.code, 1);
+    assert!(
+        unreachable
+            .stderr
+            .contains("cannot connect to the database"),
+        "{}",
+        unreachable.stderr
+    );
+}
+
+#[actix_web::test]
+async fn users_are_added_with_a_password_from_stdin() {
+    let db = TestDb::create().await;
+    let added = ok(inklink_with(
+        &db,
+        &["user", "add", "Alice", "--role", "operator"],
+        Some("s3cret-pass\n"),
+        &[],
+    ));
+    assert!(added.contains("added operator user alice"), "{added}");
+    fails(
+        inklink_with(
+            &db,
+            &["user", "add", "alice", "--role", "admin"],
+            Some("another-pass\n"),
+            &[],
+        ),
+        "already exists",
+    );
+    fails(
+        inklink_with(
+            &db,
+            &["user", "add", "bob", "--role", "admin"],
+            Some("short\n"),
+            &[],
+        ),
+        "at least 8",
+    );
+    fails(
+        inklink_with(
+            &db,
+            &["user", "add", "bad name", "--role", "admin"],
+            Some("long-enough\n"),
+            &[],
+        ),
+        "user names",
+    );
+    assert_eq!(
+        inklink_with(
+            &db,
+            &["user", "add", "carol", "--role", "boss"],
+            Some("long-enough\n"),
+            &[]
+        )
+        .code,
+        2
+    );
+    ok(inklink_with(
+        &db,
+        &["user", "passwd", "alice"],
+        Some("new-password\r\n"),
+        &[],
+    ));
+    fails(
+        inklink_with(
+            &db,
+            &["user", "passwd", "nobody"],
+            Some("new-password\n"),
+            &[],
+        ),
+        "there is no user 'nobody'",
+    );
+
+    let conn = Database::connect(&db.url).await.unwrap();
+    let alice = users::Entity::find()
+        .filter(users::Column::Username.eq("alice"))
+        .one(&conn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(alice.role, "operator");
+    assert!(verify_password(&alice.password_hash, "new-password"));
+    assert!(!verify_password(&alice.password_hash, "s3cret-pass"));
+}
+
+#[actix_web::test]
+async fn domains_are_added_and_the_default_moves() {
+    let db = TestDb::create().await;
+    assert_eq!(
+        ok(inklink(&db, &["domain", "add", "S.Example.CN"])).trim(),
+        "added https://s.example.cn"
+    );
+    assert_eq!(
+        ok(inklink(
+            &db,
+            &["domain", "add", "t.example.cn:8443", "--http", "--default"]
+        ))
+        .trim(),
+        "added http://t.example.cn:8443 (default)"
+    );
+    fails(
+        inklink(&db, &["domain", "add", "s.example.cn"]),
+        "already exists",
+    );
+    fails(
+        inklink(&db, &["domain", "add", "https://u.example.cn"]),
+        "without a scheme",
+    );
+    let conn = Database::connect(&db.url).await.unwrap();
+    let defaults: Vec<_> = domain_conf::Entity::find()
+        .filter(domain_conf::Column::IsDefault.eq(true))
+        .all(&conn)
+        .await
+        .unwrap();
+    assert_eq!(defaults.len(), 1);
+    assert_eq!(defaults[0].host, "t.example.cn:8443");
+    let short = ok(inklink(&db, &["link", "add", "https://example.com/"]));
+    assert!(short.starts_with("http://t.example.cn:8443/"), "{short}");
+    let on_s = ok(inklink(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/",
+            "--domain",
+            "s.example.cn",
+        ],
+    ));
+    assert!(on_s.starts_with("https://s.example.cn/"), "{on_s}");
+}
+
+#[actix_web::test]
+async fn migrations_go_up_down_and_report_status() {
+    let db = TestDb::create().await;
+    let status = ok(inklink(&db, &["migrate", "status"]));
+    assert!(
+        status.contains("pending") && status.contains("initial_schema"),
+        "{status}"
+    );
+    let up = ok(inklink(&db, &["migrate"]));
+    assert!(up.contains("applied"), "{up}");
+    let down = ok(inklink(&db, &["migrate", "down"]));
+    assert!(down.contains("pending"), "{down}");
+    ok(inklink(&db, &["migrate", "up"]));
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/after-migrations"],
+    ));
+}
+
+#[actix_web::test]
+async fn settings_come_from_flags_then_environment_then_inklink_toml() {
+    let db = TestDb::create().await;
+    let file = std::env::temp_dir().join(format!("inklink-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "database_url = \"{}\"\ncode_length = 8\nquery-merge = false\n",
+            db.url
+        ),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let from_file = inklink_with(
+        &db,
+        &["--config", path, "link", "add", "https://example.com/"],
+        None,
+        &[("INKLINK_DATABASE_URL", "")],
+    );
+    let from_file = ok(from_file);
+    assert_eq!(
+        from_file.trim().rsplit('/').next().unwrap().len(),
+        8,
+        "{from_file}"
+    );
+    let from_env = ok(inklink_with(
+        &db,
+        &["--config", path, "link", "add", "https://example.com/"],
+        None,
+        &[("INKLINK_CODE_LENGTH", "9")],
+    ));
+    assert_eq!(from_env.trim().rsplit('/').next().unwrap().len(), 9);
+    let from_flag = ok(inklink_with(
+        &db,
+        &[
+            "--config",
+            path,
+            "--code-length",
+            "10",
+            "link",
+            "add",
+            "https://example.com/",
+        ],
+        None,
+        &[("INKLINK_CODE_LENGTH", "9")],
+    ));
+    assert_eq!(from_flag.trim().rsplit('/').next().unwrap().len(), 10);
+    let via_env = ok(inklink_with(
+        &db,
+        &["link", "add", "https://example.com/"],
+        None,
+        &[("INKLINK_CONFIG", path)],
+    ));
+    assert_eq!(via_env.trim().rsplit('/').next().unwrap().len(), 8);
+
+    std::fs::write(&file, "databse_url = \"typo\"\n").unwrap();
+    fails(
+        inklink(
+            &db,
+            &["--config", path, "link", "add", "https://example.com/"],
+        ),
+        "unknown setting 'databse_url'",
+    );
+    std::fs::write(&file, "code_length = [\n").unwrap();
+    fails(
+        inklink(
+            &db,
+            &["--config", path, "link", "add", "https://example.com/"],
+        ),
+        "not valid TOML",
+    );
+    std::fs::remove_file(&file).unwrap();
+    fails(
+        inklink(
+            &db,
+            &["--config", path, "link", "add", "https://example.com/"],
+        ),
+        "cannot read",
+    );
+}
+
+#[test]
+fn help_documents_commands_options_and_environment() {
+    let output = Command::new(env!("CARGO_BIN_EXE_inklink"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for needle in [
+        "serve",
+        "migrate",
+        "user",
+        "link",
+        "domain",
+        "INKLINK_DATABASE_URL",
+        "INKLINK_LISTEN",
+        "INKLINK_SECRET",
+        "INKLINK_ADMIN_PASSWORD",
+        "INKLINK_CODE_LENGTH",
+        "INKLINK_CODE_CHECK_CHAR",
+        "INKLINK_REDIRECT_STATUS",
+        "INKLINK_CACHE_TTL",
+        "inklink.toml",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}");
+    }
+    let link_help = Command::new(env!("CARGO_BIN_EXE_inklink"))
+        .args(["link", "add", "--help"])
+        .output()
+        .unwrap();
+    let link_help = String::from_utf8(link_help.stdout).unwrap();
+    for needle in [
+        "--code",
+        "--domain",
+        "--expires",
+        "--description",
+        "RFC 3339",
+    ] {
+        assert!(link_help.contains(needle), "link add --help lacks {needle}");
+    }
+}

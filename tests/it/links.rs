@@ -1,0 +1,373 @@
+//! Creating and changing links through the shared service.
+
+use crate::support::{TestApp, create_link, spawn_app, spawn_app_with};
+use chrono::{Duration as Span, Utc};
+use inklink::db::entities::audit_log;
+use inklink::db::entities::domain_conf::{self, DomainStatus};
+use inklink::db::entities::url_map::{LinkStatus, Strategy};
+use inklink::rules::{CodeError, DomainHost, Protocol, ShortCode};
+use inklink::services::links::{self, LinkError, NewLink, Outcome};
+use inklink::services::{Actor, domains};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
+
+async fn new_link(app: &TestApp, url: &str) -> NewLink {
+    NewLink::to(app.core.parse_target(url).await.unwrap().unwrap())
+}
+
+async fn create(app: &TestApp, new: NewLink) -> Result<links::SavedLink, LinkError> {
+    links::create(&app.core, new, &Actor::User("alice".into())).await
+}
+
+#[actix_web::test]
+async fn a_custom_code_is_unique_and_a_taken_one_is_refused() {
+    let app = spawn_app().await;
+    let code = ShortCode::parse("spring-sale").unwrap();
+    let first = create(
+        &app,
+        NewLink {
+            custom_code: Some(code.clone()),
+            ..new_link(&app, "https://example.com/1").await
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.link.compression_code, "spring-sale");
+    assert_eq!(first.link.strategy, Strategy::Custom);
+    let err = create(
+        &app,
+        NewLink {
+            custom_code: Some(code),
+            ..new_link(&app, "https://example.com/2").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, LinkError::CodeTaken(ref c) if c == "spring-sale"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the code 'spring-sale' is already taken; choose another"
+    );
+}
+
+#[actix_web::test]
+async fn the_sequence_skips_a_code_a_custom_link_already_holds() {
+    let app = spawn_app().await;
+    // On a fresh database the allocator starts at id 0.
+    let first = app.core.codes.code_for_id(0).unwrap().unwrap();
+    let second = app.core.codes.code_for_id(1).unwrap().unwrap();
+    create(
+        &app,
+        NewLink {
+            custom_code: Some(first.clone()),
+            ..new_link(&app, "https://example.com/custom").await
+        },
+    )
+    .await
+    .unwrap();
+    let generated = create(&app, new_link(&app, "https://example.com/seq").await)
+        .await
+        .unwrap();
+    assert_eq!(generated.link.compression_code, second.as_str());
+    assert_eq!(generated.link.strategy, Strategy::Sequence);
+}
+
+#[actix_web::test]
+async fn reuse_returns_the_existing_live_link() {
+    let app = spawn_app().await;
+    let first = create(&app, new_link(&app, "https://example.com/r").await)
+        .await
+        .unwrap();
+    let again = create(
+        &app,
+        NewLink {
+            reuse: true,
+            ..new_link(&app, "https://example.com/r").await
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.outcome, Outcome::Reused);
+    assert_eq!(again.link.id, first.link.id);
+    // Without reuse, or once the old one is disabled, a new link is made.
+    let fresh = create(&app, new_link(&app, "https://example.com/r").await)
+        .await
+        .unwrap();
+    assert_ne!(fresh.link.id, first.link.id);
+    for link in [&first, &fresh] {
+        let code = ShortCode::parse(&link.link.compression_code).unwrap();
+        links::set_status(&app.core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+            .await
+            .unwrap();
+    }
+    let third = create(
+        &app,
+        NewLink {
+            reuse: true,
+            ..new_link(&app, "https://example.com/r").await
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(third.outcome, Outcome::Created);
+}
+
+#[actix_web::test]
+async fn the_hash_strategy_gives_the_same_url_the_same_code() {
+    let app = spawn_app().await;
+    let hashed = |url: &'static str| {
+        let app = &app;
+        async move {
+            NewLink {
+                strategy: Strategy::Hash,
+                ..new_link(app, url).await
+            }
+        }
+    };
+    let a = create(&app, hashed("https://example.com/h").await)
+        .await
+        .unwrap();
+    let b = create(&app, hashed("https://example.com/h").await)
+        .await
+        .unwrap();
+    assert_eq!(a.link.compression_code, b.link.compression_code);
+    assert_eq!(a.outcome, Outcome::Created);
+    assert_eq!(b.outcome, Outcome::Reused);
+    assert_eq!(a.link.strategy, Strategy::Hash);
+    let other = create(&app, hashed("https://example.com/other").await)
+        .await
+        .unwrap();
+    assert_ne!(other.link.compression_code, a.link.compression_code);
+    // A candidate taken by another URL is passed over for the next one.
+    let expected: Vec<_> = app
+        .core
+        .codes
+        .hash_candidates("https://example.com/taken")
+        .take(2)
+        .collect();
+    create(
+        &app,
+        NewLink {
+            custom_code: Some(expected[0].clone()),
+            ..new_link(&app, "https://example.com/squatter").await
+        },
+    )
+    .await
+    .unwrap();
+    let moved = create(&app, hashed("https://example.com/taken").await)
+        .await
+        .unwrap();
+    assert_eq!(moved.link.compression_code, expected[1].as_str());
+}
+
+#[actix_web::test]
+async fn links_go_on_the_requested_or_default_domain() {
+    let app = spawn_app().await;
+    let host = DomainHost::parse("s.example.cn").unwrap();
+    domains::add(&app.core.db, &host, Protocol::Https, false, &Actor::Cli)
+        .await
+        .unwrap();
+    let on_default = create(&app, new_link(&app, "https://example.com/x").await)
+        .await
+        .unwrap();
+    assert_eq!(
+        on_default.short_url(),
+        format!(
+            "http://localhost:{}/{}",
+            app.port, on_default.link.compression_code
+        )
+    );
+    let on_cn = create(
+        &app,
+        NewLink {
+            domain: Some(host.clone()),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        on_cn.short_url(),
+        format!("https://s.example.cn/{}", on_cn.link.compression_code)
+    );
+    // A target on one of our own domains is refused.
+    let err = app
+        .core
+        .parse_target("https://s.example.cn/abc")
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains("own domains"));
+
+    let unknown = create(
+        &app,
+        NewLink {
+            domain: Some(DomainHost::parse("nope.example").unwrap()),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(unknown, LinkError::UnknownDomain(_)), "{unknown}");
+    let domain = domains::find_by_host(&app.core.db, &host)
+        .await
+        .unwrap()
+        .unwrap();
+    domain_conf::ActiveModel {
+        id: Set(domain.id),
+        status: Set(DomainStatus::Disabled),
+        ..Default::default()
+    }
+    .update(&app.core.db)
+    .await
+    .unwrap();
+    let disabled = create(
+        &app,
+        NewLink {
+            domain: Some(host),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(disabled, LinkError::DomainDisabled(_)),
+        "{disabled}"
+    );
+}
+
+#[actix_web::test]
+async fn bad_link_fields_are_refused() {
+    let app = spawn_app().await;
+    let past = create(
+        &app,
+        NewLink {
+            expires_at: Some(Utc::now() - Span::minutes(1)),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(past, LinkError::ExpiryInPast(_)), "{past}");
+    let long = create(
+        &app,
+        NewLink {
+            description: Some("d".repeat(2001)),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(long, LinkError::DescriptionTooLong(2001)),
+        "{long}"
+    );
+    let described = create(
+        &app,
+        NewLink {
+            description: Some("双十一 campaign".into()),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        described.link.description.as_deref(),
+        Some("双十一 campaign")
+    );
+}
+
+#[actix_web::test]
+async fn check_character_mode_guards_custom_codes_of_the_generated_shape() {
+    let app = spawn_app_with(&["--code-check-char", "true", "--code-length", "5"]).await;
+    let err = create(
+        &app,
+        NewLink {
+            custom_code: Some(ShortCode::parse("Promo1").unwrap()),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LinkError::InvalidCode(CodeError::CheckCharacter { .. })
+        ) || err.to_string().contains("check character"),
+        "{err}"
+    );
+    // Other shapes are free.
+    create(
+        &app,
+        NewLink {
+            custom_code: Some(ShortCode::parse("promo-1").unwrap()),
+            ..new_link(&app, "https://example.com/x").await
+        },
+    )
+    .await
+    .unwrap();
+    let generated = create(&app, new_link(&app, "https://example.com/y").await)
+        .await
+        .unwrap();
+    assert_eq!(generated.link.compression_code.len(), 6);
+}
+
+#[actix_web::test]
+async fn changes_are_audited() {
+    let app = spawn_app().await;
+    let saved = create_link(&app, "https://example.com/audited").await;
+    let code = ShortCode::parse(&saved.link.compression_code).unwrap();
+    links::set_status(
+        &app.core.db,
+        &code,
+        LinkStatus::Disabled,
+        &Actor::User("bob".into()),
+    )
+    .await
+    .unwrap();
+    // Disabling twice changes nothing and records nothing.
+    links::set_status(
+        &app.core.db,
+        &code,
+        LinkStatus::Disabled,
+        &Actor::User("bob".into()),
+    )
+    .await
+    .unwrap();
+    let entries = audit_log::Entity::find()
+        .filter(audit_log::Column::TargetId.eq(code.as_str()))
+        .order_by_asc(audit_log::Column::Id)
+        .all(&app.core.db)
+        .await
+        .unwrap();
+    let actions: Vec<_> = entries
+        .iter()
+        .map(|e| (e.action.as_str(), e.actor.as_str()))
+        .collect();
+    assert_eq!(actions, [("link.create", "cli"), ("link.disable", "bob")]);
+    assert!(
+        entries[1]
+            .before_state
+            .as_deref()
+            .unwrap()
+            .contains("\"active\"")
+    );
+    assert!(
+        entries[1]
+            .after_state
+            .as_deref()
+            .unwrap()
+            .contains("\"disabled\"")
+    );
+    let missing = links::set_status(
+        &app.core.db,
+        &ShortCode::parse("nope").unwrap(),
+        LinkStatus::Disabled,
+        &Actor::Cli,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(missing.to_string(), "there is no link with the code 'nope'");
+}

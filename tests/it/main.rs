@@ -1,0 +1,11 @@
+//! The integration suite: one binary, a module per feature. Every test gets its own fresh
+//! database — a SQLite file, or a new database on the server in INKLINK_TEST_DATABASE_URL.
+
+mod bootstrap;
+mod cli;
+mod codes;
+mod links;
+mod redirect;
+mod rules;
+mod support;
+mod two_instances;

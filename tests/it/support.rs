@@ -1,0 +1,265 @@
+//! Test databases and servers.
+
+use actix_web::dev::ServerHandle;
+use actix_web::web::Data;
+use inklink::Inklink;
+use inklink::config::{self, Settings};
+use inklink::web::{AppState, Application};
+use sea_orm::{ConnectionTrait, Database};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A table-driven case: an input and a check of the error it must give.
+pub type Case<'a, E> = (&'a str, fn(&E) -> bool);
+
+pub const ENV_URL: &str = "INKLINK_TEST_DATABASE_URL";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+/// A database that exists for one test and is dropped after it, even when the test fails.
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    server_url: Option<String>,
+    name: String,
+    file: Option<PathBuf>,
+}
+
+fn unique_name() -> String {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).unwrap();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl TestDb {
+    pub async fn create() -> TestDb {
+        let name = format!("inklink_t_{}", unique_name());
+        let server = std::env::var(ENV_URL).ok().filter(|url| !url.is_empty());
+        let Some(server_url) = server else {
+            let file = std::env::temp_dir().join(format!("{name}.db"));
+            return TestDb {
+                url: format!("sqlite://{}?mode=rwc", file.display()),
+                backend: Backend::Sqlite,
+                server_url: None,
+                name,
+                file: Some(file),
+            };
+        };
+        let backend = if server_url.starts_with("postgres") {
+            Backend::Postgres
+        } else if server_url.starts_with("mysql") || server_url.starts_with("mariadb") {
+            Backend::MySql
+        } else {
+            panic!("{ENV_URL} must be a postgres:// or mysql:// URL, not {server_url}");
+        };
+        let admin = Database::connect(&server_url).await.unwrap_or_else(|err| {
+            panic!("cannot reach the test database server {server_url}: {err}")
+        });
+        let create = match backend {
+            Backend::MySql => {
+                format!("CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+            }
+            _ => format!("CREATE DATABASE {name}"),
+        };
+        admin
+            .execute_unprepared(&create)
+            .await
+            .expect("create the test database");
+        admin.close().await.ok();
+        let mut url = url::Url::parse(&server_url).expect("a URL");
+        url.set_path(&format!("/{name}"));
+        TestDb {
+            url: url.to_string(),
+            backend,
+            server_url: Some(server_url),
+            name,
+            file: None,
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+            }
+            return;
+        }
+        let (Some(server_url), name, backend) =
+            (self.server_url.clone(), self.name.clone(), self.backend)
+        else {
+            return;
+        };
+        // Drop runs outside any async context we could rely on: use a runtime of our own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let Ok(admin) = Database::connect(&server_url).await else { return };
+                if backend == Backend::MySql {
+                    // Like PostgreSQL's WITH (FORCE): sessions of a server still shutting
+                    // down would otherwise hold metadata locks that block the drop.
+                    let sessions = admin
+                        .query_all_raw(sea_orm::Statement::from_string(
+                            sea_orm::DbBackend::MySql,
+                            format!("SELECT CAST(id AS CHAR) FROM information_schema.processlist WHERE db = '{name}'"),
+                        ))
+                        .await
+                        .unwrap_or_default();
+                    for row in sessions {
+                        if let Ok(id) = row.try_get_by_index::<String>(0) {
+                            let _ = admin.execute_unprepared(&format!("KILL {id}")).await;
+                        }
+                    }
+                }
+                let drop = match backend {
+                    Backend::Postgres => format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+                    _ => format!("DROP DATABASE IF EXISTS {name}"),
+                };
+                if let Err(err) = admin.execute_unprepared(&drop).await {
+                    eprintln!("could not drop test database {name}: {err}");
+                }
+                admin.close().await.ok();
+            });
+        })
+        .join();
+    }
+}
+
+/// Settings as the binary would parse them, pointed at `db`, plus `extra` flags.
+pub fn settings(db: &TestDb, listen: &str, extra: &[&str]) -> Settings {
+    let mut args = vec![
+        "inklink",
+        "--database-url",
+        &db.url,
+        "--listen",
+        listen,
+        "--secret",
+        "test-secret",
+        "--db-max-connections",
+        "5",
+        "--workers",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    config::parse_from(args)
+        .expect("valid test settings")
+        .settings
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub port: u16,
+    pub core: Arc<Inklink>,
+    pub state: Data<AppState>,
+    pub client: awc::Client,
+    /// Keeps the database alive as long as the server.
+    _db: Arc<TestDb>,
+    handle: ServerHandle,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub async fn get(
+        &self,
+        path: &str,
+    ) -> awc::ClientResponse<
+        impl futures_util::Stream<Item = Result<actix_web::web::Bytes, awc::error::PayloadError>>
+        + use<>,
+    > {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Status, Location and body of a GET.
+    pub async fn fetch(&self, path: &str) -> (u16, Option<String>, String) {
+        let mut response = self.get(path).await;
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .map(|value| value.to_str().unwrap().to_owned());
+        let body = response.body().limit(1 << 20).await.expect("body");
+        (
+            status,
+            location,
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        actix_web::rt::spawn(async move { handle.stop(false).await });
+    }
+}
+
+pub fn client() -> awc::Client {
+    awc::Client::builder()
+        .disable_redirects()
+        .timeout(std::time::Duration::from_secs(30))
+        .finish()
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(&[]).await
+}
+
+pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
+    spawn_on(Arc::new(TestDb::create().await), extra).await
+}
+
+/// A server on its own port over `db`: call it twice for two instances on one database.
+pub async fn spawn_on(db: Arc<TestDb>, extra: &[&str]) -> TestApp {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().unwrap().port();
+    let settings = settings(&db, &format!("127.0.0.1:{port}"), extra);
+    let core = Arc::new(
+        Inklink::open(settings)
+            .await
+            .expect("inklink opens the test database"),
+    );
+    let app = Application::with_listener(core.clone(), listener).expect("server starts");
+    let state = app.state();
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        core,
+        state,
+        client: client(),
+        _db: db,
+        handle,
+    }
+}
+
+/// Creates a link through the same service every front end uses.
+pub async fn create_link(app: &TestApp, url: &str) -> inklink::services::links::SavedLink {
+    let target = app
+        .core
+        .parse_target(url)
+        .await
+        .unwrap()
+        .expect("a valid URL");
+    inklink::services::links::create(
+        &app.core,
+        inklink::services::links::NewLink::to(target),
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .expect("link created")
+}

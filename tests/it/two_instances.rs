@@ -1,0 +1,73 @@
+//! Two servers on one database: the id allocator never issues a code twice, and every link
+//! redirects on both.
+
+use crate::support::{TestApp, TestDb, spawn_on};
+use futures_util::future::join_all;
+use inklink::db::entities::url_map;
+use inklink::services::Actor;
+use inklink::services::links::{self, NewLink};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+const LINKS: usize = 5000;
+const CREATORS_PER_INSTANCE: usize = 8;
+
+async fn create_many(app: &TestApp, worker: usize, count: usize) -> Vec<String> {
+    let mut codes = Vec::with_capacity(count);
+    for n in 0..count {
+        let url = format!("https://example.com/{}/{worker}/{n}", app.port);
+        let target = app.core.parse_target(&url).await.unwrap().unwrap();
+        let saved = links::create(&app.core, NewLink::to(target), &Actor::Cli)
+            .await
+            .unwrap_or_else(|err| panic!("link {n} of creator {worker}: {err}"));
+        codes.push(saved.link.compression_code);
+    }
+    codes
+}
+
+#[actix_web::test]
+async fn two_instances_create_5000_links_concurrently_without_a_duplicate() {
+    let db = Arc::new(TestDb::create().await);
+    let a = spawn_on(db.clone(), &[]).await;
+    let b = spawn_on(db.clone(), &[]).await;
+    let per_creator = LINKS / (2 * CREATORS_PER_INSTANCE);
+    let creators = (0..CREATORS_PER_INSTANCE).flat_map(|worker| {
+        [
+            create_many(&a, worker, per_creator),
+            create_many(&b, worker, per_creator),
+        ]
+    });
+    let codes: Vec<String> = join_all(creators).await.into_iter().flatten().collect();
+    let remainder = LINKS - codes.len();
+    let codes: Vec<String> = codes
+        .into_iter()
+        .chain(create_many(&a, 99, remainder).await)
+        .collect();
+    assert_eq!(codes.len(), LINKS);
+    let distinct: HashSet<_> = codes.iter().collect();
+    assert_eq!(distinct.len(), LINKS, "a code was issued twice");
+    assert_eq!(
+        url_map::Entity::find().count(&a.core.db).await.unwrap(),
+        LINKS as u64
+    );
+
+    for app in [&a, &b] {
+        for chunk in codes.chunks(50) {
+            let statuses = join_all(chunk.iter().map(|code| async move {
+                let response = app
+                    .client
+                    .get(app.url(&format!("/{code}")))
+                    .send()
+                    .await
+                    .unwrap();
+                (
+                    response.status().as_u16(),
+                    response.headers().contains_key("location"),
+                )
+            }))
+            .await;
+            assert!(statuses.iter().all(|s| *s == (302, true)), "{statuses:?}");
+        }
+    }
+}
