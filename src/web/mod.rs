@@ -17,17 +17,18 @@ pub struct AppState {
     pub resolver: LinkResolver,
 }
 
+/// A route for GET and HEAD alike (`web::get()` alone turns HEAD away).
+fn read() -> web::Route {
+    web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(pages::home))
-        .route("/healthz", web::get().to(health::healthz))
-        .route("/static/{file}", web::get().to(assets::serve))
-        .route("/robots.txt", web::get().to(assets::robots))
-        .route("/favicon.ico", web::get().to(assets::favicon))
-        .service(
-            web::resource("/{code}")
-                .guard(guard::Any(guard::Get()).or(guard::Head()))
-                .to(redirect::follow),
-        )
+    cfg.route("/", read().to(pages::home))
+        .route("/healthz", read().to(health::healthz))
+        .route("/static/{file}", read().to(assets::serve))
+        .route("/robots.txt", read().to(assets::robots))
+        .route("/favicon.ico", read().to(assets::favicon))
+        .route("/{code}", read().to(redirect::follow))
         .default_service(web::to(pages::not_found));
 }
 
