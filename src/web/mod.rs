@@ -18,7 +18,7 @@ pub struct AppState {
 }
 
 /// A route for GET and HEAD alike (`web::get()` alone turns HEAD away).
-fn read() -> web::Route {
+fn read() -> actix_web::Route {
     web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
 }
 
