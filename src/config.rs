@@ -101,6 +101,10 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_DB_MAX_CONNECTIONS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000), global = true)]
     pub db_max_connections: u32,
 
+    /// Mark the admin session cookie Secure (set this when the admin UI is served over https)
+    #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub secure_cookie: bool,
+
     /// HTTP worker threads (default: one per CPU core)
     #[arg(long, env = "INKLINK_WORKERS", value_parser = clap::value_parser!(u32).range(1..=256), global = true)]
     pub workers: Option<u32>,

@@ -33,6 +33,8 @@ pub struct Inklink {
     pub settings: Arc<Settings>,
     pub codes: CodeGenerator,
     pub allocator: BlockAllocator,
+    /// Signs the admin session cookie; derived from the secret, so every instance agrees.
+    pub cookie_key: [u8; 64],
 }
 
 impl Inklink {
@@ -50,8 +52,12 @@ impl Inklink {
         let first = DomainHost::parse(&first).expect("localhost is a valid host");
         domains::ensure_first(&db, &first).await?;
         let format = CodeFormat::new(settings.code_length, settings.code_check_char);
+        let mut cookie_key = [0u8; 64];
+        cookie_key[..32].copy_from_slice(&derive(&secret, "inklink/cookie-1"));
+        cookie_key[32..].copy_from_slice(&derive(&secret, "inklink/cookie-2"));
         Ok(Self {
             db,
+            cookie_key,
             codes: CodeGenerator::new(format, secret.as_bytes()),
             allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
             settings: Arc::new(settings),
@@ -91,4 +97,13 @@ pub fn redact(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+fn derive(secret: &str, purpose: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(purpose.as_bytes());
+    hasher.update([0]);
+    hasher.update(secret.as_bytes());
+    hasher.finalize().into()
 }

@@ -4,12 +4,16 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261121_000001_initial_schema;
+mod m20261121_000002_admin_sessions;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261121_000001_initial_schema::Migration)]
+        vec![
+            Box::new(m20261121_000001_initial_schema::Migration),
+            Box::new(m20261121_000002_admin_sessions::Migration),
+        ]
     }
 }

@@ -10,11 +10,18 @@ struct Asset {
 }
 
 /// A handful of files: a table is simpler than an embedding crate.
-const ASSETS: &[Asset] = &[Asset {
-    name: "inklink.css",
-    content_type: "text/css; charset=utf-8",
-    body: include_bytes!("../../static/inklink.css"),
-}];
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "inklink.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../../static/inklink.css"),
+    },
+    Asset {
+        name: "admin.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../../static/admin.css"),
+    },
+];
 
 pub async fn serve(file: web::Path<String>) -> HttpResponse {
     match ASSETS.iter().find(|asset| asset.name == file.as_str()) {

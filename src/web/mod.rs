@@ -4,8 +4,10 @@ pub mod assets;
 pub mod health;
 pub mod pages;
 
+use crate::admin::{self, session_store::DbSessionStore};
 use crate::context::{Inklink, StartupError};
 use crate::redirect::{self, resolver::LinkResolver};
+use actix_web::cookie::Key;
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{App, HttpServer, guard, web};
 use std::net::TcpListener;
@@ -57,12 +59,20 @@ impl Application {
             Duration::from_secs(settings.cache_ttl),
             settings.redirect_status,
         );
+        let store = DbSessionStore::new(core.db.clone());
+        tokio::spawn(purge_sessions(store.clone()));
+        let key = Key::from(&core.cookie_key);
+        let secure_cookie = settings.secure_cookie;
         let state = web::Data::new(AppState { core, resolver });
         let port = listener.local_addr()?.port();
         let app_state = state.clone();
-        let mut server =
-            HttpServer::new(move || App::new().app_data(app_state.clone()).configure(routes))
-                .listen(listener)?;
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(app_state.clone())
+                .configure(|cfg| admin::routes(cfg, store.clone(), key.clone(), secure_cookie))
+                .configure(routes)
+        })
+        .listen(listener)?;
         if let Some(workers) = settings.workers {
             server = server.workers(workers as usize);
         }
@@ -88,5 +98,16 @@ impl Application {
     /// Runs until SIGINT/SIGTERM (graceful: in-flight requests finish) or `handle().stop()`.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
+    }
+}
+
+/// Expired admin sessions are useless; clear them out hourly.
+async fn purge_sessions(store: DbSessionStore) {
+    let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every_hour.tick().await;
+        if let Err(err) = store.purge_expired().await {
+            tracing::warn!(error = %err, "could not purge expired sessions");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The integration suite: one binary, a module per feature. Every test gets its own fresh
 //! database — a SQLite file, or a new database on the server in INKLINK_TEST_DATABASE_URL.
 
+mod admin;
 mod bootstrap;
 mod cli;
 mod codes;

@@ -1,0 +1,53 @@
+//! What can go wrong on an admin page, mapped once to a response: a page for people, never a
+//! bare status.
+
+use super::pages::render_message;
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpResponse, ResponseError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("sign in to continue")]
+    SignedOut,
+    #[error("you do not have access to this page; it is for admins")]
+    Forbidden,
+    #[error(
+        "this form has expired or did not come from this site; go back, reload the page and try again"
+    )]
+    Csrf,
+    #[error("there is nothing at this address")]
+    NotFound,
+    #[error("the database could not be reached; please try again")]
+    Db(#[from] sea_orm::DbErr),
+    #[error("the session could not be read or saved; please sign in again")]
+    Session(String),
+}
+
+impl ResponseError for AdminError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::SignedOut => StatusCode::SEE_OTHER,
+            Self::Forbidden | Self::Csrf => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Db(_) | Self::Session(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            Self::SignedOut => HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, "/admin/login"))
+                .finish(),
+            other => {
+                if let Self::Db(err) = other {
+                    tracing::error!(error = %err, "admin page failed");
+                }
+                if let Self::Session(err) = other {
+                    tracing::error!(error = %err, "admin session failed");
+                }
+                render_message(other.status_code(), "Sorry", &other.to_string())
+            }
+        }
+    }
+}

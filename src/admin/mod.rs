@@ -1,0 +1,79 @@
+//! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
+
+pub mod auth;
+pub mod error;
+pub mod links;
+pub mod pages;
+pub mod session_store;
+
+use actix_session::SessionMiddleware;
+use actix_session::config::{PersistentSession, TtlExtensionPolicy};
+use actix_web::cookie::{Key, SameSite};
+use actix_web::http::header;
+use actix_web::middleware::DefaultHeaders;
+use actix_web::{HttpResponse, web};
+use session_store::DbSessionStore;
+
+/// A session unused for this long ends.
+pub const IDLE_TIMEOUT: actix_web::cookie::time::Duration =
+    actix_web::cookie::time::Duration::hours(2);
+pub const SESSION_COOKIE: &str = "inklink_session";
+
+/// Headers on every admin page: no inline script, no framing, no sniffing, no caching.
+fn security_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'",
+        ))
+        .add((header::X_FRAME_OPTIONS, "DENY"))
+        .add((header::REFERRER_POLICY, "same-origin"))
+        .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .add((header::CACHE_CONTROL, "no-store"))
+}
+
+pub fn session_middleware(
+    store: DbSessionStore,
+    key: Key,
+    secure_cookie: bool,
+) -> SessionMiddleware<DbSessionStore> {
+    SessionMiddleware::builder(store, key)
+        .cookie_name(SESSION_COOKIE.to_owned())
+        .cookie_http_only(true)
+        .cookie_same_site(SameSite::Lax)
+        .cookie_secure(secure_cookie)
+        .cookie_path("/admin".to_owned())
+        .session_lifecycle(
+            PersistentSession::default()
+                .session_ttl(IDLE_TIMEOUT)
+                .session_ttl_extension_policy(TtlExtensionPolicy::OnEveryRequest),
+        )
+        .build()
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, secure_cookie: bool) {
+    cfg.service(
+        web::scope("/admin")
+            .wrap(session_middleware(store, key, secure_cookie))
+            .wrap(security_headers())
+            .route("", web::get().to(to_links))
+            .route("/", web::get().to(to_links))
+            .route("/login", web::get().to(auth::login_form))
+            .route("/login", web::post().to(auth::login))
+            .route("/logout", web::post().to(auth::logout))
+            .route("/links", web::get().to(links::list))
+            .route("/links", web::post().to(links::create))
+            .route("/links/new", web::get().to(links::new_form))
+            .route("/links/{code}/disable", web::post().to(links::disable))
+            .route("/links/{code}/enable", web::post().to(links::enable))
+            .default_service(web::to(|| async {
+                Err::<HttpResponse, _>(error::AdminError::NotFound)
+            })),
+    );
+}
+
+async fn to_links() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin/links"))
+        .finish()
+}

@@ -1,0 +1,62 @@
+//! Rendering admin pages: the shared frame (navigation, flash message, sign-out form) and the
+//! plain message page.
+
+use super::auth::CurrentUser;
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use askama::Template;
+
+/// What every signed-in page shows around its content.
+pub struct Frame {
+    pub user: String,
+    pub is_admin: bool,
+    pub csrf: String,
+    pub flash: Option<String>,
+    pub section: &'static str,
+}
+
+impl Frame {
+    pub fn new(user: &CurrentUser, flash: Option<String>, section: &'static str) -> Self {
+        Self {
+            user: user.name.clone(),
+            is_admin: user.is_admin(),
+            csrf: user.csrf.clone(),
+            flash,
+            section,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/message.html")]
+struct Message<'a> {
+    heading: &'a str,
+    text: &'a str,
+}
+
+pub fn render_message(status: StatusCode, heading: &str, text: &str) -> HttpResponse {
+    let body = Message { heading, text }
+        .render()
+        .unwrap_or_else(|_| text.to_owned());
+    html(status, body)
+}
+
+pub fn html(status: StatusCode, body: String) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .body(body)
+}
+
+pub fn render(status: StatusCode, template: &impl Template) -> HttpResponse {
+    match template.render() {
+        Ok(body) => html(status, body),
+        Err(err) => {
+            tracing::error!(error = %err, "template failed to render");
+            render_message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Sorry",
+                "This page could not be shown.",
+            )
+        }
+    }
+}

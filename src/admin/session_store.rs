@@ -1,0 +1,116 @@
+//! actix-session's store, in the database: a session survives a restart, works on every
+//! instance, and sign-out deletes it for good (a cookie-only session could not be revoked).
+
+use crate::db::entities::admin_sessions;
+use crate::services::secret::random_hex;
+use actix_session::storage::{LoadError, SaveError, SessionKey, SessionStore, UpdateError};
+use actix_web::cookie::time::Duration;
+use chrono::{NaiveDateTime, TimeDelta};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, Set};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+type State = HashMap<String, String>;
+
+#[derive(Clone)]
+pub struct DbSessionStore {
+    db: DatabaseConnection,
+}
+
+impl DbSessionStore {
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+
+    /// Deletes sessions past their expiry; run now and then.
+    pub async fn purge_expired(&self) -> Result<u64, sea_orm::DbErr> {
+        let done = admin_sessions::Entity::delete_many()
+            .filter(admin_sessions::Column::ExpiresAt.lte(crate::db::now()))
+            .exec(&self.db)
+            .await?;
+        Ok(done.rows_affected)
+    }
+}
+
+fn key_hash(key: &SessionKey) -> String {
+    Sha256::digest(key.as_ref().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn expiry(ttl: &Duration) -> NaiveDateTime {
+    crate::db::now() + TimeDelta::seconds(ttl.whole_seconds())
+}
+
+impl SessionStore for DbSessionStore {
+    async fn load(&self, session_key: &SessionKey) -> Result<Option<State>, LoadError> {
+        let row = admin_sessions::Entity::find_by_id(key_hash(session_key))
+            .filter(admin_sessions::Column::ExpiresAt.gt(crate::db::now()))
+            .one(&self.db)
+            .await
+            .map_err(|err| LoadError::Other(err.into()))?;
+        row.map(|row| serde_json::from_str(&row.state))
+            .transpose()
+            .map_err(|err| LoadError::Deserialization(err.into()))
+    }
+
+    async fn save(&self, state: State, ttl: &Duration) -> Result<SessionKey, SaveError> {
+        let text =
+            serde_json::to_string(&state).map_err(|err| SaveError::Serialization(err.into()))?;
+        let key =
+            SessionKey::try_from(random_hex(32)).map_err(|err| SaveError::Other(err.into()))?;
+        admin_sessions::ActiveModel {
+            key_hash: Set(key_hash(&key)),
+            state: Set(text),
+            expires_at: Set(expiry(ttl)),
+            created_at: Set(crate::db::now()),
+        }
+        .insert(&self.db)
+        .await
+        .map_err(|err| SaveError::Other(err.into()))?;
+        Ok(key)
+    }
+
+    async fn update(
+        &self,
+        key: SessionKey,
+        state: State,
+        ttl: &Duration,
+    ) -> Result<SessionKey, UpdateError> {
+        let text =
+            serde_json::to_string(&state).map_err(|err| UpdateError::Serialization(err.into()))?;
+        let updated = admin_sessions::Entity::update_many()
+            .col_expr(admin_sessions::Column::State, Expr::value(text))
+            .col_expr(admin_sessions::Column::ExpiresAt, Expr::value(expiry(ttl)))
+            .filter(admin_sessions::Column::KeyHash.eq(key_hash(&key)))
+            .exec(&self.db)
+            .await
+            .map_err(|err| UpdateError::Other(err.into()))?;
+        if updated.rows_affected == 1 {
+            return Ok(key);
+        }
+        // The session was deleted meanwhile (signed out elsewhere, or expired): start afresh.
+        self.save(state, ttl).await.map_err(|err| match err {
+            SaveError::Serialization(err) => UpdateError::Serialization(err),
+            SaveError::Other(err) => UpdateError::Other(err),
+        })
+    }
+
+    async fn update_ttl(&self, key: &SessionKey, ttl: &Duration) -> Result<(), anyhow::Error> {
+        admin_sessions::Entity::update_many()
+            .col_expr(admin_sessions::Column::ExpiresAt, Expr::value(expiry(ttl)))
+            .filter(admin_sessions::Column::KeyHash.eq(key_hash(key)))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<(), anyhow::Error> {
+        admin_sessions::Entity::delete_by_id(key_hash(key))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,492 @@
+//! The admin UI over HTTP: sign-in, sessions, CSRF, throttling, and the links pages.
+
+use crate::support::{TestApp, TestDb, create_link, spawn_app, spawn_on};
+use inklink::db::entities::{admin_sessions, url_map};
+use inklink::rules::{Password, Role, Username};
+use inklink::services::{Actor, users};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use std::sync::Arc;
+
+/// A cookie jar of one cookie, the way a browser would keep the session.
+struct Browser<'a> {
+    app: &'a TestApp,
+    cookie: Option<String>,
+}
+
+struct Page {
+    status: u16,
+    location: Option<String>,
+    body: String,
+    headers: actix_web::http::header::HeaderMap,
+}
+
+impl<'a> Browser<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        Self { app, cookie: None }
+    }
+
+    async fn send(&mut self, request: awc::ClientRequest, form: Option<&[(&str, &str)]>) -> Page {
+        let request = match &self.cookie {
+            Some(cookie) => request.insert_header(("cookie", cookie.clone())),
+            None => request,
+        };
+        let mut response = match form {
+            Some(form) => request.send_form(&form).await,
+            None => request.send().await,
+        }
+        .expect("request sent");
+        for value in response.headers().get_all("set-cookie") {
+            let value = value.to_str().unwrap();
+            let pair = value.split(';').next().unwrap().to_owned();
+            self.cookie = (!value.contains("Max-Age=0")).then_some(pair);
+        }
+        let body = response.body().limit(4 << 20).await.expect("body");
+        Page {
+            status: response.status().as_u16(),
+            location: response
+                .headers()
+                .get("location")
+                .map(|v| v.to_str().unwrap().to_owned()),
+            body: String::from_utf8_lossy(&body).into_owned(),
+            headers: response.headers().clone(),
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        let request = self.app.client.get(self.app.url(path));
+        self.send(request, None).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        let request = self.app.client.post(self.app.url(path));
+        self.send(request, Some(form)).await
+    }
+
+    async fn csrf(&mut self, path: &str) -> String {
+        let page = self.get(path).await;
+        csrf_in(&page.body)
+    }
+
+    async fn sign_in(&mut self, name: &str, password: &str) -> Page {
+        let csrf = self.csrf("/admin/login").await;
+        self.post(
+            "/admin/login",
+            &[("csrf", &csrf), ("username", name), ("password", password)],
+        )
+        .await
+    }
+}
+
+fn csrf_in(body: &str) -> String {
+    let start = body.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
+    body[start..start + 64].to_owned()
+}
+
+async fn add_user(app: &TestApp, name: &str, password: &str, role: Role) {
+    users::add(
+        &app.core.db,
+        &Username::parse(name).unwrap(),
+        &Password::parse(password).unwrap(),
+        role,
+        &Actor::System,
+    )
+    .await
+    .unwrap();
+}
+
+async fn signed_in(app: &TestApp) -> Browser<'_> {
+    add_user(app, "olivia", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(app);
+    let page = browser.sign_in("olivia", "operator-pass").await;
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/admin/links"))
+    );
+    browser
+}
+
+#[actix_web::test]
+async fn signed_out_visitors_are_sent_to_sign_in() {
+    let app = spawn_app().await;
+    let mut browser = Browser::new(&app);
+    for path in ["/admin/links", "/admin/links/new"] {
+        let page = browser.get(path).await;
+        assert_eq!(
+            (page.status, page.location.as_deref()),
+            (303, Some("/admin/login")),
+            "{path}"
+        );
+    }
+    let page = browser
+        .post("/admin/links", &[("url", "https://example.com/")])
+        .await;
+    assert_eq!(page.status, 303);
+    let login = browser.get("/admin/login").await;
+    assert_eq!(login.status, 200);
+    assert!(login.body.contains("Sign in to inklink"));
+}
+
+#[actix_web::test]
+async fn signing_in_opens_the_links_and_signing_out_ends_the_session() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let page = browser.get("/admin/links").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("olivia"));
+    assert!(page.body.contains("No links yet"));
+    let old_cookie = browser.cookie.clone();
+    let csrf = csrf_in(&page.body);
+    let out = browser.post("/admin/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (out.status, out.location.as_deref()),
+        (303, Some("/admin/login"))
+    );
+    // The cookie from before sign-out opens nothing now, though it has not expired.
+    let mut replay = Browser {
+        app: &app,
+        cookie: old_cookie,
+    };
+    let page = replay.get("/admin/links").await;
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/admin/login"))
+    );
+}
+
+#[actix_web::test]
+async fn sign_in_renews_the_session_id() {
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(&app);
+    let csrf = browser.csrf("/admin/login").await;
+    let before = browser.cookie.clone().expect("a pre-sign-in session");
+    browser
+        .post(
+            "/admin/login",
+            &[
+                ("csrf", &csrf),
+                ("username", "olivia"),
+                ("password", "operator-pass"),
+            ],
+        )
+        .await;
+    assert_ne!(browser.cookie.clone().unwrap(), before);
+    // The planted pre-sign-in id does not carry the signed-in session.
+    let mut attacker = Browser {
+        app: &app,
+        cookie: Some(before),
+    };
+    assert_eq!(attacker.get("/admin/links").await.status, 303);
+}
+
+#[actix_web::test]
+async fn wrong_passwords_unknown_users_and_disabled_accounts_get_one_answer() {
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(&app);
+    let wrong = browser.sign_in("olivia", "not-her-password").await;
+    let unknown = browser.sign_in("nobody", "whatever-pass").await;
+    for page in [&wrong, &unknown] {
+        assert_eq!(page.status, 401);
+        assert!(page.body.contains("wrong user name or password"));
+    }
+    assert!(
+        wrong.body.contains("value=\"olivia\""),
+        "the user name is kept"
+    );
+    assert_eq!(browser.get("/admin/links").await.status, 303);
+}
+
+#[actix_web::test]
+async fn repeated_failures_are_throttled_per_account() {
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    add_user(&app, "oscar", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(&app);
+    for _ in 0..5 {
+        assert_eq!(browser.sign_in("olivia", "guess-guess").await.status, 401);
+    }
+    let blocked = browser.sign_in("olivia", "operator-pass").await;
+    assert_eq!(blocked.status, 429);
+    assert!(
+        blocked.body.contains("too many failed sign-ins"),
+        "{}",
+        blocked.body
+    );
+    // Another account from the same address is not locked out by these.
+    let mut other = Browser::new(&app);
+    assert_eq!(other.sign_in("oscar", "operator-pass").await.status, 303);
+}
+
+#[actix_web::test]
+async fn forms_without_the_session_csrf_token_are_refused_and_change_nothing() {
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(&app);
+    browser.get("/admin/login").await;
+    let forged = browser
+        .post(
+            "/admin/login",
+            &[
+                ("csrf", "0"),
+                ("username", "olivia"),
+                ("password", "operator-pass"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403);
+    assert_eq!(browser.get("/admin/links").await.status, 303);
+
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_in("olivia", "operator-pass").await.status, 303);
+    let page = browser
+        .post("/admin/links", &[("url", "https://example.com/forged")])
+        .await;
+    assert_eq!(page.status, 403);
+    assert!(page.body.contains("did not come from this site"));
+    assert_eq!(
+        url_map::Entity::find().count(&app.core.db).await.unwrap(),
+        0
+    );
+    let code = create_link(&app, "https://example.com/keep")
+        .await
+        .link
+        .compression_code;
+    let page = browser
+        .post(
+            &format!("/admin/links/{code}/disable"),
+            &[("csrf", "wrong")],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    assert_eq!(app.fetch(&format!("/{code}")).await.0, 302);
+}
+
+#[actix_web::test]
+async fn a_link_is_created_through_the_form_and_bad_input_is_kept_with_its_error() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let form = browser.get("/admin/links/new").await;
+    assert_eq!(form.status, 200);
+    let default_host = format!("localhost:{}", app.port);
+    assert!(
+        form.body
+            .contains(&format!("value=\"{default_host}\" selected")),
+        "default domain preselected"
+    );
+    let csrf = csrf_in(&form.body);
+
+    let bad = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "javascript:alert('x')"),
+                ("code", "ok-code"),
+                ("domain", &default_host),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.body.contains("only http and https"), "{}", bad.body);
+    assert!(
+        bad.body
+            .contains("value=\"javascript:alert(&#x27;x&#x27;)\"")
+            || bad.body.contains("value=\"javascript:alert(&#39;x&#39;)\""),
+        "input kept, escaped"
+    );
+    assert!(bad.body.contains("value=\"ok-code\""));
+
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/spring?x=1"),
+                ("code", "spring"),
+                ("domain", &default_host),
+                ("description", "Spring <sale>"),
+                ("expires", "2099-12-31T23:59"),
+                ("redirect_status", "307"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (created.status, created.location.as_deref()),
+        (303, Some("/admin/links")),
+        "{}",
+        created.body
+    );
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body
+            .contains(&format!("Created http://{default_host}/spring")),
+        "flash shown"
+    );
+    assert!(!list.body.contains("<sale>"), "description escaped");
+    assert!(
+        list.body.contains("Spring &#60;sale&#62;") || list.body.contains("Spring &lt;sale&gt;")
+    );
+    let again = browser.get("/admin/links").await;
+    assert!(!again.body.contains("Created http://"), "flash shown once");
+    let response = app.get("/spring").await;
+    assert_eq!(response.status().as_u16(), 307);
+    assert_eq!(
+        response.headers().get("location").unwrap(),
+        "https://example.com/spring?x=1"
+    );
+
+    let taken = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/other"),
+                ("code", "spring"),
+            ],
+        )
+        .await;
+    assert_eq!(taken.status, 422);
+    assert!(taken.body.contains("already taken"));
+    let past = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/other"),
+                ("expires", "2001-01-01T00:00"),
+            ],
+        )
+        .await;
+    assert!(past.body.contains("in the past"));
+    let garbled = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/other"),
+                ("expires", "soon"),
+                ("redirect_status", "200"),
+            ],
+        )
+        .await;
+    assert!(
+        garbled.body.contains("2026-12-31T23:59") && garbled.body.contains("301, 302, 307 or 308")
+    );
+}
+
+#[actix_web::test]
+async fn disabling_from_the_list_takes_effect_at_once() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let code = create_link(&app, "https://example.com/now")
+        .await
+        .link
+        .compression_code;
+    let path = format!("/{code}");
+    assert_eq!(app.fetch(&path).await.0, 302);
+    let csrf = browser.csrf("/admin/links").await;
+    let page = browser
+        .post(&format!("/admin/links/{code}/disable"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(page.status, 303);
+    assert_eq!(app.fetch(&path).await.0, 410, "no wait for the cache");
+    let list = browser.get("/admin/links?status=disabled").await;
+    assert!(list.body.contains(&format!("Disabled {code}")));
+    assert!(list.body.contains(&code));
+    browser
+        .post(&format!("/admin/links/{code}/enable"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+    let missing = browser
+        .post("/admin/links/nope/disable", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(missing.status, 404);
+}
+
+#[actix_web::test]
+async fn the_list_searches_filters_and_pages() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    for n in 0..55 {
+        create_link(&app, &format!("https://example.com/item/{n}")).await;
+    }
+    let first = browser.get("/admin/links").await;
+    assert_eq!(first.body.matches("<tr>").count(), 51, "header + 50 rows");
+    assert!(first.body.contains("/item/54") && !first.body.contains("/item/4\""));
+    let start = first.body.find("before=").expect("a next-page link") + 7;
+    let before: String = first.body[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let second = browser.get(&format!("/admin/links?before={before}")).await;
+    assert_eq!(second.body.matches("<tr>").count(), 6);
+    assert!(second.body.contains("/item/0\""));
+    assert!(!second.body.contains("before="));
+    let found = browser.get("/admin/links?q=item/42").await;
+    assert_eq!(found.body.matches("<tr>").count(), 2);
+    let none = browser.get("/admin/links?q=nothing-like-this").await;
+    assert!(none.body.contains("No link matches"));
+    let disabled = browser.get("/admin/links?status=disabled").await;
+    assert!(disabled.body.contains("No link matches"));
+}
+
+#[actix_web::test]
+async fn admin_pages_carry_security_headers_and_a_strict_cookie() {
+    let app = spawn_app().await;
+    let mut browser = Browser::new(&app);
+    let page = browser.get("/admin/login").await;
+    let header = |name: &str| {
+        page.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    assert!(header("content-security-policy").contains("script-src 'self'"));
+    assert!(header("content-security-policy").contains("frame-ancestors 'none'"));
+    assert!(!page.body.contains("<script>"), "no inline script");
+    assert_eq!(header("x-frame-options"), "DENY");
+    assert_eq!(header("referrer-policy"), "same-origin");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    let cookie = header("set-cookie");
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax")
+            && cookie.contains("Path=/admin"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"));
+    let secure_app = crate::support::spawn_app_with(&["--secure-cookie", "true"]).await;
+    let mut secure = Browser::new(&secure_app);
+    let page = secure.get("/admin/login").await;
+    assert!(
+        page.headers
+            .get("set-cookie")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("Secure")
+    );
+}
+
+#[actix_web::test]
+async fn a_session_works_on_every_instance_and_survives_a_restart() {
+    let db = Arc::new(TestDb::create().await);
+    let first = spawn_on(db.clone(), &[]).await;
+    let mut browser = signed_in(&first).await;
+    let cookie = browser.cookie.clone();
+    assert_eq!(browser.get("/admin/links").await.status, 200);
+    let second = spawn_on(db.clone(), &[]).await;
+    let mut elsewhere = Browser {
+        app: &second,
+        cookie,
+    };
+    assert_eq!(elsewhere.get("/admin/links").await.status, 200);
+    assert!(
+        admin_sessions::Entity::find()
+            .count(&second.core.db)
+            .await
+            .unwrap()
+            >= 1
+    );
+}
