@@ -91,8 +91,7 @@ pub async fn list(
     let rows = links
         .into_iter()
         .map(|link| Row {
-            short_url: domains
-                .get(&link.domain_id)
+            short_url: domains::effective(&domains, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default(),
             target: link.long_url,

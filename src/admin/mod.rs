@@ -1,6 +1,7 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
 pub mod auth;
+pub mod domains;
 pub mod error;
 pub mod links;
 pub mod pages;
@@ -66,6 +67,9 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .route("/links/new", web::get().to(links::new_form))
             .route("/links/{code}/disable", web::post().to(links::disable))
             .route("/links/{code}/enable", web::post().to(links::enable))
+            .route("/domains", web::get().to(domains::list))
+            .route("/domains", web::post().to(domains::add))
+            .route("/domains/{id}/{action}", web::post().to(domains::change))
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(error::AdminError::NotFound)
             })),

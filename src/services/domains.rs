@@ -6,8 +6,8 @@ use crate::db::{self, is_unique_violation};
 use crate::rules::{DomainHost, OwnHost, Protocol};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
+    ActiveEnum, ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, DbErr, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
 };
 use serde_json::json;
 
@@ -165,4 +165,189 @@ pub async fn ensure_first(db: &DatabaseConnection, host: &DomainHost) -> Result<
         Err(DomainError::Exists(_)) => Ok(()),
         Err(DomainError::Db(err)) => Err(err),
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DomainChangeError {
+    #[error("there is no such domain")]
+    NotFound,
+    #[error("{0} is the default domain; make another domain the default first")]
+    IsDefault(String),
+    #[error("{0} is disabled; enable it first")]
+    Disabled(String),
+    #[error("a domain cannot replace itself")]
+    SameDomain,
+    #[error("{0} has itself been replaced; choose the domain that replaced it")]
+    Replaced(String),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+async fn get_in<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    domain_conf::Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(DomainChangeError::NotFound)
+}
+
+async fn record_change<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    action: &str,
+    before: &domain_conf::Model,
+    after: &domain_conf::Model,
+) -> Result<(), DbErr> {
+    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id});
+    audit::record(
+        conn,
+        actor,
+        Entry {
+            action,
+            target_kind: "domain",
+            target_id: &after.host,
+            before: Some(view(before)),
+            after: Some(view(after)),
+        },
+    )
+    .await
+}
+
+pub async fn set_default(
+    db: &DatabaseConnection,
+    id: i64,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    let txn = db.begin().await?;
+    let result = async {
+        let before = get_in(&txn, id).await?;
+        if before.status != DomainStatus::Active {
+            return Err(DomainChangeError::Disabled(before.host));
+        }
+        let after = set_default_in(&txn, id).await?;
+        record_change(&txn, actor, "domain.default", &before, &after).await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// Enables or disables a domain. Links made for a disabled domain keep redirecting (requests
+/// on any host are served); new links cannot be made for it.
+pub async fn set_status(
+    db: &DatabaseConnection,
+    id: i64,
+    status: DomainStatus,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    let txn = db.begin().await?;
+    let result = async {
+        let before = get_in(&txn, id).await?;
+        if status == DomainStatus::Disabled && before.is_default {
+            return Err(DomainChangeError::IsDefault(before.host));
+        }
+        let after = domain_conf::ActiveModel {
+            id: Set(id),
+            status: Set(status),
+            updated_by: Set(Some(actor.name().to_owned())),
+            updated_at: Set(db::now()),
+            ..Default::default()
+        }
+        .update(&txn)
+        .await?;
+        let action = match status {
+            DomainStatus::Active => "domain.enable",
+            DomainStatus::Disabled => "domain.disable",
+        };
+        record_change(&txn, actor, action, &before, &after).await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// Replaces a blocked domain by another in one step: the replacement becomes the default, the
+/// blocked one is disabled, and links made for it are shown on the replacement from now on.
+/// Requests that still arrive on the blocked host keep redirecting.
+pub async fn rotate(
+    db: &DatabaseConnection,
+    blocked_id: i64,
+    replacement_id: i64,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    if blocked_id == replacement_id {
+        return Err(DomainChangeError::SameDomain);
+    }
+    let txn = db.begin().await?;
+    let result = async {
+        let blocked = get_in(&txn, blocked_id).await?;
+        let replacement = get_in(&txn, replacement_id).await?;
+        if replacement.status != DomainStatus::Active {
+            return Err(DomainChangeError::Disabled(replacement.host));
+        }
+        if replacement.replaced_by_id.is_some() {
+            return Err(DomainChangeError::Replaced(replacement.host));
+        }
+        let replacement = set_default_in(&txn, replacement_id).await?;
+        let after = domain_conf::ActiveModel {
+            id: Set(blocked_id),
+            status: Set(DomainStatus::Disabled),
+            is_default: Set(false),
+            replaced_by_id: Set(Some(replacement_id)),
+            updated_by: Set(Some(actor.name().to_owned())),
+            updated_at: Set(db::now()),
+            ..Default::default()
+        }
+        .update(&txn)
+        .await?;
+        record_change(&txn, actor, "domain.rotate", &blocked, &after).await?;
+        Ok(replacement)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// The domain a link made for `domain_id` is shown on now: its replacement, if it was rotated
+/// away (following a chain of rotations).
+pub fn effective(
+    domains: &std::collections::HashMap<i64, domain_conf::Model>,
+    domain_id: i64,
+) -> Option<&domain_conf::Model> {
+    let mut domain = domains.get(&domain_id)?;
+    // A chain longer than the number of domains would be a cycle; stop there.
+    for _ in 0..domains.len() {
+        match domain.replaced_by_id.and_then(|next| domains.get(&next)) {
+            Some(next) => domain = next,
+            None => break,
+        }
+    }
+    Some(domain)
+}
+
+/// How many live (not deleted) links were made for each domain.
+pub async fn link_counts(
+    db: &DatabaseConnection,
+) -> Result<std::collections::HashMap<i64, i64>, DbErr> {
+    use crate::db::entities::url_map;
+    use sea_orm::{FromQueryResult, QuerySelect};
+    #[derive(FromQueryResult)]
+    struct Count {
+        domain_id: i64,
+        links: i64,
+    }
+    let rows = url_map::Entity::find()
+        .select_only()
+        .column(url_map::Column::DomainId)
+        .column_as(url_map::Column::Id.count(), "links")
+        .filter(url_map::Column::Deleted.eq(false))
+        .group_by(url_map::Column::DomainId)
+        .into_model::<Count>()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.domain_id, row.links))
+        .collect())
 }

@@ -490,3 +490,161 @@ async fn a_session_works_on_every_instance_and_survives_a_restart() {
             >= 1
     );
 }
+
+async fn signed_in_admin(app: &TestApp) -> Browser<'_> {
+    add_user(app, "ada", "admin-password", Role::Admin).await;
+    let mut browser = Browser::new(app);
+    assert_eq!(browser.sign_in("ada", "admin-password").await.status, 303);
+    browser
+}
+
+#[actix_web::test]
+async fn operators_are_refused_on_admin_pages() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let links = browser.get("/admin/links").await;
+    assert!(
+        !links.body.contains("/admin/domains"),
+        "no link to a page they cannot open"
+    );
+    let csrf = csrf_in(&links.body);
+    assert_eq!(browser.get("/admin/domains").await.status, 403);
+    let page = browser
+        .post(
+            "/admin/domains",
+            &[("csrf", &csrf), ("host", "sneaky.example")],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    let hosts: Vec<_> = inklink::services::domains::list(&app.core.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.host)
+        .collect();
+    assert!(!hosts.iter().any(|h| h == "sneaky.example"));
+    let mut admin = signed_in_admin(&app).await;
+    let page = admin.get("/admin/domains").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!("http://localhost:{}/", app.port))
+    );
+}
+
+#[actix_web::test]
+async fn a_blocked_domain_is_rotated_and_its_links_move_while_the_old_host_still_redirects() {
+    let app = spawn_app().await;
+    let mut browser = signed_in_admin(&app).await;
+    let old_host = format!("localhost:{}", app.port);
+    let csrf = browser.csrf("/admin/domains").await;
+    let bad = browser
+        .post(
+            "/admin/domains",
+            &[("csrf", &csrf), ("host", "https://x.example")],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    assert!(
+        bad.body.contains("without a scheme") && bad.body.contains("value=\"https://x.example\"")
+    );
+    let added = browser
+        .post(
+            "/admin/domains",
+            &[("csrf", &csrf), ("host", "New.Example"), ("http", "yes")],
+        )
+        .await;
+    assert_eq!(added.status, 303);
+    let again = browser
+        .post(
+            "/admin/domains",
+            &[("csrf", &csrf), ("host", "new.example")],
+        )
+        .await;
+    assert!(again.body.contains("already exists"));
+
+    let code = create_link(&app, "https://example.com/campaign")
+        .await
+        .link
+        .compression_code;
+    let domains = inklink::services::domains::list(&app.core.db)
+        .await
+        .unwrap();
+    let old = domains.iter().find(|d| d.host == old_host).unwrap().id;
+    let new = domains.iter().find(|d| d.host == "new.example").unwrap().id;
+    let page = browser.get("/admin/domains").await;
+    assert!(
+        page.body.contains("<td>1</td>"),
+        "the old domain carries one link"
+    );
+
+    let unconfirmed = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[("csrf", &csrf), ("replacement", &new.to_string())],
+        )
+        .await;
+    assert_eq!(unconfirmed.status, 422);
+    assert!(unconfirmed.body.contains("confirm"));
+    let itself = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[
+                ("csrf", &csrf),
+                ("replacement", &old.to_string()),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert!(itself.body.contains("cannot replace itself"));
+    let rotated = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[
+                ("csrf", &csrf),
+                ("replacement", &new.to_string()),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(rotated.status, 303);
+
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body.contains(&format!("http://new.example/{code}")),
+        "links are shown on the new domain"
+    );
+    assert!(!list.body.contains(&format!("http://{old_host}/{code}")));
+    let domains_page = browser.get("/admin/domains").await;
+    assert!(domains_page.body.contains("links shown on new.example"));
+    // Messages already sent with the old host keep working.
+    let response = app
+        .client
+        .get(app.url(&format!("/{code}")))
+        .insert_header(("host", old_host.as_str()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 302);
+    // New links go on the new default; the blocked one takes no more.
+    let fresh = create_link(&app, "https://example.com/next").await;
+    assert_eq!(fresh.domain.host, "new.example");
+    let form = browser.get("/admin/links/new").await;
+    assert!(!form.body.contains(&format!("value=\"{old_host}\"")));
+    let refused = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/x"),
+                ("domain", &old_host),
+            ],
+        )
+        .await;
+    assert!(refused.body.contains("is disabled"), "{}", refused.body);
+    // The default cannot be disabled.
+    let page = browser
+        .post(&format!("/admin/domains/{new}/disable"), &[("csrf", &csrf)])
+        .await;
+    assert!(page.body.contains("is the default domain"));
+}

@@ -1,0 +1,213 @@
+//! The domains page (admins only): add, make default, disable, enable, and rotate a blocked
+//! domain to a new one.
+
+use super::auth::AdminUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::db::entities::domain_conf::DomainStatus;
+use crate::rules::{DomainHost, Protocol};
+use crate::services::domains::{self, DomainChangeError, DomainError};
+use crate::web::AppState;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+pub struct Row {
+    pub id: i64,
+    pub url: String,
+    pub host: String,
+    pub active: bool,
+    pub is_default: bool,
+    pub replaced_by: Option<String>,
+    pub links: i64,
+}
+
+#[derive(Template)]
+#[template(path = "admin/domains.html")]
+struct DomainsPage {
+    frame: Frame,
+    rows: Vec<Row>,
+    error: Option<String>,
+    new_host: String,
+}
+
+impl DomainsPage {
+    fn active_hosts(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|row| row.active && row.replaced_by.is_none())
+            .collect()
+    }
+}
+
+async fn page(
+    state: &AppState,
+    user: &AdminUser,
+    error: Option<String>,
+    new_host: String,
+) -> Result<DomainsPage, AdminError> {
+    let db = &state.core.db;
+    let list = domains::list(db).await?;
+    let counts = domains::link_counts(db).await?;
+    let hosts: std::collections::HashMap<i64, String> =
+        list.iter().map(|d| (d.id, d.host.clone())).collect();
+    let rows = list
+        .iter()
+        .map(|domain| Row {
+            id: domain.id,
+            url: domains::short_url(domain, ""),
+            host: domain.host.clone(),
+            active: domain.status == DomainStatus::Active,
+            is_default: domain.is_default,
+            replaced_by: domain.replaced_by_id.and_then(|id| hosts.get(&id).cloned()),
+            links: counts.get(&domain.id).copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(DomainsPage {
+        frame: Frame::new(
+            &user.0,
+            if error.is_none() {
+                user.0.take_flash()
+            } else {
+                None
+            },
+            "domains",
+        ),
+        rows,
+        error,
+        new_host,
+    })
+}
+
+pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpResponse, AdminError> {
+    let page = page(&state, &user, None, String::new()).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+fn back_to_list() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin/domains"))
+        .finish()
+}
+
+#[derive(serde::Deserialize)]
+pub struct AddForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    host: String,
+    /// Checkbox: present when ticked.
+    http: Option<String>,
+    default: Option<String>,
+}
+
+pub async fn add(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    form: web::Form<AddForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    let protocol = if form.http.is_some() {
+        Protocol::Http
+    } else {
+        Protocol::Https
+    };
+    let result = match DomainHost::parse(&form.host) {
+        Err(err) => Err(err.to_string()),
+        Ok(host) => match domains::add(
+            &state.core.db,
+            &host,
+            protocol,
+            form.default.is_some(),
+            &user.0.actor(),
+        )
+        .await
+        {
+            Ok(domain) => Ok(domain),
+            Err(DomainError::Exists(host)) => Err(format!("the domain '{host}' already exists")),
+            Err(DomainError::Db(err)) => return Err(AdminError::Db(err)),
+        },
+    };
+    match result {
+        Ok(domain) => {
+            user.0
+                .flash(format!("Added {}", domains::short_url(&domain, "")));
+            Ok(back_to_list())
+        }
+        Err(message) => {
+            let page = page(&state, &user, Some(message), form.host.clone()).await?;
+            Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct ChangeForm {
+    #[serde(default)]
+    csrf: String,
+    /// For rotation: the domain that takes over.
+    replacement: Option<i64>,
+    /// Rotation must be confirmed: it changes every link's short URL at once.
+    confirm: Option<String>,
+}
+
+pub async fn change(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    path: web::Path<(i64, String)>,
+    form: web::Form<ChangeForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    let (id, action) = path.into_inner();
+    let db = &state.core.db;
+    let actor = user.0.actor();
+    let result = match action.as_str() {
+        "default" => domains::set_default(db, id, &actor)
+            .await
+            .map(|d| format!("{} is now the default", d.host)),
+        "disable" => domains::set_status(db, id, DomainStatus::Disabled, &actor)
+            .await
+            .map(|d| format!("Disabled {}", d.host)),
+        "enable" => domains::set_status(db, id, DomainStatus::Active, &actor)
+            .await
+            .map(|d| format!("Enabled {}", d.host)),
+        "rotate" => match (form.replacement, form.confirm.is_some()) {
+            (None, _) => {
+                let message = "choose the domain that takes over (add one first if there is none)";
+                let page = page(&state, &user, Some(message.into()), String::new()).await?;
+                return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+            }
+            (Some(_), false) => {
+                let page = page(
+                    &state,
+                    &user,
+                    Some("tick the box to confirm the rotation".into()),
+                    String::new(),
+                )
+                .await?;
+                return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+            }
+            (Some(replacement), true) => {
+                domains::rotate(db, id, replacement, &actor).await.map(|d| {
+                    format!(
+                        "Rotated: links are now shown on {}; the old host keeps redirecting",
+                        d.host
+                    )
+                })
+            }
+        },
+        _ => return Err(AdminError::NotFound),
+    };
+    match result {
+        Ok(message) => {
+            user.0.flash(message);
+            Ok(back_to_list())
+        }
+        Err(DomainChangeError::Db(err)) => Err(AdminError::Db(err)),
+        Err(DomainChangeError::NotFound) => Err(AdminError::NotFound),
+        Err(other) => {
+            let page = page(&state, &user, Some(other.to_string()), String::new()).await?;
+            Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+    }
+}
