@@ -5,6 +5,7 @@ use crate::config::{Cli, Command, DomainAction, LinkAction, MigrateAction, UserA
 use crate::context::{self, Inklink, StartupError};
 use crate::db::entities::url_map::LinkStatus;
 use crate::rules::{DomainHost, Password, Protocol, ShortCode, Username};
+use crate::services::bulk;
 use crate::services::links::{self, NewLink, Outcome};
 use crate::services::{Actor, domains, users};
 use crate::web::Application;
@@ -160,6 +161,31 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
                 eprintln!("reusing the existing link {}", saved.link.compression_code);
             }
             println!("{}", saved.short_url());
+        }
+        LinkAction::Import { file, results } => {
+            let bytes = std::fs::read(&file)
+                .map_err(|err| format!("cannot read {}: {err}", file.display()))?;
+            let outcomes = bulk::import(core, &bytes, &Actor::Cli)
+                .await
+                .map_err(text)?
+                .map_err(text)?;
+            let csv = bulk::results_csv(&outcomes);
+            match results {
+                Some(path) => std::fs::write(&path, csv)
+                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?,
+                None => print!("{csv}"),
+            }
+            let failed = outcomes.iter().filter(|row| row.result.is_err()).count();
+            eprintln!(
+                "created {} links; {failed} rows failed",
+                outcomes.len() - failed
+            );
+            if failed > 0 {
+                return Err(format!(
+                    "{failed} of {} rows failed; their errors are in the results",
+                    outcomes.len()
+                ));
+            }
         }
         LinkAction::Disable { code } => {
             let code = ShortCode::parse(&code).map_err(text)?;

@@ -197,6 +197,14 @@ pub enum LinkAction {
         #[arg(long)]
         reuse: bool,
     },
+    /// Create links from a CSV file (columns: url, and optionally code, description,
+    /// expires_at, domain); writes every row's short URL or error as CSV
+    Import {
+        file: PathBuf,
+        /// Write the results here instead of to standard output
+        #[arg(long)]
+        results: Option<PathBuf>,
+    },
     /// Disable a link: it answers 410 Gone
     Disable { code: String },
     /// Enable a disabled link again

@@ -5,15 +5,16 @@ use super::error::AdminError;
 use super::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{DomainHost, RedirectStatus, ShortCode};
+use crate::rules::{DomainHost, RedirectStatus, ShortCode, TargetUrl};
+use crate::services::bulk::LinkFilter;
 use crate::services::domains;
-use crate::services::links::{self, LinkError, NewLink};
+use crate::services::links::{self, LinkChanges, LinkError, NewLink};
 use crate::web::AppState;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use chrono::NaiveDateTime;
-use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use chrono::{DateTime, NaiveDateTime, Utc};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use std::collections::HashMap;
 
 const PAGE_SIZE: u64 = 50;
@@ -55,21 +56,11 @@ pub async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
-    let mut select = url_map::Entity::find().filter(url_map::Column::Deleted.eq(false));
-    match query.status.as_str() {
-        "active" => select = select.filter(url_map::Column::UrlStatus.eq(LinkStatus::Active)),
-        "disabled" => select = select.filter(url_map::Column::UrlStatus.eq(LinkStatus::Disabled)),
-        _ => {}
-    }
-    let q = query.q.trim();
-    if !q.is_empty() {
-        select = select.filter(
-            Condition::any()
-                .add(url_map::Column::CompressionCode.contains(q))
-                .add(url_map::Column::LongUrl.contains(q))
-                .add(url_map::Column::Description.contains(q)),
-        );
-    }
+    let filter = LinkFilter {
+        q: query.q.trim().to_owned(),
+        status: query.status.clone(),
+    };
+    let mut select = url_map::Entity::find().filter(filter.condition());
     if let Some(before) = query.before {
         select = select.filter(url_map::Column::Id.lt(before));
     }
@@ -105,8 +96,8 @@ pub async fn list(
     let page = ListPage {
         frame: Frame::new(&user, user.take_flash(), "links"),
         rows,
-        q: q.to_owned(),
-        status: query.status.clone(),
+        q: filter.q,
+        status: filter.status,
         next: next.flatten(),
     };
     Ok(render(StatusCode::OK, &page))
@@ -180,13 +171,16 @@ pub async fn new_form(
     Ok(render(StatusCode::OK, &page))
 }
 
-pub async fn create(
-    user: CurrentUser,
-    state: web::Data<AppState>,
-    form: web::Form<LinkForm>,
-) -> Result<HttpResponse, AdminError> {
-    user.check_csrf(&form.csrf)?;
-    let form = form.into_inner();
+/// The fields create and edit share, read into domain types; each mistake is kept per field.
+struct Parsed {
+    target: Option<TargetUrl>,
+    description: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    redirect_status: Option<RedirectStatus>,
+    errors: HashMap<&'static str, String>,
+}
+
+async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, AdminError> {
     let mut errors: HashMap<&'static str, String> = HashMap::new();
     let target = match state.core.parse_target(&form.url).await? {
         Ok(target) => Some(target),
@@ -194,18 +188,6 @@ pub async fn create(
             errors.insert("url", err.to_string());
             None
         }
-    };
-    let code = match form.code.trim() {
-        "" => None,
-        code => ShortCode::parse(code)
-            .map_err(|err| errors.insert("code", err.to_string()))
-            .ok(),
-    };
-    let domain = match form.domain.trim() {
-        "" => None,
-        host => DomainHost::parse(host)
-            .map_err(|err| errors.insert("domain", err.to_string()))
-            .ok(),
     };
     let expires_at = match form.expires.trim() {
         "" => None,
@@ -226,13 +208,61 @@ pub async fn create(
             .map_err(|err| errors.insert("redirect_status", err.to_string()))
             .ok(),
     };
-    if let (Some(target), true) = (target, errors.is_empty()) {
+    Ok(Parsed {
+        target,
+        description: Some(form.description.trim().to_owned()).filter(|d| !d.is_empty()),
+        expires_at,
+        redirect_status,
+        errors,
+    })
+}
+
+/// Which field a service error belongs to; database failures are not the user's.
+fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
+    let field = match &err {
+        LinkError::CodeTaken(_) | LinkError::InvalidCode(_) => "code",
+        LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
+            "domain"
+        }
+        LinkError::ExpiryInPast(_) => "expires",
+        LinkError::DescriptionTooLong(_) => "description",
+        LinkError::NotFound(_) => return Err(AdminError::NotFound),
+        LinkError::Db(_) => match err {
+            LinkError::Db(db) => return Err(AdminError::Db(db)),
+            _ => unreachable!(),
+        },
+        _ => "url",
+    };
+    Ok((field, err.to_string()))
+}
+
+pub async fn create(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    form: web::Form<LinkForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    let mut parsed = parse_common(&state, &form).await?;
+    let code = match form.code.trim() {
+        "" => None,
+        code => ShortCode::parse(code)
+            .map_err(|err| parsed.errors.insert("code", err.to_string()))
+            .ok(),
+    };
+    let domain = match form.domain.trim() {
+        "" => None,
+        host => DomainHost::parse(host)
+            .map_err(|err| parsed.errors.insert("domain", err.to_string()))
+            .ok(),
+    };
+    if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
         let new = NewLink {
             custom_code: code,
             domain,
-            description: Some(form.description.trim().to_owned()).filter(|d| !d.is_empty()),
-            expires_at,
-            redirect_status,
+            description: parsed.description.clone(),
+            expires_at: parsed.expires_at,
+            redirect_status: parsed.redirect_status,
             strategy: Strategy::Sequence,
             reuse: false,
             ..NewLink::to(target)
@@ -241,27 +271,226 @@ pub async fn create(
             Ok(saved) => {
                 state.resolver.forget(&saved.link.compression_code);
                 user.flash(format!("Created {}", saved.short_url()));
-                return Ok(HttpResponse::SeeOther()
-                    .insert_header((header::LOCATION, "/admin/links"))
-                    .finish());
+                return Ok(see_other("/admin/links"));
             }
             Err(err) => {
-                let field = match &err {
-                    LinkError::CodeTaken(_) | LinkError::InvalidCode(_) => "code",
-                    LinkError::UnknownDomain(_)
-                    | LinkError::DomainDisabled(_)
-                    | LinkError::NoDefaultDomain => "domain",
-                    LinkError::ExpiryInPast(_) => "expires",
-                    LinkError::DescriptionTooLong(_) => "description",
-                    LinkError::Db(err) => return Err(AdminError::Db(err.clone())),
-                    _ => "url",
-                };
-                errors.insert(field, err.to_string());
+                let (field, message) = field_of(err)?;
+                parsed.errors.insert(field, message);
             }
         }
     }
-    let page = form_page(&state, &user, form, errors).await?;
+    let page = form_page(&state, &user, form, parsed.errors).await?;
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_owned()))
+        .finish()
+}
+
+/// The link behind a path segment, with the URL it is shown under now.
+async fn find(state: &AppState, code: &str) -> Result<(url_map::Model, String), AdminError> {
+    let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
+    let link = links::find_by_code(&state.core.db, &code)
+        .await?
+        .ok_or(AdminError::NotFound)?;
+    let all: HashMap<i64, domain_conf::Model> = domains::list(&state.core.db)
+        .await?
+        .into_iter()
+        .map(|domain| (domain.id, domain))
+        .collect();
+    let short_url = domains::effective(&all, link.domain_id)
+        .map(|domain| domains::short_url(domain, &link.compression_code))
+        .unwrap_or_default();
+    Ok((link, short_url))
+}
+
+#[derive(Template)]
+#[template(path = "admin/link_edit.html")]
+struct EditPage {
+    frame: Frame,
+    code: String,
+    short_url: String,
+    version: i32,
+    form: LinkForm,
+    errors: HashMap<&'static str, String>,
+    creator: String,
+    created: String,
+}
+
+impl EditPage {
+    fn error(&self, field: &str) -> &str {
+        self.errors.get(field).map_or("", String::as_str)
+    }
+}
+
+fn edit_page(
+    user: &CurrentUser,
+    link: &url_map::Model,
+    short_url: String,
+    form: LinkForm,
+    errors: HashMap<&'static str, String>,
+) -> EditPage {
+    EditPage {
+        frame: Frame::new(user, user.take_flash(), "links"),
+        code: link.compression_code.clone(),
+        short_url,
+        version: link.version,
+        form,
+        errors,
+        creator: link.creator.clone().unwrap_or_default(),
+        created: link.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+    }
+}
+
+pub async fn edit_form(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, AdminError> {
+    let (link, short_url) = find(&state, &code).await?;
+    let form = LinkForm {
+        url: link.long_url.clone(),
+        description: link.description.clone().unwrap_or_default(),
+        expires: link
+            .expires_at
+            .map(|at| at.format("%Y-%m-%dT%H:%M").to_string())
+            .unwrap_or_default(),
+        redirect_status: link
+            .redirect_status
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        ..LinkForm::default()
+    };
+    let page = edit_page(&user, &link, short_url, form, HashMap::new());
+    Ok(render(StatusCode::OK, &page))
+}
+
+#[derive(serde::Deserialize)]
+pub struct EditForm {
+    #[serde(flatten)]
+    fields: LinkForm,
+    #[serde(default)]
+    version: i32,
+}
+
+pub async fn update(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    form: web::Form<EditForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.fields.csrf)?;
+    let (link, short_url) = find(&state, &code).await?;
+    let EditForm { fields, version } = form.into_inner();
+    let mut parsed = parse_common(&state, &fields).await?;
+    if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
+        let changes = LinkChanges {
+            target,
+            description: parsed.description.clone(),
+            expires_at: parsed.expires_at,
+            redirect_status: parsed.redirect_status,
+        };
+        let code = ShortCode::parse(&link.compression_code).map_err(|_| AdminError::NotFound)?;
+        match links::update(&state.core.db, &code, version, changes, &user.actor()).await {
+            Ok(_) => {
+                state.resolver.forget(code.as_str());
+                user.flash(format!("Saved {short_url}"));
+                return Ok(see_other("/admin/links"));
+            }
+            Err(LinkError::Stale(code)) => {
+                let message = LinkError::Stale(code).to_string();
+                parsed.errors.insert("form", message);
+            }
+            Err(err) => {
+                let (field, message) = field_of(err)?;
+                parsed.errors.insert(field, message);
+            }
+        }
+    }
+    let page = edit_page(&user, &link, short_url, fields, parsed.errors);
+    Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+}
+
+#[derive(Template)]
+#[template(path = "admin/link_delete.html")]
+struct DeletePage {
+    frame: Frame,
+    code: String,
+    short_url: String,
+    target: String,
+}
+
+pub async fn delete_form(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, AdminError> {
+    let (link, short_url) = find(&state, &code).await?;
+    let page = DeletePage {
+        frame: Frame::new(&user, None, "links"),
+        code: link.compression_code,
+        short_url,
+        target: link.long_url,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
+
+pub async fn delete(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    form: web::Form<StatusForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.csrf)?;
+    let code = ShortCode::parse(&code).map_err(|_| AdminError::NotFound)?;
+    match links::delete(&state.core.db, &code, &user.actor()).await {
+        Ok(()) => {}
+        Err(LinkError::NotFound(_)) => return Err(AdminError::NotFound),
+        Err(LinkError::Db(err)) => return Err(AdminError::Db(err)),
+        Err(other) => return Err(AdminError::Session(other.to_string())),
+    }
+    state.resolver.forget(code.as_str());
+    user.flash(format!("Deleted {code}"));
+    Ok(see_other("/admin/links"))
+}
+
+#[derive(serde::Deserialize)]
+pub struct QrQuery {
+    /// Pixels per QR module in the PNG.
+    scale: Option<u32>,
+}
+
+pub async fn qr_svg(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, AdminError> {
+    let (_, short_url) = find(&state, &code).await?;
+    let svg = super::qr::svg(&short_url).ok_or(AdminError::NotFound)?;
+    Ok(HttpResponse::Ok().content_type("image/svg+xml").body(svg))
+}
+
+pub async fn qr_png(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    query: web::Query<QrQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let (link, short_url) = find(&state, &code).await?;
+    let scale = query.scale.unwrap_or(10).clamp(1, 40);
+    let png = super::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
+    Ok(HttpResponse::Ok()
+        .content_type("image/png")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!(
+                "attachment; filename=\"inklink-{}.png\"",
+                link.compression_code
+            ),
+        ))
+        .body(png))
 }
 
 #[derive(serde::Deserialize)]
@@ -292,9 +521,7 @@ async fn change_status(
         LinkStatus::Disabled => "Disabled",
     };
     user.flash(format!("{verb} {code}"));
-    Ok(HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/links"))
-        .finish())
+    Ok(see_other("/admin/links"))
 }
 
 pub async fn disable(

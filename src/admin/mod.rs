@@ -1,10 +1,12 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
 pub mod auth;
+pub mod bulk;
 pub mod domains;
 pub mod error;
 pub mod links;
 pub mod pages;
+pub mod qr;
 pub mod session_store;
 
 use actix_session::SessionMiddleware;
@@ -65,6 +67,15 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .route("/links", web::get().to(links::list))
             .route("/links", web::post().to(links::create))
             .route("/links/new", web::get().to(links::new_form))
+            .route("/links/import", web::get().to(bulk::form))
+            .route("/links/import", web::post().to(bulk::upload))
+            .route("/links/export.csv", web::get().to(bulk::export))
+            .route("/links/{code}/edit", web::get().to(links::edit_form))
+            .route("/links/{code}/edit", web::post().to(links::update))
+            .route("/links/{code}/delete", web::get().to(links::delete_form))
+            .route("/links/{code}/delete", web::post().to(links::delete))
+            .route("/links/{code}/qr.svg", web::get().to(links::qr_svg))
+            .route("/links/{code}/qr.png", web::get().to(links::qr_png))
             .route("/links/{code}/disable", web::post().to(links::disable))
             .route("/links/{code}/enable", web::post().to(links::enable))
             .route("/domains", web::get().to(domains::list))

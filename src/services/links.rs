@@ -9,6 +9,7 @@ use crate::db::{self, is_unique_violation};
 use crate::rules::codes::CodeSpaceExhausted;
 use crate::rules::{CodeError, DomainHost, RedirectStatus, ShortCode, TargetUrl};
 use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveEnum, ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr,
     EntityTrait, QueryFilter, Set, TransactionTrait,
@@ -43,6 +44,10 @@ pub enum LinkError {
     Exhausted(#[from] CodeSpaceExhausted),
     #[error("no free code was found for this URL; try again or choose a custom code")]
     NoFreeCode,
+    #[error(
+        "the link '{0}' was changed by someone else since you opened it; reload it and make your change again"
+    )]
+    Stale(String),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }
@@ -383,4 +388,133 @@ async fn change_status_in(
     )
     .await?;
     Ok(updated)
+}
+
+/// What an edit may change. The code is the link's identity and stays.
+#[derive(Clone, Debug)]
+pub struct LinkChanges {
+    pub target: TargetUrl,
+    pub description: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub redirect_status: Option<RedirectStatus>,
+}
+
+/// Applies `changes` if the link is still at `version` (optimistic locking): two people
+/// editing at once cannot silently overwrite each other.
+pub async fn update(
+    db: &DatabaseConnection,
+    code: &ShortCode,
+    version: i32,
+    changes: LinkChanges,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    if let Some(description) = &changes.description {
+        let chars = description.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            return Err(LinkError::DescriptionTooLong(chars));
+        }
+    }
+    let link = find_by_code(db, code)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+    if let Some(expires_at) = changes.expires_at
+        && expires_at <= Utc::now()
+        && link.expires_at != Some(db::to_stored(expires_at))
+    {
+        return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
+    }
+    let txn = db.begin().await?;
+    let result = async {
+        let updated = url_map::Entity::update_many()
+            .col_expr(
+                url_map::Column::LongUrl,
+                Expr::value(changes.target.as_str()),
+            )
+            .col_expr(
+                url_map::Column::LongUrlDigest,
+                Expr::value(url_digest(changes.target.as_str())),
+            )
+            .col_expr(
+                url_map::Column::Description,
+                Expr::value(changes.description.clone().filter(|d| !d.is_empty())),
+            )
+            .col_expr(
+                url_map::Column::ExpiresAt,
+                Expr::value(changes.expires_at.map(db::to_stored)),
+            )
+            .col_expr(
+                url_map::Column::RedirectStatus,
+                Expr::value(changes.redirect_status.map(|s| s.code() as i16)),
+            )
+            .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
+            .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
+            .col_expr(url_map::Column::Version, Expr::value(version + 1))
+            .filter(url_map::Column::Id.eq(link.id))
+            .filter(url_map::Column::Version.eq(version))
+            .filter(url_map::Column::Deleted.eq(false))
+            .exec(&txn)
+            .await?;
+        if updated.rows_affected == 0 {
+            return Err(LinkError::Stale(code.to_string()));
+        }
+        let after = url_map::Entity::find_by_id(link.id)
+            .one(&txn)
+            .await?
+            .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+        audit::record(
+            &txn,
+            actor,
+            Entry {
+                action: "link.edit",
+                target_kind: "link",
+                target_id: &after.compression_code,
+                before: Some(snapshot(&link)),
+                after: Some(snapshot(&after)),
+            },
+        )
+        .await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// Soft-deletes a link: it disappears from lists and answers 404, and its code is never
+/// issued again (a code that was once sent out must not lead somewhere new).
+pub async fn delete(
+    db: &DatabaseConnection,
+    code: &ShortCode,
+    actor: &Actor,
+) -> Result<(), LinkError> {
+    let link = find_by_code(db, code)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+    let txn = db.begin().await?;
+    let result = async {
+        url_map::ActiveModel {
+            id: Set(link.id),
+            deleted: Set(true),
+            editor: Set(Some(actor.name().to_owned())),
+            edited_at: Set(db::now()),
+            version: Set(link.version + 1),
+            ..Default::default()
+        }
+        .update(&txn)
+        .await?;
+        audit::record(
+            &txn,
+            actor,
+            Entry {
+                action: "link.delete",
+                target_kind: "link",
+                target_id: &link.compression_code,
+                before: Some(snapshot(&link)),
+                after: None,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+    .await;
+    db::finish(txn, result).await
 }

@@ -1,6 +1,7 @@
 //! The operations on stored data that every front end (CLI, admin UI, REST API) shares.
 
 pub mod audit;
+pub mod bulk;
 pub mod domains;
 pub mod links;
 pub mod secret;

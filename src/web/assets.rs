@@ -17,6 +17,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../../static/inklink.css"),
     },
     Asset {
+        name: "admin.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../static/admin.js"),
+    },
+    Asset {
         name: "admin.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../../static/admin.css"),

@@ -648,3 +648,370 @@ async fn a_blocked_domain_is_rotated_and_its_links_move_while_the_old_host_still
         .await;
     assert!(page.body.contains("is the default domain"));
 }
+
+fn field_value(body: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = body
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no field {name}"))
+        + marker.len();
+    body[start..].split('"').next().unwrap().to_owned()
+}
+
+#[actix_web::test]
+async fn a_link_is_edited_and_a_stale_edit_is_refused() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let code = create_link(&app, "https://example.com/before")
+        .await
+        .link
+        .compression_code;
+    let path = format!("/admin/links/{code}/edit");
+    let form = browser.get(&path).await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("value=\"https://example.com/before\""));
+    assert!(form.body.contains(&format!(
+        "data-copy=\"http://localhost:{}/{code}\"",
+        app.port
+    )));
+    let csrf = csrf_in(&form.body);
+    let version = field_value(&form.body, "version");
+
+    // Someone else saves first…
+    let mut colleague = Browser::new(&app);
+    add_user(&app, "carl", "carl-password", Role::Operator).await;
+    colleague.sign_in("carl", "carl-password").await;
+    let their_form = colleague.get(&path).await;
+    let saved = colleague
+        .post(
+            &path,
+            &[
+                ("csrf", &csrf_in(&their_form.body)),
+                ("version", &version),
+                ("url", "https://example.com/theirs"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303);
+    // …so this edit, made on the old version, is refused and keeps what was typed.
+    let stale = browser
+        .post(
+            &path,
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "https://example.com/mine"),
+            ],
+        )
+        .await;
+    assert_eq!(stale.status, 422);
+    assert!(stale.body.contains("changed by someone else"));
+    assert!(stale.body.contains("value=\"https://example.com/mine\""));
+    assert_eq!(
+        app.fetch(&format!("/{code}")).await.1.as_deref(),
+        Some("https://example.com/theirs")
+    );
+
+    let fresh = browser.get(&path).await;
+    let version = field_value(&fresh.body, "version");
+    let bad = browser
+        .post(
+            &path,
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "ftp://example.com/"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.body.contains("only http and https"));
+    let ok = browser
+        .post(
+            &path,
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "https://example.com/after"),
+                ("description", "edited"),
+                ("redirect_status", "301"),
+            ],
+        )
+        .await;
+    assert_eq!(ok.status, 303);
+    // The change shows at once on this instance.
+    let response = app.get(&format!("/{code}")).await;
+    assert_eq!(response.status().as_u16(), 301);
+    assert_eq!(
+        response.headers().get("location").unwrap(),
+        "https://example.com/after"
+    );
+    let no_csrf = browser
+        .post(
+            &path,
+            &[("version", "99"), ("url", "https://example.com/x")],
+        )
+        .await;
+    assert_eq!(no_csrf.status, 403);
+}
+
+#[actix_web::test]
+async fn a_deleted_link_leaves_the_list_answers_404_and_its_code_stays_taken() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let code = create_link(&app, "https://example.com/gone")
+        .await
+        .link
+        .compression_code;
+    let confirm = browser.get(&format!("/admin/links/{code}/delete")).await;
+    assert_eq!(confirm.status, 200);
+    assert!(confirm.body.contains("https://example.com/gone"));
+    let csrf = csrf_in(&confirm.body);
+    let deleted = browser
+        .post(&format!("/admin/links/{code}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(deleted.status, 303);
+    assert_eq!(app.fetch(&format!("/{code}")).await.0, 404);
+    let list = browser.get("/admin/links").await;
+    assert!(list.body.contains(&format!("Deleted {code}")));
+    assert!(!list.body.contains(&format!("/{code}/edit")));
+    assert_eq!(
+        browser
+            .get(&format!("/admin/links/{code}/edit"))
+            .await
+            .status,
+        404
+    );
+    let form = browser.get("/admin/links/new").await;
+    let reuse = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf_in(&form.body)),
+                ("url", "https://example.com/new"),
+                ("code", &code),
+            ],
+        )
+        .await;
+    assert!(reuse.body.contains("already taken"));
+}
+
+#[actix_web::test]
+async fn qr_codes_encode_the_short_url_as_svg_and_png() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let code = create_link(&app, "https://example.com/qr")
+        .await
+        .link
+        .compression_code;
+    let svg = browser.get(&format!("/admin/links/{code}/qr.svg")).await;
+    assert_eq!(svg.status, 200);
+    assert_eq!(svg.headers.get("content-type").unwrap(), "image/svg+xml");
+    assert!(svg.body.contains("<svg") && svg.body.contains("<path"));
+    let request = app
+        .client
+        .get(app.url(&format!("/admin/links/{code}/qr.png?scale=4")));
+    let request = request.insert_header(("cookie", browser.cookie.clone().unwrap()));
+    let mut png = request.send().await.unwrap();
+    assert_eq!(png.status().as_u16(), 200);
+    assert!(
+        png.headers()
+            .get("content-disposition")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains(&format!("inklink-{code}.png"))
+    );
+    let bytes = png.body().await.unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes.to_vec()));
+    let reader = decoder.read_info().unwrap();
+    let (width, height) = (reader.info().width, reader.info().height);
+    assert_eq!(width, height);
+    assert_eq!(width % 4, 0, "whole modules of 4 pixels");
+    assert!(
+        width >= (21 + 8) * 4,
+        "at least a version-1 code with its quiet zone"
+    );
+    let mut signed_out = Browser::new(&app);
+    assert_eq!(
+        signed_out
+            .get(&format!("/admin/links/{code}/qr.svg"))
+            .await
+            .status,
+        303
+    );
+}
+
+/// A multipart body as a browser sends a file upload.
+fn multipart(csrf: &str, file: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "----inklinktestboundary";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"links.csv\"\r\nContent-Type: text/csv\r\n\r\n").as_bytes(),
+    );
+    body.extend_from_slice(file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn upload(browser: &mut Browser<'_>, csrf: &str, file: &[u8]) -> Page {
+    let (content_type, body) = multipart(csrf, file);
+    let request = browser
+        .app
+        .client
+        .post(browser.app.url("/admin/links/import"))
+        .insert_header(("content-type", content_type))
+        .insert_header(("cookie", browser.cookie.clone().unwrap()));
+    let mut response = request.send_body(body).await.unwrap();
+    let body = response.body().limit(16 << 20).await.unwrap();
+    Page {
+        status: response.status().as_u16(),
+        location: None,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        headers: response.headers().clone(),
+    }
+}
+
+fn results_of(page: &Page) -> String {
+    use base64::Engine;
+    let start = page.body.find("base64,").expect("a results download") + 7;
+    let encoded: String = page.body[start..]
+        .chars()
+        .take_while(|c| *c != '"')
+        .collect();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[actix_web::test]
+async fn a_1000_row_csv_imports_good_rows_and_reports_bad_ones() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let csrf = browser.csrf("/admin/links/import").await;
+    let mut csv = String::from("\u{feff}URL,code,description,expires_at\n");
+    for n in 0..1000 {
+        match n {
+            7 => csv.push_str("javascript:alert(1),,bad scheme,\n"),
+            8 => csv.push_str("https://example.com/dup,taken-code,first,\n"),
+            9 => csv.push_str("https://example.com/dup2,taken-code,second,\n"),
+            10 => csv.push_str("https://example.com/when,,,next tuesday\n"),
+            11 => csv.push_str(
+                "\"https://example.com/quoted,comma\",,\"描述, with comma\",2099-12-31\n",
+            ),
+            _ => csv.push_str(&format!("https://example.com/bulk/{n},,row {n},\n")),
+        }
+    }
+    let page = upload(&mut browser, &csrf, csv.as_bytes()).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("Created 997 links; 3 rows had a problem"),
+        "{}",
+        &page.body[..page.body.len().min(3000)]
+    );
+    let results = results_of(&page);
+    let lines: Vec<&str> = results.lines().collect();
+    assert_eq!(
+        lines[0],
+        "line,url,code,description,expires_at,domain,short_url,error"
+    );
+    assert_eq!(lines.len(), 1001);
+    assert!(
+        lines[8].starts_with("9,javascript:alert(1)") && lines[8].contains("only http and https"),
+        "{}",
+        lines[8]
+    );
+    assert!(lines[10].contains("already taken"));
+    assert!(lines[11].contains("not a date"));
+    assert!(lines[12].contains("描述, with comma"));
+    let first_short = lines[1].split(',').nth(6).unwrap();
+    assert!(first_short.starts_with(&format!("http://localhost:{}/", app.port)));
+    let code = first_short.rsplit('/').next().unwrap();
+    assert_eq!(
+        app.fetch(&format!("/{code}")).await.1.as_deref(),
+        Some("https://example.com/bulk/0")
+    );
+    assert_eq!(
+        url_map::Entity::find().count(&app.core.db).await.unwrap(),
+        997
+    );
+
+    let export = browser.get("/admin/links/export.csv?q=bulk").await;
+    assert_eq!(export.status, 200);
+    assert!(
+        export
+            .headers
+            .get("content-disposition")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("attachment")
+    );
+    assert_eq!(export.body.lines().count(), 1 + 995);
+    assert!(
+        export
+            .body
+            .starts_with("code,short_url,url,description,status,expires_at,created_at,creator")
+    );
+}
+
+#[actix_web::test]
+async fn import_refuses_unusable_files_with_a_reason() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let csrf = browser.csrf("/admin/links/import").await;
+    let cases: [(&[u8], &str); 4] = [
+        (b"", "the file is empty"),
+        (b"link,name\nhttps://example.com/,x\n", "one of them must be"),
+        (b"url\nhttps://example.com/\xff\n", "not UTF-8"),
+        (b"url\n\n", "no rows below its header"),
+    ];
+    for (file, message) in cases {
+        let page = upload(&mut browser, &csrf, file).await;
+        assert!(page.status == 422 || page.status == 200, "{}", page.status);
+        assert!(page.body.contains(message), "{message}: {}", page.body);
+    }
+    let too_many = format!("url\n{}", "https://example.com/\n".repeat(10_001));
+    let page = upload(&mut browser, &csrf, too_many.as_bytes()).await;
+    assert!(
+        page.body.contains("10001 rows; at most 10000"),
+        "{}",
+        page.body
+    );
+    let forged = upload(&mut browser, "wrong", b"url\nhttps://example.com/\n").await;
+    assert_eq!(forged.status, 403);
+    assert_eq!(
+        url_map::Entity::find().count(&app.core.db).await.unwrap(),
+        0
+    );
+}
+
+#[actix_web::test]
+async fn exports_neutralise_spreadsheet_formulas() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let target = app
+        .core
+        .parse_target("https://example.com/f")
+        .await
+        .unwrap()
+        .unwrap();
+    let new = inklink::services::links::NewLink {
+        description: Some("=HYPERLINK(\"http://evil\")".into()),
+        ..inklink::services::links::NewLink::to(target)
+    };
+    inklink::services::links::create(&app.core, new, &Actor::Cli)
+        .await
+        .unwrap();
+    let export = browser.get("/admin/links/export.csv").await;
+    assert!(export.body.contains("'=HYPERLINK"), "{}", export.body);
+}

@@ -502,3 +502,49 @@ fn help_documents_commands_options_and_environment() {
         assert!(link_help.contains(needle), "link add --help lacks {needle}");
     }
 }
+
+#[actix_web::test]
+async fn link_import_creates_links_from_a_csv_file_and_reports_each_row() {
+    let db = TestDb::create().await;
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("inklink-import-{}.csv", std::process::id()));
+    let output = dir.join(format!("inklink-import-{}-results.csv", std::process::id()));
+    std::fs::write(
+        &input,
+        "url,code\nhttps://example.com/a,\nhttps://example.com/b,cli-b\n",
+    )
+    .unwrap();
+    let path = input.to_str().unwrap();
+    let results = ok(inklink(&db, &["link", "import", path]));
+    assert_eq!(results.lines().count(), 3, "{results}");
+    assert!(results.lines().nth(2).unwrap().ends_with("/cli-b,"));
+    std::fs::write(
+        &input,
+        "url,code\nhttps://example.com/c,\nnot a url,\nhttps://example.com/d,cli-b\n",
+    )
+    .unwrap();
+    let run = inklink(
+        &db,
+        &[
+            "link",
+            "import",
+            path,
+            "--results",
+            output.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("created 1 links; 2 rows failed"),
+        "{}",
+        run.stderr
+    );
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert!(written.contains("not an absolute URL") && written.contains("already taken"));
+    fails(
+        inklink(&db, &["link", "import", "/nonexistent/links.csv"]),
+        "cannot read /nonexistent/links.csv",
+    );
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+}

@@ -1,0 +1,161 @@
+//! CSV import (upload → results to download) and export of the filtered list.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::services::bulk::{self, LinkFilter, RowOutcome};
+use crate::web::AppState;
+use actix_multipart::Multipart;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use base64::Engine;
+use futures_util::StreamExt;
+
+/// Generous for 10,000 rows of long URLs, small enough to keep in memory.
+const MAX_UPLOAD: usize = 16 << 20;
+/// Errors listed on the page; the results file has all of them.
+const SHOWN_ERRORS: usize = 100;
+
+#[derive(Template)]
+#[template(path = "admin/import.html")]
+struct ImportPage {
+    frame: Frame,
+    error: Option<String>,
+    report: Option<Report>,
+}
+
+struct Report {
+    created: usize,
+    failed: usize,
+    errors: Vec<RowOutcome>,
+    download: String,
+}
+
+pub async fn form(user: CurrentUser) -> HttpResponse {
+    let page = ImportPage {
+        frame: Frame::new(&user, None, "links"),
+        error: None,
+        report: None,
+    };
+    render(StatusCode::OK, &page)
+}
+
+async fn read_upload(
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(String, Vec<u8>), String> {
+    let mut multipart = Multipart::new(req.headers(), payload);
+    let (mut csrf, mut file) = (String::new(), Vec::new());
+    while let Some(field) = multipart.next().await {
+        let mut field = field.map_err(|err| format!("the upload could not be read: {err}"))?;
+        let name = field.name().unwrap_or_default().to_owned();
+        let mut data = Vec::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = chunk.map_err(|err| format!("the upload could not be read: {err}"))?;
+            if data.len() + chunk.len() > MAX_UPLOAD {
+                return Err(format!("the file is larger than {} MB", MAX_UPLOAD >> 20));
+            }
+            data.extend_from_slice(&chunk);
+        }
+        match name.as_str() {
+            "csrf" => csrf = String::from_utf8_lossy(&data).into_owned(),
+            "file" => file = data,
+            _ => {}
+        }
+    }
+    Ok((csrf, file))
+}
+
+pub async fn upload(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, AdminError> {
+    let (csrf, file) = match read_upload(&req, payload).await {
+        Ok(parts) => parts,
+        Err(message) => {
+            let page = ImportPage {
+                frame: Frame::new(&user, None, "links"),
+                error: Some(message),
+                report: None,
+            };
+            return Ok(render(StatusCode::BAD_REQUEST, &page));
+        }
+    };
+    user.check_csrf(&csrf)?;
+    let outcomes = match bulk::import(&state.core, &file, &user.actor()).await? {
+        Ok(outcomes) => outcomes,
+        Err(err) => {
+            let page = ImportPage {
+                frame: Frame::new(&user, None, "links"),
+                error: Some(err.to_string()),
+                report: None,
+            };
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
+    for outcome in &outcomes {
+        if let Ok(short) = &outcome.result {
+            // A code probed before the import may sit in the cache as unknown.
+            if let Some(code) = short.rsplit('/').next() {
+                state.resolver.forget(code);
+            }
+        }
+    }
+    let failed = outcomes.iter().filter(|row| row.result.is_err()).count();
+    let csv = bulk::results_csv(&outcomes);
+    let report = Report {
+        created: outcomes.len() - failed,
+        failed,
+        errors: outcomes
+            .iter()
+            .filter(|row| row.result.is_err())
+            .take(SHOWN_ERRORS)
+            .cloned()
+            .collect(),
+        download: format!(
+            "data:text/csv;charset=utf-8;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(csv.as_bytes())
+        ),
+    };
+    let page = ImportPage {
+        frame: Frame::new(&user, None, "links"),
+        error: None,
+        report: Some(report),
+    };
+    Ok(render(StatusCode::OK, &page))
+}
+
+#[derive(serde::Deserialize, Default)]
+pub struct ExportQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    status: String,
+}
+
+pub async fn export(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    query: web::Query<ExportQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let query = query.into_inner();
+    let filter = LinkFilter {
+        q: query.q,
+        status: query.status,
+    };
+    let csv = bulk::export_csv(&state.core.db, &filter).await?;
+    let name = format!(
+        "inklink-links-{}.csv",
+        chrono::Utc::now().format("%Y%m%d-%H%M")
+    );
+    Ok(HttpResponse::Ok()
+        .content_type("text/csv; charset=utf-8")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .body(csv))
+}

@@ -1,0 +1,300 @@
+//! CSV in and out: importing many links at once (admin UI and CLI) and exporting the list.
+//! Each imported row stands alone: a bad row is reported and the good ones are created.
+
+use super::audit::Actor;
+use super::domains;
+use super::links::{self, NewLink};
+use crate::context::Inklink;
+use crate::db::entities::domain_conf;
+use crate::db::entities::url_map::{self, LinkStatus};
+use crate::rules::{DomainHost, ShortCode, TargetUrl, UrlRules};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use sea_orm::{
+    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
+use std::collections::HashMap;
+
+pub const MAX_ROWS: usize = 10_000;
+const COLUMNS: [&str; 5] = ["url", "code", "description", "expires_at", "domain"];
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ImportError {
+    #[error("the file is empty")]
+    Empty,
+    #[error("the file has no rows below its header line")]
+    NoRows,
+    #[error("the file is not UTF-8 text; in Excel choose \"CSV UTF-8\" when saving")]
+    NotUtf8,
+    #[error(
+        "the first line must name the columns, and one of them must be 'url' (others: code, description, expires_at, domain)"
+    )]
+    NoUrlColumn,
+    #[error("the file has {0} rows; at most {MAX_ROWS} can be imported at once")]
+    TooManyRows(usize),
+    #[error("the file is not valid CSV: {0}")]
+    Malformed(String),
+}
+
+/// One data row of the file and what became of it.
+#[derive(Debug, Clone)]
+pub struct RowOutcome {
+    /// Line number in the file (the header is line 1).
+    pub line: usize,
+    /// url, code, description, expires_at, domain as given.
+    pub input: [String; 5],
+    pub result: Result<String, String>,
+}
+
+/// Reads the header and rows; no database work.
+fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 5])>, ImportError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ImportError::Empty);
+    }
+    std::str::from_utf8(bytes).map_err(|_| ImportError::NotUtf8)?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(bytes);
+    let header = reader
+        .headers()
+        .map_err(|err| ImportError::Malformed(err.to_string()))?
+        .clone();
+    let positions: Vec<Option<usize>> = COLUMNS
+        .iter()
+        .map(|name| header.iter().position(|h| h.eq_ignore_ascii_case(name)))
+        .collect();
+    if positions[0].is_none() {
+        return Err(ImportError::NoUrlColumn);
+    }
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|err| ImportError::Malformed(err.to_string()))?;
+        if record.iter().all(str::is_empty) {
+            continue;
+        }
+        if rows.len() == MAX_ROWS {
+            let total = MAX_ROWS + 1 + reader.records().count();
+            return Err(ImportError::TooManyRows(total));
+        }
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        let cell =
+            |index: Option<usize>| index.and_then(|i| record.get(i)).unwrap_or("").to_owned();
+        rows.push((line, std::array::from_fn(|i| cell(positions[i]))));
+    }
+    if rows.is_empty() {
+        return Err(ImportError::NoRows);
+    }
+    Ok(rows)
+}
+
+/// RFC 3339, or `YYYY-MM-DD HH:MM` / `YYYY-MM-DD` in UTC (a date alone means its end).
+pub fn parse_expiry(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.to_utc());
+    }
+    for format in ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"] {
+        if let Ok(at) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(at.and_utc());
+        }
+    }
+    if let Ok(day) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(day.and_hms_opt(23, 59, 59).expect("a valid time").and_utc());
+    }
+    Err(format!(
+        "expires_at '{text}' is not a date such as 2026-12-31 or 2026-12-31T23:59:00+08:00"
+    ))
+}
+
+/// Creates a link for every good row; returns every row's short URL or error, in file order.
+pub async fn import(
+    app: &Inklink,
+    bytes: &[u8],
+    actor: &Actor,
+) -> Result<Result<Vec<RowOutcome>, ImportError>, DbErr> {
+    let rows = match read_rows(bytes) {
+        Ok(rows) => rows,
+        Err(err) => return Ok(Err(err)),
+    };
+    let own_hosts = domains::own_hosts(&app.db).await?;
+    let rules = UrlRules {
+        max_length: app.settings.max_url_length as usize,
+        own_hosts: &own_hosts,
+    };
+    let mut outcomes = Vec::with_capacity(rows.len());
+    for (line, input) in rows {
+        let result = import_row(app, &rules, &input, actor).await?;
+        outcomes.push(RowOutcome {
+            line,
+            input,
+            result,
+        });
+    }
+    Ok(Ok(outcomes))
+}
+
+async fn import_row(
+    app: &Inklink,
+    rules: &UrlRules<'_>,
+    input: &[String; 5],
+    actor: &Actor,
+) -> Result<Result<String, String>, DbErr> {
+    let [url, code, description, expires_at, domain] = input;
+    let parsed = (|| {
+        let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
+        let custom_code = (!code.is_empty())
+            .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
+            .transpose()?;
+        let domain = (!domain.is_empty())
+            .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
+            .transpose()?;
+        let expires_at = (!expires_at.is_empty())
+            .then(|| parse_expiry(expires_at))
+            .transpose()?;
+        Ok::<_, String>(NewLink {
+            custom_code,
+            domain,
+            description: Some(description.clone()).filter(|d| !d.is_empty()),
+            expires_at,
+            ..NewLink::to(target)
+        })
+    })();
+    let new = match parsed {
+        Ok(new) => new,
+        Err(message) => return Ok(Err(message)),
+    };
+    match links::create(app, new, actor).await {
+        Ok(saved) => Ok(Ok(saved.short_url())),
+        Err(links::LinkError::Db(err)) => Err(err),
+        Err(err) => Ok(Err(err.to_string())),
+    }
+}
+
+/// A cell as a spreadsheet should show it: text that starts like a formula is quoted, so that
+/// opening an export cannot run a formula someone typed into a description.
+fn safe_cell(value: &str) -> String {
+    match value.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{value}"),
+        _ => value.to_owned(),
+    }
+}
+
+fn to_csv(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).expect("writing to memory");
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|cell| safe_cell(cell)).collect();
+        writer.write_record(&cells).expect("writing to memory");
+    }
+    String::from_utf8(writer.into_inner().expect("writing to memory")).expect("UTF-8 in, UTF-8 out")
+}
+
+pub fn results_csv(outcomes: &[RowOutcome]) -> String {
+    let mut header = vec!["line"];
+    header.extend(COLUMNS);
+    header.extend(["short_url", "error"]);
+    to_csv(
+        &header,
+        outcomes.iter().map(|row| {
+            let mut cells = vec![row.line.to_string()];
+            cells.extend(row.input.iter().cloned());
+            match &row.result {
+                Ok(short) => cells.extend([short.clone(), String::new()]),
+                Err(error) => cells.extend([String::new(), error.clone()]),
+            }
+            cells
+        }),
+    )
+}
+
+/// Which links a list or an export shows.
+#[derive(Clone, Debug, Default)]
+pub struct LinkFilter {
+    pub q: String,
+    /// "active", "disabled" or anything else for all.
+    pub status: String,
+}
+
+impl LinkFilter {
+    pub fn condition(&self) -> Condition {
+        let mut condition = Condition::all().add(url_map::Column::Deleted.eq(false));
+        match self.status.as_str() {
+            "active" => {
+                condition = condition.add(url_map::Column::UrlStatus.eq(LinkStatus::Active))
+            }
+            "disabled" => {
+                condition = condition.add(url_map::Column::UrlStatus.eq(LinkStatus::Disabled))
+            }
+            _ => {}
+        }
+        let q = self.q.trim();
+        if !q.is_empty() {
+            condition = condition.add(
+                Condition::any()
+                    .add(url_map::Column::CompressionCode.contains(q))
+                    .add(url_map::Column::LongUrl.contains(q))
+                    .add(url_map::Column::Description.contains(q)),
+            );
+        }
+        condition
+    }
+}
+
+/// Every link the filter matches, newest first, with the URL each is shown under now.
+pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<String, DbErr> {
+    let all: HashMap<i64, domain_conf::Model> = domains::list(db)
+        .await?
+        .into_iter()
+        .map(|domain| (domain.id, domain))
+        .collect();
+    let mut rows = Vec::new();
+    let mut before: Option<i64> = None;
+    // In pages, so that a large export never asks the database for everything at once.
+    loop {
+        let mut select = url_map::Entity::find().filter(filter.condition());
+        if let Some(before) = before {
+            select = select.filter(url_map::Column::Id.lt(before));
+        }
+        let page = select
+            .order_by_desc(url_map::Column::Id)
+            .limit(1000)
+            .all(db)
+            .await?;
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        for link in page {
+            let short_url = domains::effective(&all, link.domain_id)
+                .map(|domain| domains::short_url(domain, &link.compression_code))
+                .unwrap_or_default();
+            rows.push(vec![
+                link.compression_code,
+                short_url,
+                link.long_url,
+                link.description.unwrap_or_default(),
+                match link.url_status {
+                    LinkStatus::Active => "active".to_owned(),
+                    LinkStatus::Disabled => "disabled".to_owned(),
+                },
+                link.expires_at
+                    .map(|at| at.and_utc().to_rfc3339())
+                    .unwrap_or_default(),
+                link.created_at.and_utc().to_rfc3339(),
+                link.creator.unwrap_or_default(),
+            ]);
+        }
+    }
+    Ok(to_csv(
+        &[
+            "code",
+            "short_url",
+            "url",
+            "description",
+            "status",
+            "expires_at",
+            "created_at",
+            "creator",
+        ],
+        rows.into_iter(),
+    ))
+}
