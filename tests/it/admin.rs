@@ -971,7 +971,10 @@ async fn import_refuses_unusable_files_with_a_reason() {
     let csrf = browser.csrf("/admin/links/import").await;
     let cases: [(&[u8], &str); 4] = [
         (b"", "the file is empty"),
-        (b"link,name\nhttps://example.com/,x\n", "one of them must be"),
+        (
+            b"link,name\nhttps://example.com/,x\n",
+            "one of them must be",
+        ),
         (b"url\nhttps://example.com/\xff\n", "not UTF-8"),
         (b"url\n\n", "no rows below its header"),
     ];

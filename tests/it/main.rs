@@ -3,6 +3,7 @@
 
 mod admin;
 mod bootstrap;
+mod browser;
 mod cli;
 mod codes;
 mod links;

@@ -1,0 +1,335 @@
+//! The admin UI in real headless Chromium, as an operator uses it. Screenshots of each main
+//! page land in target/screenshots/ for a person to look at.
+//!
+//! Needs Debian's chromium and chromium-driver. Without them the tests say so and pass, except
+//! under CI (CI=true), where a missing browser is a failure.
+
+use crate::support::{TestApp, spawn_app};
+use fantoccini::wd::Capabilities;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use inklink::rules::{Password, Role, Username};
+use inklink::services::{Actor, users};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct ChromeDriver {
+    process: Child,
+    port: u16,
+    profile: PathBuf,
+}
+
+impl Drop for ChromeDriver {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+fn chromedriver() -> Option<ChromeDriver> {
+    if Command::new("chromedriver")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromedriver is missing; .ci/run installs chromium and chromium-driver"
+        );
+        eprintln!(
+            "SKIPPED: browser test needs chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        );
+        return None;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Owned at once, so that Drop kills and reaps it on every path.
+    let driver = ChromeDriver {
+        process: Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts"),
+        port,
+        profile: std::env::temp_dir().join(format!("inklink-chrome-{port}")),
+    };
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(driver);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("chromedriver did not open port {port}");
+}
+
+async fn open_browser(driver: &ChromeDriver) -> Client {
+    let mut capabilities = Capabilities::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--disable-component-update",
+                "--disable-sync", "--window-size=1280,900",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ]
+        }),
+    );
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a Chromium session")
+}
+
+fn screenshot_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("a screenshot");
+    std::fs::write(screenshot_dir().join(format!("{name}.png")), png).unwrap();
+}
+
+async fn fill(client: &Client, selector: &str, text: &str) {
+    let field = client
+        .find(Locator::Css(selector))
+        .await
+        .unwrap_or_else(|_| panic!("no {selector}"));
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+async fn click(client: &Client, selector: &str) {
+    client
+        .find(Locator::Css(selector))
+        .await
+        .unwrap_or_else(|_| panic!("no {selector}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn body_text(client: &Client) -> String {
+    client
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn sign_in(client: &Client, app: &TestApp) {
+    users::add(
+        &app.core.db,
+        &Username::parse("ada").unwrap(),
+        &Password::parse("admin-password").unwrap(),
+        Role::Admin,
+        &Actor::System,
+    )
+    .await
+    .unwrap();
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    assert!(
+        client
+            .current_url()
+            .await
+            .unwrap()
+            .path()
+            .ends_with("/admin/login")
+    );
+    screenshot(client, "login").await;
+    fill(client, "#username", "ada").await;
+    fill(client, "#password", "admin-password").await;
+    click(client, "form button[type=submit]").await;
+    assert_eq!(client.current_url().await.unwrap().path(), "/admin/links");
+}
+
+#[actix_web::test]
+async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    assert!(body_text(&client).await.contains("No links yet"));
+    screenshot(&client, "links-empty").await;
+
+    click(&client, "a.button[href='/admin/links/new']").await;
+    screenshot(&client, "link-new").await;
+    // The target is this server's health check on 127.0.0.1 (not one of our domains).
+    let target = app.url("/healthz");
+    fill(&client, "#url", &target).await;
+    fill(&client, "#description", "Spring campaign").await;
+    click(&client, "form.stack button[type=submit]").await;
+    let text = body_text(&client).await;
+    let created = text
+        .lines()
+        .find(|l| l.starts_with("Created "))
+        .expect("a flash message")
+        .to_owned();
+    let short_url = created.trim_start_matches("Created ").trim().to_owned();
+    assert!(
+        short_url.starts_with(&format!("http://localhost:{}/", app.port)),
+        "{short_url}"
+    );
+    assert!(text.contains("Spring campaign"));
+    screenshot(&client, "links").await;
+
+    // Following the short URL lands on the target.
+    client.goto(&short_url).await.unwrap();
+    assert_eq!(client.current_url().await.unwrap().as_str(), target);
+    assert!(client.source().await.unwrap().contains("\"database\""));
+
+    let code = short_url.rsplit('/').next().unwrap().to_owned();
+    client
+        .goto(&app.url(&format!("/admin/links/{code}/edit")))
+        .await
+        .unwrap();
+    let qr = client.find(Locator::Css("figure.qr img")).await.unwrap();
+    let loaded = client
+        .execute(
+            "return arguments[0].complete && arguments[0].naturalWidth > 0",
+            vec![serde_json::to_value(&qr).unwrap()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        loaded,
+        serde_json::Value::Bool(true),
+        "the QR code image loads under the CSP"
+    );
+    screenshot(&client, "link-edit").await;
+
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    click(
+        &client,
+        &format!("form[action='/admin/links/{code}/disable'] button"),
+    )
+    .await;
+    assert!(
+        body_text(&client)
+            .await
+            .contains(&format!("Disabled {code}"))
+    );
+    client.goto(&short_url).await.unwrap();
+    assert!(body_text(&client).await.contains("no longer available"));
+    screenshot(&client, "gone").await;
+
+    // Rotate the default domain to a new one.
+    client.goto(&app.url("/admin/domains")).await.unwrap();
+    fill(&client, "#host", "new.example").await;
+    click(&client, "input[name=http]").await;
+    click(&client, "form[action='/admin/domains'] button[type=submit]").await;
+    assert!(
+        body_text(&client)
+            .await
+            .contains("Added http://new.example/")
+    );
+    let old_id = app.core.db.clone();
+    let domains = inklink::services::domains::list(&old_id).await.unwrap();
+    let old = domains
+        .iter()
+        .find(|d| d.host == format!("localhost:{}", app.port))
+        .unwrap()
+        .id;
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{old}/rotate'] input[name=confirm]"),
+    )
+    .await;
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{old}/rotate'] button"),
+    )
+    .await;
+    assert!(
+        body_text(&client)
+            .await
+            .contains("links are now shown on new.example")
+    );
+    screenshot(&client, "domains").await;
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    assert!(
+        body_text(&client)
+            .await
+            .contains(&format!("http://new.example/{code}"))
+    );
+
+    // At phone width nothing spills sideways.
+    client.set_window_size(375, 800).await.unwrap();
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    let fits = client
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1",
+            vec![],
+        )
+        .await
+        .unwrap();
+    screenshot(&client, "links-375px").await;
+    assert_eq!(
+        fits,
+        serde_json::Value::Bool(true),
+        "the links page fits 375 px"
+    );
+    client.close().await.unwrap();
+}
+
+#[actix_web::test]
+async fn an_operator_imports_1000_rows_and_downloads_the_results() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    let file = std::env::temp_dir().join(format!("inklink-browser-import-{}.csv", app.port));
+    let mut csv = String::from("url,description\n");
+    for n in 0..1000 {
+        csv.push_str(&format!("https://example.com/import/{n},row {n}\n"));
+    }
+    std::fs::write(&file, csv).unwrap();
+    client.goto(&app.url("/admin/links/import")).await.unwrap();
+    client
+        .find(Locator::Css("#file"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    click(&client, "form.stack button[type=submit]").await;
+    let report = client
+        .wait()
+        .at_most(Duration::from_secs(120))
+        .for_element(Locator::Css("a[download='inklink-import-results.csv']"))
+        .await
+        .expect("the results link");
+    assert!(body_text(&client).await.contains("Created 1000 links"));
+    screenshot(&client, "import").await;
+    let href = report.attr("href").await.unwrap().unwrap();
+    use base64::Engine;
+    let encoded = href.split("base64,").nth(1).unwrap();
+    let results = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(results.lines().count(), 1001);
+    assert!(
+        results
+            .lines()
+            .skip(1)
+            .all(|line| line.contains(&format!("http://localhost:{}/", app.port)))
+    );
+    let _ = std::fs::remove_file(&file);
+    client.close().await.unwrap();
+}
