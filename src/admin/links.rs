@@ -89,7 +89,7 @@ pub async fn list(
             description: link.description.unwrap_or_default(),
             active: link.url_status == LinkStatus::Active,
             expired: link.expires_at.is_some_and(|at| at <= now),
-            created: link.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+            created: super::pages::human_time(link.created_at),
             code: link.compression_code,
         })
         .collect();
@@ -340,7 +340,7 @@ fn edit_page(
         form,
         errors,
         creator: link.creator.clone().unwrap_or_default(),
-        created: link.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        created: super::pages::human_time(link.created_at),
     }
 }
 

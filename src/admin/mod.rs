@@ -1,5 +1,6 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
+pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod domains;
@@ -8,6 +9,7 @@ pub mod links;
 pub mod pages;
 pub mod qr;
 pub mod session_store;
+pub mod users;
 
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
@@ -81,6 +83,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .route("/domains", web::get().to(domains::list))
             .route("/domains", web::post().to(domains::add))
             .route("/domains/{id}/{action}", web::post().to(domains::change))
+            .route("/users", web::get().to(users::list))
+            .route("/users", web::post().to(users::add))
+            .route("/users/{id}/{action}", web::post().to(users::change))
+            .route("/audit", web::get().to(audit::list))
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(error::AdminError::NotFound)
             })),

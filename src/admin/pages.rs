@@ -60,3 +60,8 @@ pub fn render(status: StatusCode, template: &impl Template) -> HttpResponse {
         }
     }
 }
+
+/// A stored UTC time as people read it.
+pub fn human_time(at: chrono::NaiveDateTime) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}

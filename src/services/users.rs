@@ -152,3 +152,110 @@ fn random_password() -> String {
         .map(|b| char::from(CHARS[usize::from(*b) % CHARS.len()]))
         .collect()
 }
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserChangeError {
+    #[error("there is no such user")]
+    NotFound,
+    #[error("{0} is the last active admin; make someone else an admin first")]
+    LastAdmin(String),
+    #[error("you cannot disable your own account or take away your own admin role")]
+    Yourself,
+    #[error(transparent)]
+    Invalid(#[from] AccountError),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+pub async fn list(db: &DatabaseConnection) -> Result<Vec<users::Model>, DbErr> {
+    use sea_orm::QueryOrder;
+    users::Entity::find()
+        .order_by_asc(users::Column::Username)
+        .all(db)
+        .await
+}
+
+async fn other_active_admins(db: &DatabaseConnection, except: i64) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait;
+    users::Entity::find()
+        .filter(users::Column::Role.eq(Role::Admin.as_str()))
+        .filter(users::Column::Disabled.eq(false))
+        .filter(users::Column::Id.ne(except))
+        .count(db)
+        .await
+}
+
+/// What an admin may change about an account.
+#[derive(Clone, Debug)]
+pub enum UserChange {
+    Disable,
+    Enable,
+    Role(Role),
+    Password(Password),
+}
+
+/// Applies `change` to user `id`. Nobody locks themselves out, and there is always an active
+/// admin left. A disabled user's sessions stop working at their next request.
+pub async fn change(
+    db: &DatabaseConnection,
+    id: i64,
+    change: UserChange,
+    actor_id: Option<i64>,
+    actor: &Actor,
+) -> Result<users::Model, UserChangeError> {
+    let user = users::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or(UserChangeError::NotFound)?;
+    let loses_admin = match &change {
+        UserChange::Disable => user.role == Role::Admin.as_str(),
+        UserChange::Role(role) => user.role == Role::Admin.as_str() && *role != Role::Admin,
+        _ => false,
+    };
+    if loses_admin && actor_id == Some(id) {
+        return Err(UserChangeError::Yourself);
+    }
+    if matches!(change, UserChange::Disable) && actor_id == Some(id) {
+        return Err(UserChangeError::Yourself);
+    }
+    if loses_admin && !user.disabled && other_active_admins(db, id).await? == 0 {
+        return Err(UserChangeError::LastAdmin(user.username));
+    }
+    let mut row = users::ActiveModel {
+        id: Set(id),
+        updated_at: Set(db::now()),
+        ..Default::default()
+    };
+    let (action, after) = match &change {
+        UserChange::Disable => {
+            row.disabled = Set(true);
+            ("user.disable", json!({"disabled": true}))
+        }
+        UserChange::Enable => {
+            row.disabled = Set(false);
+            ("user.enable", json!({"disabled": false}))
+        }
+        UserChange::Role(role) => {
+            row.role = Set(role.as_str().to_owned());
+            ("user.role", json!({"role": role.as_str()}))
+        }
+        UserChange::Password(password) => {
+            row.password_hash = Set(hash_password(password));
+            ("user.password", json!({}))
+        }
+    };
+    let updated = row.update(db).await?;
+    audit::record(
+        db,
+        actor,
+        Entry {
+            action,
+            target_kind: "user",
+            target_id: &updated.username,
+            before: Some(json!({"role": user.role, "disabled": user.disabled})),
+            after: Some(after),
+        },
+    )
+    .await?;
+    Ok(updated)
+}

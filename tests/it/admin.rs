@@ -1018,3 +1018,187 @@ async fn exports_neutralise_spreadsheet_formulas() {
     let export = browser.get("/admin/links/export.csv").await;
     assert!(export.body.contains("'=HYPERLINK"), "{}", export.body);
 }
+
+#[actix_web::test]
+async fn admins_manage_users_and_nobody_locks_the_service_out() {
+    let app = spawn_app().await;
+    let mut admin = signed_in_admin(&app).await;
+    let page = admin.get("/admin/users").await;
+    assert_eq!(page.status, 200);
+    let csrf = csrf_in(&page.body);
+    let added = admin
+        .post(
+            "/admin/users",
+            &[
+                ("csrf", &csrf),
+                ("name", "Bob"),
+                ("password", "bob-password"),
+                ("role", "operator"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status, 303);
+    let short = admin
+        .post(
+            "/admin/users",
+            &[
+                ("csrf", &csrf),
+                ("name", "carol"),
+                ("password", "short"),
+                ("role", "operator"),
+            ],
+        )
+        .await;
+    assert_eq!(short.status, 422);
+    assert!(short.body.contains("at least 8") && short.body.contains("value=\"carol\""));
+    let again = admin
+        .post(
+            "/admin/users",
+            &[
+                ("csrf", &csrf),
+                ("name", "bob"),
+                ("password", "bob-password"),
+                ("role", "admin"),
+            ],
+        )
+        .await;
+    assert!(again.body.contains("already exists"));
+
+    let all = users::list(&app.core.db).await.unwrap();
+    let bob = all.iter().find(|u| u.username == "bob").unwrap().id;
+    let ada = all.iter().find(|u| u.username == "ada").unwrap().id;
+    // Bob signs in, then is disabled: his open session stops working.
+    let mut bob_browser = Browser::new(&app);
+    assert_eq!(bob_browser.sign_in("bob", "bob-password").await.status, 303);
+    assert_eq!(
+        admin
+            .post(&format!("/admin/users/{bob}/disable"), &[("csrf", &csrf)])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(bob_browser.get("/admin/links").await.status, 303);
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("bob", "bob-password")
+            .await
+            .status,
+        401
+    );
+    admin
+        .post(&format!("/admin/users/{bob}/enable"), &[("csrf", &csrf)])
+        .await;
+    admin
+        .post(
+            &format!("/admin/users/{bob}/password"),
+            &[("csrf", &csrf), ("password", "new-bob-password")],
+        )
+        .await;
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("bob", "new-bob-password")
+            .await
+            .status,
+        303
+    );
+    assert_eq!(
+        admin
+            .post(
+                &format!("/admin/users/{bob}/role"),
+                &[("csrf", &csrf), ("role", "admin")]
+            )
+            .await
+            .status,
+        303
+    );
+
+    let myself = admin
+        .post(&format!("/admin/users/{ada}/disable"), &[("csrf", &csrf)])
+        .await;
+    assert!(myself.body.contains("your own account"), "{}", myself.body);
+    // With Bob an admin, Ada may step down; Bob, now the last admin, may not be demoted.
+    let mut bob_admin = Browser::new(&app);
+    bob_admin.sign_in("bob", "new-bob-password").await;
+    let bob_csrf = bob_admin.csrf("/admin/users").await;
+    assert_eq!(
+        bob_admin
+            .post(
+                &format!("/admin/users/{ada}/role"),
+                &[("csrf", &bob_csrf), ("role", "operator")]
+            )
+            .await
+            .status,
+        303
+    );
+    let last = admin
+        .post(
+            &format!("/admin/users/{bob}/role"),
+            &[("csrf", &csrf), ("role", "operator")],
+        )
+        .await;
+    assert_eq!(last.status, 403, "Ada is an operator now");
+    let last = bob_admin
+        .post(
+            &format!("/admin/users/{bob}/role"),
+            &[("csrf", &bob_csrf), ("role", "operator")],
+        )
+        .await;
+    assert!(last.body.contains("your own admin role"), "{}", last.body);
+}
+
+#[actix_web::test]
+async fn the_audit_log_records_changes_and_sign_ins_and_filters_them() {
+    let app = spawn_app().await;
+    let mut admin = signed_in_admin(&app).await;
+    let code = create_link(&app, "https://example.com/audited")
+        .await
+        .link
+        .compression_code;
+    let csrf = admin.csrf("/admin/links").await;
+    admin
+        .post(&format!("/admin/links/{code}/disable"), &[("csrf", &csrf)])
+        .await;
+    let page = admin.get("/admin/audit").await;
+    assert_eq!(page.status, 200);
+    for needle in ["user.sign_in", "link.create", "link.disable", &code] {
+        assert!(page.body.contains(needle), "{needle} missing");
+    }
+    let filtered = admin.get("/admin/audit?action=link.disable").await;
+    assert!(
+        filtered.body.contains("<td>link.disable</td>")
+            && !filtered.body.contains("<td>user.sign_in</td>")
+    );
+    let by_actor = admin.get("/admin/audit?actor=nobody").await;
+    assert!(by_actor.body.contains("Nothing recorded matches"));
+    let mut operator = signed_in(&app).await;
+    assert_eq!(operator.get("/admin/audit").await.status, 403);
+    assert_eq!(operator.get("/admin/users").await.status, 403);
+}
+
+#[actix_web::test]
+async fn an_idle_session_ends_and_too_many_failures_from_one_address_are_throttled() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    // Two idle hours pass.
+    admin_sessions::Entity::update_many()
+        .col_expr(
+            admin_sessions::Column::ExpiresAt,
+            sea_orm::sea_query::Expr::value(inklink::db::now() - chrono::TimeDelta::minutes(1)),
+        )
+        .exec(&app.core.db)
+        .await
+        .unwrap();
+    assert_eq!(browser.get("/admin/links").await.status, 303);
+
+    let mut attacker = Browser::new(&app);
+    for n in 0..20 {
+        attacker
+            .sign_in(&format!("guess{n}"), "whatever-pass")
+            .await;
+    }
+    let blocked = Browser::new(&app).sign_in("olivia", "operator-pass").await;
+    assert_eq!(
+        blocked.status, 429,
+        "the address is throttled, whichever account"
+    );
+}

@@ -121,13 +121,27 @@ async fn click(client: &Client, selector: &str) {
 }
 
 async fn body_text(client: &Client) -> String {
-    client
-        .find(Locator::Css("body"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    match client.find(Locator::Css("body")).await {
+        Ok(body) => body.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Waits until the page shows `needle`: a click that submits a form may return before the
+/// next page has loaded.
+async fn wait_for_text(client: &Client, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = body_text(client).await;
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page never showed {needle:?}; it shows:\n{text}"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn sign_in(client: &Client, app: &TestApp) {
@@ -153,6 +167,7 @@ async fn sign_in(client: &Client, app: &TestApp) {
     fill(client, "#username", "ada").await;
     fill(client, "#password", "admin-password").await;
     click(client, "form button[type=submit]").await;
+    wait_for_text(client, "Sign out").await;
     assert_eq!(client.current_url().await.unwrap().path(), "/admin/links");
 }
 
@@ -162,17 +177,18 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
     let app = spawn_app().await;
     let client = open_browser(&driver).await;
     sign_in(&client, &app).await;
-    assert!(body_text(&client).await.contains("No links yet"));
+    wait_for_text(&client, "No links yet").await;
     screenshot(&client, "links-empty").await;
 
     click(&client, "a.button[href='/admin/links/new']").await;
+    wait_for_text(&client, "Target URL").await;
     screenshot(&client, "link-new").await;
     // The target is this server's health check on 127.0.0.1 (not one of our domains).
     let target = app.url("/healthz");
     fill(&client, "#url", &target).await;
     fill(&client, "#description", "Spring campaign").await;
     click(&client, "form.stack button[type=submit]").await;
-    let text = body_text(&client).await;
+    let text = wait_for_text(&client, "Created ").await;
     let created = text
         .lines()
         .find(|l| l.starts_with("Created "))
@@ -217,13 +233,9 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
         &format!("form[action='/admin/links/{code}/disable'] button"),
     )
     .await;
-    assert!(
-        body_text(&client)
-            .await
-            .contains(&format!("Disabled {code}"))
-    );
+    wait_for_text(&client, &format!("Disabled {code}")).await;
     client.goto(&short_url).await.unwrap();
-    assert!(body_text(&client).await.contains("no longer available"));
+    wait_for_text(&client, "no longer available").await;
     screenshot(&client, "gone").await;
 
     // Rotate the default domain to a new one.
@@ -231,11 +243,7 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
     fill(&client, "#host", "new.example").await;
     click(&client, "input[name=http]").await;
     click(&client, "form[action='/admin/domains'] button[type=submit]").await;
-    assert!(
-        body_text(&client)
-            .await
-            .contains("Added http://new.example/")
-    );
+    wait_for_text(&client, "Added http://new.example/").await;
     let old_id = app.core.db.clone();
     let domains = inklink::services::domains::list(&old_id).await.unwrap();
     let old = domains
@@ -253,18 +261,10 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
         &format!("form[action='/admin/domains/{old}/rotate'] button"),
     )
     .await;
-    assert!(
-        body_text(&client)
-            .await
-            .contains("links are now shown on new.example")
-    );
+    wait_for_text(&client, "links are now shown on new.example").await;
     screenshot(&client, "domains").await;
     client.goto(&app.url("/admin/links")).await.unwrap();
-    assert!(
-        body_text(&client)
-            .await
-            .contains(&format!("http://new.example/{code}"))
-    );
+    wait_for_text(&client, &format!("http://new.example/{code}")).await;
 
     // At phone width nothing spills sideways.
     client.set_window_size(375, 800).await.unwrap();
@@ -312,7 +312,7 @@ async fn an_operator_imports_1000_rows_and_downloads_the_results() {
         .for_element(Locator::Css("a[download='inklink-import-results.csv']"))
         .await
         .expect("the results link");
-    assert!(body_text(&client).await.contains("Created 1000 links"));
+    wait_for_text(&client, "Created 1000 links").await;
     screenshot(&client, "import").await;
     let href = report.attr("href").await.unwrap().unwrap();
     use base64::Engine;

@@ -1,0 +1,177 @@
+//! The users page (admins only): add people, disable or enable them, reset passwords, change
+//! roles.
+
+use super::auth::AdminUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::rules::{Password, Role, Username};
+use crate::services::users::{self, UserChange, UserChangeError, UserError};
+use crate::web::AppState;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+pub struct Row {
+    pub id: i64,
+    pub name: String,
+    pub is_admin: bool,
+    pub disabled: bool,
+    pub last_login: String,
+    pub is_me: bool,
+}
+
+#[derive(Template)]
+#[template(path = "admin/users.html")]
+struct UsersPage {
+    frame: Frame,
+    rows: Vec<Row>,
+    error: Option<String>,
+    new_name: String,
+}
+
+async fn page(
+    state: &AppState,
+    user: &AdminUser,
+    error: Option<String>,
+    new_name: String,
+) -> Result<UsersPage, AdminError> {
+    let rows = users::list(&state.core.db)
+        .await?
+        .into_iter()
+        .map(|u| Row {
+            is_me: u.id == user.0.id,
+            id: u.id,
+            is_admin: u.role == Role::Admin.as_str(),
+            disabled: u.disabled,
+            last_login: u
+                .last_login_at
+                .map(super::pages::human_time)
+                .unwrap_or_else(|| "never".into()),
+            name: u.username,
+        })
+        .collect();
+    let flash = if error.is_none() {
+        user.0.take_flash()
+    } else {
+        None
+    };
+    Ok(UsersPage {
+        frame: Frame::new(&user.0, flash, "users"),
+        rows,
+        error,
+        new_name,
+    })
+}
+
+pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpResponse, AdminError> {
+    let page = page(&state, &user, None, String::new()).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+fn back() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin/users"))
+        .finish()
+}
+
+#[derive(serde::Deserialize)]
+pub struct AddForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    role: String,
+}
+
+pub async fn add(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    form: web::Form<AddForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    let parsed = Username::parse(&form.name)
+        .and_then(|name| Password::parse(&form.password).map(|password| (name, password)))
+        .map_err(|err| err.to_string())
+        .and_then(|(name, password)| form.role.parse::<Role>().map(|role| (name, password, role)));
+    let outcome = match parsed {
+        Err(message) => Err(message),
+        Ok((name, password, role)) => {
+            match users::add(&state.core.db, &name, &password, role, &user.0.actor()).await {
+                Ok(added) => Ok(added),
+                Err(UserError::Db(err)) => return Err(AdminError::Db(err)),
+                Err(other) => Err(other.to_string()),
+            }
+        }
+    };
+    match outcome {
+        Ok(added) => {
+            user.0
+                .flash(format!("Added {} ({})", added.username, added.role));
+            Ok(back())
+        }
+        Err(message) => {
+            let page = page(&state, &user, Some(message), form.name.clone()).await?;
+            Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct ChangeForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    password: String,
+}
+
+pub async fn change(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    path: web::Path<(i64, String)>,
+    form: web::Form<ChangeForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    let (id, action) = path.into_inner();
+    let change = match action.as_str() {
+        "disable" => Ok(UserChange::Disable),
+        "enable" => Ok(UserChange::Enable),
+        "role" => form.role.parse::<Role>().map(UserChange::Role),
+        "password" => Password::parse(&form.password)
+            .map(UserChange::Password)
+            .map_err(|err| err.to_string()),
+        _ => return Err(AdminError::NotFound),
+    };
+    let result = match change {
+        Err(message) => Err(message),
+        Ok(change) => {
+            match users::change(&state.core.db, id, change, Some(user.0.id), &user.0.actor()).await
+            {
+                Ok(changed) => Ok(changed),
+                Err(UserChangeError::NotFound) => return Err(AdminError::NotFound),
+                Err(UserChangeError::Db(err)) => return Err(AdminError::Db(err)),
+                Err(other) => Err(other.to_string()),
+            }
+        }
+    };
+    match result {
+        Ok(changed) => {
+            let done = match action.as_str() {
+                "disable" => "disabled",
+                "enable" => "enabled",
+                "role" => "given a new role",
+                _ => "given a new password",
+            };
+            user.0.flash(format!("{} {done}", changed.username));
+            Ok(back())
+        }
+        Err(message) => {
+            let page = page(&state, &user, Some(message), String::new()).await?;
+            Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+    }
+}
