@@ -101,6 +101,11 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_DB_MAX_CONNECTIONS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000), global = true)]
     pub db_max_connections: u32,
 
+    /// Time zone for dates shown in the admin UI and for expiries typed without an offset
+    /// (IANA name such as Asia/Shanghai)
+    #[arg(long, env = "INKLINK_TIMEZONE", default_value = "UTC", global = true)]
+    pub timezone: chrono_tz::Tz,
+
     /// Mark the admin session cookie Secure (set this when the admin UI is served over https)
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
     pub secure_cookie: bool,

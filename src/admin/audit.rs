@@ -77,7 +77,7 @@ pub async fn list(
     let rows = entries
         .into_iter()
         .map(|e| Row {
-            at: super::pages::human_time(e.at),
+            at: super::pages::human_time(e.at, state.core.settings.timezone),
             actor: e.actor,
             actor_kind: e.actor_kind,
             action: e.action,

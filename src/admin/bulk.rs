@@ -128,24 +128,12 @@ pub async fn upload(
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(serde::Deserialize, Default)]
-pub struct ExportQuery {
-    #[serde(default)]
-    q: String,
-    #[serde(default)]
-    status: String,
-}
-
 pub async fn export(
     _user: CurrentUser,
     state: web::Data<AppState>,
-    query: web::Query<ExportQuery>,
+    filter: web::Query<LinkFilter>,
 ) -> Result<HttpResponse, AdminError> {
-    let query = query.into_inner();
-    let filter = LinkFilter {
-        q: query.q,
-        status: query.status,
-    };
+    let filter = filter.into_inner();
     let csv = bulk::export_csv(&state.core.db, &filter).await?;
     let name = format!(
         "inklink-links-{}.csv",

@@ -21,13 +21,15 @@ const PAGE_SIZE: u64 = 50;
 
 #[derive(serde::Deserialize, Default)]
 pub struct ListQuery {
-    #[serde(default)]
-    q: String,
-    #[serde(default)]
-    status: String,
-    /// Keyset pagination: links with a smaller id than this (newest first). Stays fast at any
+    #[serde(flatten)]
+    filter: LinkFilter,
+    /// Newest first pages by keyset: links with a smaller id than this. Stays fast at any
     /// depth, unlike OFFSET.
-    before: Option<i64>,
+    #[serde(default)]
+    before: String,
+    /// Soonest-expiry pages are numbered (that order is for the few links that expire).
+    #[serde(default)]
+    page: String,
 }
 
 pub struct Row {
@@ -38,6 +40,12 @@ pub struct Row {
     pub active: bool,
     pub expired: bool,
     pub created: String,
+    pub expires: String,
+}
+
+pub struct DomainOption {
+    pub id: String,
+    pub host: String,
 }
 
 #[derive(Template)]
@@ -45,9 +53,11 @@ pub struct Row {
 struct ListPage {
     frame: Frame,
     rows: Vec<Row>,
-    q: String,
-    status: String,
-    next: Option<i64>,
+    filter: LinkFilter,
+    filtered: bool,
+    domains: Vec<DomainOption>,
+    next: Option<String>,
+    export: String,
 }
 
 pub async fn list(
@@ -56,49 +66,76 @@ pub async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
-    let filter = LinkFilter {
-        q: query.q.trim().to_owned(),
-        status: query.status.clone(),
-    };
+    let ListQuery {
+        filter,
+        before,
+        page,
+    } = query.into_inner();
     let mut select = url_map::Entity::find().filter(filter.condition());
-    if let Some(before) = query.before {
-        select = select.filter(url_map::Column::Id.lt(before));
+    let page_number = page.parse::<u64>().unwrap_or(1).max(1);
+    if filter.by_expiry() {
+        select = select
+            .order_by_asc(url_map::Column::ExpiresAt)
+            .order_by_asc(url_map::Column::Id)
+            .offset((page_number - 1) * PAGE_SIZE);
+    } else {
+        if let Ok(before) = before.parse::<i64>() {
+            select = select.filter(url_map::Column::Id.lt(before));
+        }
+        select = select.order_by_desc(url_map::Column::Id);
     }
-    let mut links = select
-        .order_by_desc(url_map::Column::Id)
-        .limit(PAGE_SIZE + 1)
-        .all(db)
-        .await?;
-    let next = (links.len() as u64 > PAGE_SIZE).then(|| {
-        links.truncate(PAGE_SIZE as usize);
-        links.last().map(|link| link.id)
+    let mut links = select.limit(PAGE_SIZE + 1).all(db).await?;
+    let more = links.len() as u64 > PAGE_SIZE;
+    links.truncate(PAGE_SIZE as usize);
+    let next = more.then(|| match filter.by_expiry() {
+        true => format!("{}&page={}", filter.query_string(), page_number + 1),
+        false => format!(
+            "{}&before={}",
+            filter.query_string(),
+            links.last().map_or(0, |link| link.id)
+        ),
     });
-    let domains: HashMap<i64, domain_conf::Model> = domains::list(db)
-        .await?
-        .into_iter()
-        .map(|domain| (domain.id, domain))
+    let all = domains::list(db).await?;
+    let tz = state.core.settings.timezone;
+    let options = all
+        .iter()
+        .map(|d| DomainOption {
+            id: d.id.to_string(),
+            host: d.host.clone(),
+        })
         .collect();
+    let by_id: HashMap<i64, domain_conf::Model> = all.into_iter().map(|d| (d.id, d)).collect();
     let now = crate::db::now();
     let rows = links
         .into_iter()
         .map(|link| Row {
-            short_url: domains::effective(&domains, link.domain_id)
+            short_url: domains::effective(&by_id, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default(),
             target: link.long_url,
             description: link.description.unwrap_or_default(),
             active: link.url_status == LinkStatus::Active,
             expired: link.expires_at.is_some_and(|at| at <= now),
-            created: super::pages::human_time(link.created_at),
+            created: super::pages::human_time(link.created_at, tz),
+            expires: link
+                .expires_at
+                .map(|at| super::pages::human_time(at, tz))
+                .unwrap_or_default(),
             code: link.compression_code,
         })
         .collect();
+    let filtered = !(filter.q.trim().is_empty()
+        && filter.status.is_empty()
+        && filter.domain.is_empty()
+        && filter.creator.trim().is_empty());
     let page = ListPage {
         frame: Frame::new(&user, user.take_flash(), "links"),
         rows,
-        q: filter.q,
-        status: filter.status,
-        next: next.flatten(),
+        export: filter.query_string(),
+        filter,
+        filtered,
+        domains: options,
+        next,
     };
     Ok(render(StatusCode::OK, &page))
 }
@@ -129,6 +166,7 @@ struct FormPage {
     form: LinkForm,
     domains: Vec<String>,
     errors: HashMap<&'static str, String>,
+    timezone: String,
 }
 
 impl FormPage {
@@ -154,6 +192,7 @@ async fn form_page(
         form,
         domains,
         errors,
+        timezone: state.core.settings.timezone.name().to_owned(),
     })
 }
 
@@ -192,13 +231,11 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
     let expires_at = match form.expires.trim() {
         "" => None,
         text => NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
-            .map(|at| at.and_utc())
-            .map_err(|_| {
-                errors.insert(
-                    "expires",
-                    "give a date and time such as 2026-12-31T23:59".into(),
-                )
+            .map_err(|_| "give a date and time such as 2026-12-31T23:59".to_owned())
+            .and_then(|local| {
+                crate::services::bulk::local_to_utc(local, state.core.settings.timezone)
             })
+            .map_err(|message| errors.insert("expires", message))
             .ok(),
     };
     let redirect_status = match form.redirect_status.trim() {
@@ -317,6 +354,7 @@ struct EditPage {
     errors: HashMap<&'static str, String>,
     creator: String,
     created: String,
+    timezone: String,
 }
 
 impl EditPage {
@@ -331,6 +369,7 @@ fn edit_page(
     short_url: String,
     form: LinkForm,
     errors: HashMap<&'static str, String>,
+    tz: chrono_tz::Tz,
 ) -> EditPage {
     EditPage {
         frame: Frame::new(user, user.take_flash(), "links"),
@@ -340,7 +379,8 @@ fn edit_page(
         form,
         errors,
         creator: link.creator.clone().unwrap_or_default(),
-        created: super::pages::human_time(link.created_at),
+        timezone: tz.name().to_owned(),
+        created: super::pages::human_time(link.created_at, tz),
     }
 }
 
@@ -355,7 +395,7 @@ pub async fn edit_form(
         description: link.description.clone().unwrap_or_default(),
         expires: link
             .expires_at
-            .map(|at| at.format("%Y-%m-%dT%H:%M").to_string())
+            .map(|at| super::pages::input_time(at, state.core.settings.timezone))
             .unwrap_or_default(),
         redirect_status: link
             .redirect_status
@@ -363,7 +403,14 @@ pub async fn edit_form(
             .unwrap_or_default(),
         ..LinkForm::default()
     };
-    let page = edit_page(&user, &link, short_url, form, HashMap::new());
+    let page = edit_page(
+        &user,
+        &link,
+        short_url,
+        form,
+        HashMap::new(),
+        state.core.settings.timezone,
+    );
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -409,7 +456,14 @@ pub async fn update(
             }
         }
     }
-    let page = edit_page(&user, &link, short_url, fields, parsed.errors);
+    let page = edit_page(
+        &user,
+        &link,
+        short_url,
+        fields,
+        parsed.errors,
+        state.core.settings.timezone,
+    );
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 

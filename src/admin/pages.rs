@@ -61,7 +61,18 @@ pub fn render(status: StatusCode, template: &impl Template) -> HttpResponse {
     }
 }
 
-/// A stored UTC time as people read it.
-pub fn human_time(at: chrono::NaiveDateTime) -> String {
-    at.format("%Y-%m-%d %H:%M UTC").to_string()
+/// A stored UTC time as people read it, in the configured time zone.
+pub fn human_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    tz.from_utc_datetime(&at)
+        .format("%Y-%m-%d %H:%M %Z")
+        .to_string()
+}
+
+/// A stored UTC time as a `datetime-local` input shows it, in the configured time zone.
+pub fn input_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    tz.from_utc_datetime(&at)
+        .format("%Y-%m-%dT%H:%M")
+        .to_string()
 }

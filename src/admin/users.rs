@@ -45,7 +45,7 @@ async fn page(
             disabled: u.disabled,
             last_login: u
                 .last_login_at
-                .map(super::pages::human_time)
+                .map(|at| super::pages::human_time(at, state.core.settings.timezone))
                 .unwrap_or_else(|| "never".into()),
             name: u.username,
         })

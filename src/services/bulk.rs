@@ -9,6 +9,7 @@ use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::{DomainHost, ShortCode, TargetUrl, UrlRules};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono_tz::Tz;
 use sea_orm::{
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -89,22 +90,41 @@ fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 5])>, ImportError> {
     Ok(rows)
 }
 
-/// RFC 3339, or `YYYY-MM-DD HH:MM` / `YYYY-MM-DD` in UTC (a date alone means its end).
-pub fn parse_expiry(text: &str) -> Result<DateTime<Utc>, String> {
+/// RFC 3339, or `YYYY-MM-DD HH:MM` / `YYYY-MM-DD` in the time zone `tz` (a date alone means
+/// the end of that day).
+pub fn parse_expiry(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
     if let Ok(at) = DateTime::parse_from_rfc3339(text) {
         return Ok(at.to_utc());
     }
-    for format in ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"] {
-        if let Ok(at) = NaiveDateTime::parse_from_str(text, format) {
-            return Ok(at.and_utc());
-        }
-    }
-    if let Ok(day) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return Ok(day.and_hms_opt(23, 59, 59).expect("a valid time").and_utc());
-    }
-    Err(format!(
-        "expires_at '{text}' is not a date such as 2026-12-31 or 2026-12-31T23:59:00+08:00"
-    ))
+    let local = ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+        .or_else(|| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .ok()
+                .and_then(|day| day.and_hms_opt(23, 59, 59))
+        })
+        .ok_or_else(|| {
+            format!(
+                "expires_at '{text}' is not a date such as 2026-12-31 or 2026-12-31T23:59:00+08:00"
+            )
+        })?;
+    local_to_utc(local, tz)
+}
+
+/// A wall-clock time in `tz` as UTC. In a repeated hour the earlier one counts; a time the
+/// clocks skip does not exist and is refused.
+pub fn local_to_utc(local: NaiveDateTime, tz: Tz) -> Result<DateTime<Utc>, String> {
+    use chrono::TimeZone;
+    tz.from_local_datetime(&local)
+        .earliest()
+        .map(|at| at.to_utc())
+        .ok_or_else(|| {
+            format!(
+                "{} does not exist in {tz} (the clocks skip it)",
+                local.format("%Y-%m-%d %H:%M")
+            )
+        })
 }
 
 /// Creates a link for every good row; returns every row's short URL or error, in file order.
@@ -150,7 +170,7 @@ async fn import_row(
             .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
             .transpose()?;
         let expires_at = (!expires_at.is_empty())
-            .then(|| parse_expiry(expires_at))
+            .then(|| parse_expiry(expires_at, app.settings.timezone))
             .transpose()?;
         Ok::<_, String>(NewLink {
             custom_code,
@@ -208,12 +228,20 @@ pub fn results_csv(outcomes: &[RowOutcome]) -> String {
     )
 }
 
-/// Which links a list or an export shows.
-#[derive(Clone, Debug, Default)]
+/// Which links a list or an export shows, as the list page's query string carries it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default)]
 pub struct LinkFilter {
+    /// Part of the code, target URL or description.
     pub q: String,
-    /// "active", "disabled" or anything else for all.
+    /// "active", "disabled", "expired", or anything else for all.
     pub status: String,
+    /// A domain id, or empty for all.
+    pub domain: String,
+    /// Exactly this creator (user name, "cli", or an API key's name).
+    pub creator: String,
+    /// "expiry" for soonest expiry first; newest first otherwise.
+    pub sort: String,
 }
 
 impl LinkFilter {
@@ -226,7 +254,20 @@ impl LinkFilter {
             "disabled" => {
                 condition = condition.add(url_map::Column::UrlStatus.eq(LinkStatus::Disabled))
             }
+            "expired" => {
+                condition = condition.add(url_map::Column::ExpiresAt.lte(crate::db::now()))
+            }
             _ => {}
+        }
+        if let Ok(domain) = self.domain.trim().parse::<i64>() {
+            condition = condition.add(url_map::Column::DomainId.eq(domain));
+        }
+        let creator = self.creator.trim();
+        if !creator.is_empty() {
+            condition = condition.add(url_map::Column::Creator.eq(creator));
+        }
+        if self.by_expiry() {
+            condition = condition.add(url_map::Column::ExpiresAt.is_not_null());
         }
         let q = self.q.trim();
         if !q.is_empty() {
@@ -238,6 +279,21 @@ impl LinkFilter {
             );
         }
         condition
+    }
+
+    pub fn by_expiry(&self) -> bool {
+        self.sort == "expiry"
+    }
+
+    /// The filter as a query string, for links to further pages and to the export.
+    pub fn query_string(&self) -> String {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", self.q.trim())
+            .append_pair("status", &self.status)
+            .append_pair("domain", &self.domain)
+            .append_pair("creator", self.creator.trim())
+            .append_pair("sort", &self.sort)
+            .finish()
     }
 }
 

@@ -1202,3 +1202,143 @@ async fn an_idle_session_ends_and_too_many_failures_from_one_address_are_throttl
         "the address is throttled, whichever account"
     );
 }
+
+#[actix_web::test]
+async fn dates_are_shown_and_typed_in_the_configured_time_zone() {
+    let app = crate::support::spawn_app_with(&["--timezone", "Asia/Shanghai"]).await;
+    let mut browser = signed_in(&app).await;
+    let form = browser.get("/admin/links/new").await;
+    assert!(form.body.contains("(optional, Asia/Shanghai)"));
+    let csrf = csrf_in(&form.body);
+    // 2099-01-01 08:00 in Shanghai is midnight UTC.
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/tz"),
+                ("code", "tz-link"),
+                ("expires", "2099-01-01T08:00"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303);
+    let code = inklink::rules::ShortCode::parse("tz-link").unwrap();
+    let link = inklink::services::links::find_by_code(&app.core.db, &code)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.expires_at.unwrap().to_string(), "2099-01-01 00:00:00");
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body.contains("expires 2099-01-01 08:00 CST"),
+        "{}",
+        list.body
+    );
+    let edit = browser.get("/admin/links/tz-link/edit").await;
+    assert!(edit.body.contains("value=\"2099-01-01T08:00\""));
+    // CSV expiries without an offset are read in the same zone.
+    let when =
+        inklink::services::bulk::parse_expiry("2099-01-01 08:00", app.core.settings.timezone)
+            .unwrap();
+    assert_eq!(when.to_rfc3339(), "2099-01-01T00:00:00+00:00");
+
+    let ny = crate::support::spawn_app_with(&["--timezone", "America/New_York"]).await;
+    let mut browser = signed_in(&ny).await;
+    let csrf = browser.csrf("/admin/links/new").await;
+    // 02:30 on the morning US clocks spring forward does not exist.
+    let skipped = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/dst"),
+                ("expires", "2099-03-08T02:30"),
+            ],
+        )
+        .await;
+    assert_eq!(skipped.status, 422);
+    assert!(
+        skipped.body.contains("does not exist in America/New_York"),
+        "{}",
+        skipped.body
+    );
+}
+
+#[actix_web::test]
+async fn the_list_filters_by_domain_creator_and_expiry_and_sorts_by_expiry() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let other = inklink::services::domains::add(
+        &app.core.db,
+        &inklink::rules::DomainHost::parse("s.example.cn").unwrap(),
+        inklink::rules::Protocol::Https,
+        false,
+        &Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let make = |url: &'static str,
+                domain: Option<&'static str>,
+                in_secs: Option<i64>,
+                by: &'static str| {
+        let app = &app;
+        async move {
+            let target = app.core.parse_target(url).await.unwrap().unwrap();
+            let new = inklink::services::links::NewLink {
+                domain: domain.map(|d| inklink::rules::DomainHost::parse(d).unwrap()),
+                expires_at: in_secs.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
+                ..inklink::services::links::NewLink::to(target)
+            };
+            inklink::services::links::create(&app.core, new, &Actor::User(by.into()))
+                .await
+                .unwrap();
+        }
+    };
+    make("https://example.com/late", None, Some(86_400 * 30), "ann").await;
+    make("https://example.com/soon", None, Some(86_400), "ann").await;
+    make(
+        "https://example.com/never",
+        Some("s.example.cn"),
+        None,
+        "ben",
+    )
+    .await;
+    make("https://example.com/brief", None, Some(1), "ben").await;
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(1100)).await;
+
+    let on_cn = browser
+        .get(&format!("/admin/links?domain={}", other.id))
+        .await;
+    assert!(on_cn.body.contains("example.com/never") && !on_cn.body.contains("example.com/soon"));
+    let by_ben = browser.get("/admin/links?creator=ben").await;
+    assert!(by_ben.body.contains("example.com/never") && by_ben.body.contains("example.com/brief"));
+    assert!(!by_ben.body.contains("example.com/late"));
+    let expired = browser.get("/admin/links?status=expired").await;
+    assert_eq!(
+        expired.body.matches("<tr>").count(),
+        2,
+        "header + the one expired link"
+    );
+    assert!(expired.body.contains("example.com/brief"));
+    let by_expiry = browser.get("/admin/links?sort=expiry").await;
+    let (brief, soon, late) = (
+        by_expiry.body.find("example.com/brief").unwrap(),
+        by_expiry.body.find("example.com/soon").unwrap(),
+        by_expiry.body.find("example.com/late").unwrap(),
+    );
+    assert!(brief < soon && soon < late, "soonest expiry first");
+    assert!(
+        !by_expiry.body.contains("example.com/never"),
+        "links without expiry are not in that order"
+    );
+    let export = browser.get("/admin/links/export.csv?creator=ann").await;
+    assert_eq!(export.body.lines().count(), 3);
+    let bad = browser
+        .get("/admin/links?domain=abc&before=xyz&page=-3&sort=weird")
+        .await;
+    assert_eq!(
+        bad.status, 200,
+        "nonsense filters are ignored, not a 400 or 500"
+    );
+}
