@@ -18,8 +18,9 @@ PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
+# Opening the database migrates it and adds localhost:$PORT as the default domain.
 "$BIN" migrate >/dev/null
-"$BIN" domain add "localhost:$PORT" --http --default >/dev/null
+"$BIN" link add https://example.com/warm-up >/dev/null
 echo "seeding $LINKS links..."
 python3 - "$DB" "$LINKS" <<'PY'
 import sqlite3, sys, hashlib

@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261121_000001_initial_schema;
 mod m20261121_000002_admin_sessions;
+mod m20261121_000003_link_expiry_index;
 
 pub struct Migrator;
 
@@ -14,6 +15,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261121_000001_initial_schema::Migration),
             Box::new(m20261121_000002_admin_sessions::Migration),
+            Box::new(m20261121_000003_link_expiry_index::Migration),
         ]
     }
 }

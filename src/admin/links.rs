@@ -76,18 +76,24 @@ pub async fn list(
     if filter.by_expiry() {
         select = select
             .order_by_asc(url_map::Column::ExpiresAt)
-            .order_by_asc(url_map::Column::Id)
-            .offset((page_number - 1) * PAGE_SIZE);
+            .order_by_asc(url_map::Column::Id);
+    } else if filter.recently_expired() {
+        select = select
+            .order_by_desc(url_map::Column::ExpiresAt)
+            .order_by_desc(url_map::Column::Id);
     } else {
         if let Ok(before) = before.parse::<i64>() {
             select = select.filter(url_map::Column::Id.lt(before));
         }
         select = select.order_by_desc(url_map::Column::Id);
     }
+    if filter.numbered_pages() {
+        select = select.offset((page_number - 1) * PAGE_SIZE);
+    }
     let mut links = select.limit(PAGE_SIZE + 1).all(db).await?;
     let more = links.len() as u64 > PAGE_SIZE;
     links.truncate(PAGE_SIZE as usize);
-    let next = more.then(|| match filter.by_expiry() {
+    let next = more.then(|| match filter.numbered_pages() {
         true => format!("{}&page={}", filter.query_string(), page_number + 1),
         false => format!(
             "{}&before={}",

@@ -285,6 +285,17 @@ impl LinkFilter {
         self.sort == "expiry"
     }
 
+    /// Expired links are listed most recently expired first: the order people want, and the
+    /// one the expiry index serves (newest-created first would scan every link to find them).
+    pub fn recently_expired(&self) -> bool {
+        self.status == "expired" && !self.by_expiry()
+    }
+
+    /// Pages in expiry order are numbered; newest-first pages go by id (keyset).
+    pub fn numbered_pages(&self) -> bool {
+        self.by_expiry() || self.recently_expired()
+    }
+
     /// The filter as a query string, for links to further pages and to the export.
     pub fn query_string(&self) -> String {
         url::form_urlencoded::Serializer::new(String::new())
