@@ -106,7 +106,18 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_TIMEZONE", default_value = "UTC", global = true)]
     pub timezone: chrono_tz::Tz,
 
-    /// Mark the admin session cookie Secure (set this when the admin UI is served over https)
+    /// Reverse proxies (comma-separated IPs or CIDRs) whose X-Forwarded-For, X-Real-IP and
+    /// X-Forwarded-Proto headers are believed; nobody else's are
+    #[arg(
+        long,
+        env = "INKLINK_TRUSTED_PROXIES",
+        default_value = "",
+        global = true
+    )]
+    pub trusted_proxies: crate::web::client::TrustedProxies,
+
+    /// Always mark the admin session cookie Secure (it is marked anyway when a trusted proxy
+    /// says the request came over https) (set this when the admin UI is served over https)
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
     pub secure_cookie: bool,
 

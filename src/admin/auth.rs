@@ -264,9 +264,13 @@ pub async fn login(
     if !constant_time_eq(csrf.as_bytes(), form.csrf.as_bytes()) {
         return Err(AdminError::Csrf);
     }
-    let ip = req
-        .peer_addr()
-        .map(|addr| addr.ip().to_string())
+    // Behind a reverse proxy the peer is the proxy; throttle by the visitor behind it.
+    let ip = state
+        .core
+        .settings
+        .trusted_proxies
+        .client_ip_of(&req)
+        .map(|ip| ip.to_string())
         .unwrap_or_default();
     let db = &state.core.db;
     match attempt_sign_in(db, &form.username, &form.password, &ip).await? {

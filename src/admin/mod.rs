@@ -61,6 +61,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
         web::scope("/admin")
             .wrap(session_middleware(store, key, secure_cookie))
             .wrap(security_headers())
+            .wrap(actix_web::middleware::from_fn(secure_cookie_over_https))
             .route("", web::get().to(to_links))
             .route("/", web::get().to(to_links))
             .route("/login", web::get().to(auth::login_form))
@@ -97,4 +98,33 @@ async fn to_links() -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, "/admin/links"))
         .finish()
+}
+
+/// Marks cookies Secure when a trusted proxy says the visitor came over https, so that the
+/// session cookie is never sent over plain HTTP afterwards.
+async fn secure_cookie_over_https(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
+) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
+    let https = req
+        .app_data::<web::Data<crate::web::AppState>>()
+        .is_some_and(|state| state.core.settings.trusted_proxies.is_https(req.request()));
+    let mut response = next.call(req).await?;
+    if https {
+        let headers = response.headers_mut();
+        let cookies: Vec<_> = headers.get_all(header::SET_COOKIE).cloned().collect();
+        headers.remove(header::SET_COOKIE);
+        for cookie in cookies {
+            let text = cookie.to_str().unwrap_or_default();
+            let secured = if text.contains("; Secure") {
+                text.to_owned()
+            } else {
+                format!("{text}; Secure")
+            };
+            if let Ok(value) = header::HeaderValue::from_str(&secured) {
+                headers.append(header::SET_COOKIE, value);
+            }
+        }
+    }
+    Ok(response)
 }

@@ -1,6 +1,7 @@
 //! The HTTP server: state, routes, and start-up.
 
 pub mod assets;
+pub mod client;
 pub mod health;
 pub mod pages;
 

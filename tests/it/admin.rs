@@ -109,7 +109,16 @@ async fn signed_in(app: &TestApp) -> Browser<'_> {
 async fn signed_out_visitors_are_sent_to_sign_in() {
     let app = spawn_app().await;
     let mut browser = Browser::new(&app);
-    for path in ["/admin/links", "/admin/links/new"] {
+    for path in [
+        "/admin/links",
+        "/admin/links/new",
+        "/admin/links/import",
+        "/admin/links/export.csv",
+        "/admin/links/abc/edit",
+        "/admin/domains",
+        "/admin/users",
+        "/admin/audit",
+    ] {
         let page = browser.get(path).await;
         assert_eq!(
             (page.status, page.location.as_deref()),
@@ -1340,5 +1349,78 @@ async fn the_list_filters_by_domain_creator_and_expiry_and_sorts_by_expiry() {
     assert_eq!(
         bad.status, 200,
         "nonsense filters are ignored, not a 400 or 500"
+    );
+}
+
+#[actix_web::test]
+async fn behind_a_trusted_proxy_throttling_counts_real_clients_and_https_secures_the_cookie() {
+    let app = crate::support::spawn_app_with(&["--trusted-proxies", "127.0.0.1"]).await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    async fn sign_in_from(app: &TestApp, client_ip: &str, name: &str, password: &str) -> u16 {
+        let mut browser = Browser::new(app);
+        let login = browser.get("/admin/login").await;
+        let csrf = csrf_in(&login.body);
+        let request = app
+            .client
+            .post(app.url("/admin/login"))
+            .insert_header(("x-forwarded-for", client_ip))
+            .insert_header(("cookie", browser.cookie.clone().unwrap()));
+        let form = [
+            ("csrf", csrf.as_str()),
+            ("username", name),
+            ("password", password),
+        ];
+        request.send_form(&form).await.unwrap().status().as_u16()
+    }
+    for n in 0..20 {
+        let guess = format!("guess{n}");
+        assert_eq!(
+            sign_in_from(&app, "203.0.113.5", &guess, "guess-guess").await,
+            401
+        );
+    }
+    // The address that failed is throttled, even for a good password…
+    assert_eq!(
+        sign_in_from(&app, "203.0.113.5", "olivia", "operator-pass").await,
+        429
+    );
+    // …while another visitor behind the same proxy signs in.
+    assert_eq!(
+        sign_in_from(&app, "198.51.100.7", "olivia", "operator-pass").await,
+        303
+    );
+
+    let over_https = app
+        .client
+        .get(app.url("/admin/login"))
+        .insert_header(("x-forwarded-proto", "https"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = over_https
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    // Without a trusted proxy the same header changes nothing.
+    let direct = spawn_app().await;
+    let response = direct
+        .client
+        .get(direct.url("/admin/login"))
+        .insert_header(("x-forwarded-proto", "https"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !response
+            .headers()
+            .get("set-cookie")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("Secure")
     );
 }

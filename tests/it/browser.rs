@@ -266,6 +266,13 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
     client.goto(&app.url("/admin/links")).await.unwrap();
     wait_for_text(&client, &format!("http://new.example/{code}")).await;
 
+    client.goto(&app.url("/admin/users")).await.unwrap();
+    wait_for_text(&client, "Add a user").await;
+    screenshot(&client, "users").await;
+    client.goto(&app.url("/admin/audit")).await.unwrap();
+    wait_for_text(&client, "domain.rotate").await;
+    screenshot(&client, "audit").await;
+
     // At phone width nothing spills sideways.
     client.set_window_size(375, 800).await.unwrap();
     client.goto(&app.url("/admin/links")).await.unwrap();

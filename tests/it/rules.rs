@@ -266,3 +266,61 @@ fn usernames_passwords_and_statuses() {
         assert!(err.to_string().contains("301, 302, 307 or 308"));
     }
 }
+
+#[test]
+fn client_addresses_are_believed_only_from_trusted_proxies() {
+    use inklink::web::client::TrustedProxies;
+    use std::net::IpAddr;
+    let trusted: TrustedProxies = "127.0.0.1, 10.0.0.0/8, ::1".parse().unwrap();
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let cases: [(&str, Option<&str>, Option<&str>, &str); 9] = [
+        // An untrusted peer's headers are ignored, however convincing.
+        (
+            "203.0.113.9",
+            Some("1.2.3.4"),
+            Some("5.6.7.8"),
+            "203.0.113.9",
+        ),
+        ("127.0.0.1", Some("198.51.100.7"), None, "198.51.100.7"),
+        // The right-most untrusted hop is the client; what it prepended is not believed.
+        (
+            "127.0.0.1",
+            Some("6.6.6.6, 198.51.100.7"),
+            None,
+            "198.51.100.7",
+        ),
+        (
+            "127.0.0.1",
+            Some("198.51.100.7, 10.1.2.3"),
+            None,
+            "198.51.100.7",
+        ),
+        ("127.0.0.1", None, Some("198.51.100.8"), "198.51.100.8"),
+        (
+            "127.0.0.1",
+            Some("garbage"),
+            Some("198.51.100.8"),
+            "198.51.100.8",
+        ),
+        ("127.0.0.1", None, None, "127.0.0.1"),
+        ("::ffff:127.0.0.1", Some("2001:db8::5"), None, "2001:db8::5"),
+        ("::1", Some("10.0.0.2, 10.0.0.3"), None, "10.0.0.2"),
+    ];
+    for (peer, forwarded, real, expected) in cases {
+        assert_eq!(
+            trusted.client_ip(ip(peer), forwarded, real),
+            ip(expected),
+            "{peer} {forwarded:?} {real:?}"
+        );
+    }
+    assert!(trusted.forwarded_https(ip("127.0.0.1"), Some("https")));
+    assert!(trusted.forwarded_https(ip("127.0.0.1"), Some("HTTPS, http")));
+    assert!(!trusted.forwarded_https(ip("203.0.113.9"), Some("https")));
+    assert!(!trusted.forwarded_https(ip("127.0.0.1"), None));
+    assert_eq!(
+        "".parse::<TrustedProxies>().unwrap(),
+        TrustedProxies::default()
+    );
+    let err = "10.0.0.0/33".parse::<TrustedProxies>().unwrap_err();
+    assert!(err.contains("10.0.0.0/33"), "{err}");
+}
