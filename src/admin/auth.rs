@@ -10,7 +10,7 @@ use crate::services::users::verify_password;
 use crate::web::AppState;
 use actix_session::{Session, SessionExt};
 use actix_web::dev::Payload;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::TimeDelta;
@@ -305,9 +305,7 @@ pub async fn login(
                 },
             )
             .await?;
-            Ok(HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, "/admin/links"))
-                .finish())
+            Ok(super::pages::see_other("/admin/links"))
         }
         Err(err) => {
             let status = match err {
@@ -340,7 +338,5 @@ pub async fn logout(
     user.check_csrf(&form.csrf)?;
     // Deletes the stored session: the old cookie opens nothing any more.
     user.session.purge();
-    Ok(HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/login"))
-        .finish())
+    Ok(super::pages::see_other("/admin/login"))
 }

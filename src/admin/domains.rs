@@ -3,12 +3,13 @@
 
 use super::auth::AdminUser;
 use super::error::AdminError;
+use super::pages::see_other;
 use super::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
 use crate::rules::{DomainHost, Protocol};
 use crate::services::domains::{self, DomainChangeError, DomainError};
 use crate::web::AppState;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
@@ -84,12 +85,6 @@ pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpRes
     Ok(render(StatusCode::OK, &page))
 }
 
-fn back_to_list() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/domains"))
-        .finish()
-}
-
 #[derive(serde::Deserialize)]
 pub struct AddForm {
     #[serde(default)]
@@ -132,7 +127,7 @@ pub async fn add(
         Ok(domain) => {
             user.0
                 .flash(format!("Added {}", domains::short_url(&domain, "")));
-            Ok(back_to_list())
+            Ok(see_other("/admin/domains"))
         }
         Err(message) => {
             let page = page(&state, &user, Some(message), form.host.clone()).await?;
@@ -201,7 +196,7 @@ pub async fn change(
     match result {
         Ok(message) => {
             user.0.flash(message);
-            Ok(back_to_list())
+            Ok(see_other("/admin/domains"))
         }
         Err(DomainChangeError::Db(err)) => Err(AdminError::Db(err)),
         Err(DomainChangeError::NotFound) => Err(AdminError::NotFound),

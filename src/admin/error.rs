@@ -3,7 +3,6 @@
 
 use super::pages::render_message;
 use actix_web::http::StatusCode;
-use actix_web::http::header;
 use actix_web::{HttpResponse, ResponseError};
 
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +35,7 @@ impl ResponseError for AdminError {
 
     fn error_response(&self) -> HttpResponse {
         match self {
-            Self::SignedOut => HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, "/admin/login"))
-                .finish(),
+            Self::SignedOut => super::pages::see_other("/admin/login"),
             other => {
                 if let Self::Db(err) = other {
                     tracing::error!(error = %err, "admin page failed");

@@ -2,6 +2,7 @@
 
 use super::auth::CurrentUser;
 use super::error::AdminError;
+use super::pages::see_other;
 use super::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
@@ -324,12 +325,6 @@ pub async fn create(
     }
     let page = form_page(&state, &user, form, parsed.errors).await?;
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
-}
-
-fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location.to_owned()))
-        .finish()
 }
 
 /// The link behind a path segment, with the URL it is shown under now.

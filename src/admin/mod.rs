@@ -95,9 +95,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
 }
 
 async fn to_links() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/links"))
-        .finish()
+    pages::see_other("/admin/links")
 }
 
 /// Marks cookies Secure when a trusted proxy says the visitor came over https, so that the

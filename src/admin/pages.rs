@@ -41,6 +41,13 @@ pub fn render_message(status: StatusCode, heading: &str, text: &str) -> HttpResp
     html(status, body)
 }
 
+/// After a form is handled: go to `location` (303, so that reloading does not resend the form).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((actix_web::http::header::LOCATION, location.to_owned()))
+        .finish()
+}
+
 pub fn html(status: StatusCode, body: String) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")

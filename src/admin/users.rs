@@ -3,11 +3,12 @@
 
 use super::auth::AdminUser;
 use super::error::AdminError;
+use super::pages::see_other;
 use super::pages::{Frame, render};
 use crate::rules::{Password, Role, Username};
 use crate::services::users::{self, UserChange, UserChangeError, UserError};
 use crate::web::AppState;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
@@ -68,12 +69,6 @@ pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpRes
     Ok(render(StatusCode::OK, &page))
 }
 
-fn back() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/users"))
-        .finish()
-}
-
 #[derive(serde::Deserialize)]
 pub struct AddForm {
     #[serde(default)]
@@ -110,7 +105,7 @@ pub async fn add(
         Ok(added) => {
             user.0
                 .flash(format!("Added {} ({})", added.username, added.role));
-            Ok(back())
+            Ok(see_other("/admin/users"))
         }
         Err(message) => {
             let page = page(&state, &user, Some(message), form.name.clone()).await?;
@@ -167,7 +162,7 @@ pub async fn change(
                 _ => "given a new password",
             };
             user.0.flash(format!("{} {done}", changed.username));
-            Ok(back())
+            Ok(see_other("/admin/users"))
         }
         Err(message) => {
             let page = page(&state, &user, Some(message), String::new()).await?;
