@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Redirect throughput: inklink against nginx's cheapest possible 302 on the same machine,
+# interleaved in one run so that both see the same machine state.
+#
+#   bash bench/redirect.sh                      # SQLite
+#   bash bench/redirect.sh --db postgres://postgres@127.0.0.1:5432/postgres
+#   bash bench/redirect.sh --db mysql://root@127.0.0.1:3306/mysql
+#
+# With --db, a fresh database is created on that server for the run and dropped after it.
+# Knobs: LINKS (100000), ROUNDS (3), DURATION (10s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SERVER_URL=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --db) SERVER_URL=$2; shift 2 ;;
+    *) echo "usage: $0 [--db postgres://...|mysql://...]" >&2; exit 2 ;;
+  esac
+done
+LINKS=${LINKS:-100000}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+INKLINK_PORT=${INKLINK_PORT:-18281}
+NGINX_PORT=${NGINX_PORT:-18282}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+
+if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
+  echo "installing wrk and nginx from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null
+fi
+cargo build --release --quiet
+BIN="$CARGO_TARGET_DIR/release/inklink"
+WORK=$(mktemp -d)
+INKLINK_PID="" NGINX_PID="" BENCH_DB=""
+cleanup() {
+  [ -n "$INKLINK_PID" ] && kill "$INKLINK_PID" 2>/dev/null || true
+  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+  wait 2>/dev/null || true
+  case $SERVER_URL in
+    postgres*) [ -n "$BENCH_DB" ] && psql -q "$SERVER_URL" -c "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" >/dev/null 2>&1 || true ;;
+    mysql*) [ -n "$BENCH_DB" ] && mysql -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true ;;
+  esac
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+BENCH_DB="inklink_bench_$$"
+case $SERVER_URL in
+  "") DB_URL="sqlite://$WORK/bench.db?mode=rwc"; BACKEND=SQLite ;;
+  postgres*) psql -q "$SERVER_URL" -c "CREATE DATABASE $BENCH_DB" >/dev/null
+             DB_URL="${SERVER_URL%/*}/$BENCH_DB"; BACKEND=PostgreSQL ;;
+  mysql*) mysql -h 127.0.0.1 -u root -e "CREATE DATABASE $BENCH_DB CHARACTER SET utf8mb4"
+          DB_URL="${SERVER_URL%/*}/$BENCH_DB"; BACKEND=MariaDB ;;
+  *) echo "--db takes a postgres:// or mysql:// URL" >&2; exit 2 ;;
+esac
+export INKLINK_DATABASE_URL="$DB_URL" INKLINK_LISTEN="127.0.0.1:$INKLINK_PORT" INKLINK_LOG=warn
+export INKLINK_TRUSTED_PROXIES=127.0.0.1
+
+echo "creating $LINKS links on $BACKEND..."
+python3 - "$WORK" "$LINKS" <<'PY'
+import random, sys
+work, n = sys.argv[1], int(sys.argv[2])
+random.seed(7)
+# In files of 10,000 rows: the most one import takes.
+for part, start in enumerate(range(0, n, 10_000)):
+    with open(f"{work}/links-{part:03d}.csv", "w") as f:
+        f.write("url\n")
+        for i in range(start, min(n, start + 10_000)):
+            f.write(f"https://example.com/campaign/{i}?utm_source=sms&utm_campaign=c{i % 97}\n")
+# User agents: real-world shapes across Chrome, Safari, Firefox, Edge, Samsung, WeChat, apps
+# and crawlers, with real version spreads; at least 500 distinct strings.
+uas = set()
+for v in range(90, 131):
+    uas.add(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36")
+    uas.add(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36")
+    uas.add(f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36")
+    uas.add(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36 Edg/{v}.0.0.0")
+    for model in ["SM-S918B", "Pixel 8", "M2012K11AC", "V2227A", "PGT-AN10", "23013RK75C"]:
+        uas.add(f"Mozilla/5.0 (Linux; Android 13; {model}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Mobile Safari/537.36")
+for v in range(90, 129):
+    uas.add(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0")
+    uas.add(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:{v}.0) Gecko/20100101 Firefox/{v}.0")
+for ios in ["15_8", "16_6", "16_7", "17_0", "17_2", "17_4", "17_5", "17_6", "18_0", "18_1"]:
+    major = ios.split("_")[0]
+    uas.add(f"Mozilla/5.0 (iPhone; CPU iPhone OS {ios} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{major}.0 Mobile/15E148 Safari/604.1")
+    uas.add(f"Mozilla/5.0 (iPad; CPU OS {ios} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{major}.0 Mobile/15E148 Safari/604.1")
+    for wx in ["8.0.38", "8.0.44", "8.0.47", "8.0.49", "8.0.50"]:
+        uas.add(f"Mozilla/5.0 (iPhone; CPU iPhone OS {ios} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/{wx}(0x18003127) NetType/WIFI Language/zh_CN")
+for wx in ["8.0.40", "8.0.43", "8.0.47", "8.0.49"]:
+    for model in ["PGT-AN10", "V2227A", "M2012K11AC"]:
+        uas.add(f"Mozilla/5.0 (Linux; Android 13; {model} Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MicroMessenger/{wx}.2560(0x28002F35) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64")
+for v in range(20, 26):
+    uas.add(f"Mozilla/5.0 (Linux; Android 14; SM-S928B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/{v}.0 Chrome/115.0.0.0 Mobile Safari/537.36")
+uas.update([
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+    "Mozilla/5.0 (compatible; Baiduspider/2.0; +http://www.baidu.com/search/spider.html)",
+    "Sogou web spider/4.0(+http://www.sogou.com/docs/help/webmasters.htm#07)",
+    "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)",
+    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+    "Twitterbot/1.0", "TelegramBot (like TwitterBot)", "WhatsApp/2.23.20.0",
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "curl/8.5.0",
+])
+uas = sorted(uas)
+assert len(uas) >= 500, len(uas)
+with open(f"{work}/uas.txt", "w") as f:
+    f.write("\n".join(uas) + "\n")
+with open(f"{work}/ips.txt", "w") as f:
+    for _ in range(10000):
+        f.write(f"{random.choice([1, 14, 27, 36, 39, 42, 58, 61, 101, 110, 112, 113, 117, 120, 183, 202, 203, 211, 218, 223])}.{random.randrange(256)}.{random.randrange(256)}.{random.randrange(1, 255)}\n")
+print(f"{len(uas)} user agents, 10000 client addresses")
+PY
+start=$(date +%s.%N)
+for part in "$WORK"/links-*.csv; do
+  "$BIN" link import "$part" --results "${part%.csv}.results" >/dev/null 2>"$WORK/import.log" \
+    || { cat "$WORK/import.log" >&2; exit 1; }
+done
+end=$(date +%s.%N)
+CREATE_SECONDS=$(python3 -c "print(f'{$end - $start:.1f}')")
+python3 -c "
+import csv, sys
+import glob
+rows = [r for path in sorted(glob.glob('$WORK/links-*.results')) for r in csv.DictReader(open(path))]
+assert all(r['short_url'] for r in rows), 'an import row failed'
+open('$WORK/codes.txt', 'w').write('\n'.join(r['short_url'].rsplit('/', 1)[1] for r in rows) + '\n')
+"
+
+cat > "$WORK/random.lua" <<LUA
+local function load(path)
+  local t = {}
+  for line in io.lines(path) do t[#t + 1] = line end
+  return t
+end
+local codes = load("$WORK/codes.txt")
+local uas = load("$WORK/uas.txt")
+local ips = load("$WORK/ips.txt")
+math.randomseed(os.time() + math.floor(os.clock() * 1e6))
+request = function()
+  return wrk.format("GET", "/" .. codes[math.random(#codes)], {
+    ["User-Agent"] = uas[math.random(#uas)],
+    ["X-Forwarded-For"] = ips[math.random(#ips)],
+  })
+end
+LUA
+
+cat > "$WORK/nginx.conf" <<NGINX
+worker_processes auto;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / { return 302 https://example.com/target; }
+  }
+}
+NGINX
+nginx -c "$WORK/nginx.conf" -g "daemon off;" & NGINX_PID=$!
+"$BIN" & INKLINK_PID=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$INKLINK_PORT/healthz" >/dev/null && curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break
+  sleep 0.1
+done
+
+# Warm both (inklink's cache fills as it would during a campaign).
+wrk -t2 -c64 -d5s -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" >/dev/null
+wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$NGINX_PORT" >/dev/null
+
+# One wrk run: "requests/s p50_ms p99_ms non2xx3xx".
+measure() {
+  local args=$1 port=$2
+  wrk $args -d"$DURATION" --latency -s "$WORK/random.lua" "http://127.0.0.1:$port" | awk '
+    function ms(v) { if (v ~ /us$/) return v * 0.001; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /Requests\/sec/ { rps = $2 }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    /Non-2xx or 3xx/ { bad = $5 }
+    END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad + 0 }'
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+declare -A RESULT
+for args in "-t1 -c32" "-t2 -c128"; do
+  : > "$WORK/ink" ; : > "$WORK/ngx"
+  for round in $(seq 1 "$ROUNDS"); do
+    measure "$args" "$NGINX_PORT" >> "$WORK/ngx"
+    measure "$args" "$INKLINK_PORT" >> "$WORK/ink"
+  done
+  for who in ink ngx; do
+    RESULT[$who,$args,rps]=$(awk '{print $1}' "$WORK/$who" | median)
+    RESULT[$who,$args,p50]=$(awk '{print $2}' "$WORK/$who" | median)
+    RESULT[$who,$args,p99]=$(awk '{print $3}' "$WORK/$who" | median)
+    RESULT[$who,$args,bad]=$(awk '{s += $4} END {print s + 0}' "$WORK/$who")
+  done
+done
+RSS_MB=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$INKLINK_PID/status")
+METRICS=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics" || true)
+metric() { printf '%s\n' "$METRICS" | awk -v name="$1" '$1 == name { print $2 }'; }
+
+echo
+echo "inklink redirect benchmark — $BACKEND, $LINKS links, $ROUNDS rounds of $DURATION, medians"
+printf '%-12s %-8s %12s %10s %10s %10s\n' "wrk" "server" "requests/s" "p50 ms" "p99 ms" "not 3xx"
+for args in "-t1 -c32" "-t2 -c128"; do
+  for who in ngx ink; do
+    name=$([ $who = ink ] && echo inklink || echo nginx)
+    printf '%-12s %-8s %12s %10s %10s %10s\n' "$args" "$name" "${RESULT[$who,$args,rps]}" "${RESULT[$who,$args,p50]}" "${RESULT[$who,$args,p99]}" "${RESULT[$who,$args,bad]}"
+  done
+  python3 -c "print(f'{\"$args\":<12} ratio    {${RESULT[ink,$args,rps]} / ${RESULT[ngx,$args,rps]}:>12.2f}x {${RESULT[ink,$args,p50]} / max(${RESULT[ngx,$args,p50]}, 1e-9):>9.2f}x {${RESULT[ink,$args,p99]} / max(${RESULT[ngx,$args,p99]}, 1e-9):>9.2f}x')"
+done
+echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
+if [ -n "$METRICS" ]; then
+  echo "clicks recorded: $(metric inklink_events_written_total), spooled: $(metric inklink_events_spooled_total), dropped: $(metric inklink_events_dropped_total)"
+else
+  echo "clicks recorded / spooled / dropped: n/a (click recording does not exist yet)"
+fi
