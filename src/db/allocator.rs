@@ -43,18 +43,26 @@ impl BlockAllocator {
     }
 
     async fn take_block(&self, db: &DatabaseConnection) -> Result<Range<i64>, DbErr> {
+        let mut attempt = 0;
         loop {
             let txn = db.begin().await?;
             let taken = self.take_block_in(&txn).await;
             match crate::db::finish(txn, taken).await {
-                // Another process created the row first: take a block from it instead.
-                Err(err) if is_unique_violation(&err) => continue,
-                other => return other,
+                Ok(Some(block)) => return Ok(block),
+                // No row yet: create it on its own, outside any locking transaction (an
+                // UPDATE of a missing row takes gap locks on MySQL, and two instances each
+                // inserting under their own gap lock deadlock), then take a block from it.
+                Ok(None) => self.create_row(db).await?,
+                Err(err) if crate::db::is_retryable(&err) && attempt < 20 => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(5 * attempt)).await;
+                }
+                Err(err) => return Err(err),
             }
         }
     }
 
-    async fn take_block_in(&self, txn: &DatabaseTransaction) -> Result<Range<i64>, DbErr> {
+    async fn take_block_in(&self, txn: &DatabaseTransaction) -> Result<Option<Range<i64>>, DbErr> {
         // The update takes the row lock; the read in the same transaction then sees exactly
         // the value this update wrote, whatever other processes do meanwhile.
         let updated = id_allocator::Entity::update_many()
@@ -65,19 +73,26 @@ impl BlockAllocator {
             .filter(id_allocator::Column::Name.eq(self.name))
             .exec(txn)
             .await?;
-        if updated.rows_affected == 1 {
-            let row = id_allocator::Entity::find_by_id(self.name)
-                .one(txn)
-                .await?
-                .ok_or_else(|| DbErr::RecordNotFound(self.name.to_owned()))?;
-            return Ok(row.next_id - self.block_size..row.next_id);
+        if updated.rows_affected == 0 {
+            return Ok(None);
         }
-        id_allocator::ActiveModel {
+        let row = id_allocator::Entity::find_by_id(self.name)
+            .one(txn)
+            .await?
+            .ok_or_else(|| DbErr::RecordNotFound(self.name.to_owned()))?;
+        Ok(Some(row.next_id - self.block_size..row.next_id))
+    }
+
+    async fn create_row(&self, db: &DatabaseConnection) -> Result<(), DbErr> {
+        let row = id_allocator::ActiveModel {
             name: Set(self.name.to_owned()),
-            next_id: Set(self.block_size),
+            next_id: Set(0),
+        };
+        match row.insert(db).await {
+            Ok(_) => Ok(()),
+            // Another process created it first: just as good.
+            Err(err) if is_unique_violation(&err) || crate::db::is_retryable(&err) => Ok(()),
+            Err(err) => Err(err),
         }
-        .insert(txn)
-        .await?;
-        Ok(0..self.block_size)
     }
 }

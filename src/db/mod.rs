@@ -74,6 +74,21 @@ pub fn is_unique_violation(err: &DbErr) -> bool {
     )
 }
 
+/// A failure the database asks us to retry: a deadlock or serialization failure (SQLSTATE
+/// 40001, MySQL 1213; PostgreSQL 40P01), in which the whole transaction was rolled back.
+pub fn is_retryable(err: &DbErr) -> bool {
+    let runtime = match err {
+        DbErr::Exec(runtime) | DbErr::Query(runtime) | DbErr::Conn(runtime) => runtime,
+        _ => return false,
+    };
+    let sea_orm::RuntimeErr::SqlxError(sqlx) = runtime else {
+        return false;
+    };
+    sqlx.as_database_error()
+        .and_then(|db| db.code())
+        .is_some_and(|code| code == "40001" || code == "40P01")
+}
+
 /// Ends `txn` by `result`: commit on success, rollback on failure, both at once. A transaction
 /// that is merely dropped stays open on the server until its pooled connection is next used,
 /// holding locks that block other sessions (MySQL's metadata locks block DDL, for instance).

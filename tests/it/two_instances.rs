@@ -71,3 +71,42 @@ async fn two_instances_create_5000_links_concurrently_without_a_duplicate() {
         }
     }
 }
+
+#[actix_web::test]
+async fn allocators_racing_for_a_new_sequence_never_deadlock_or_share_ids() {
+    use inklink::db::allocator::BlockAllocator;
+    let db = TestDb::create().await;
+    let mut connections = Vec::new();
+    for _ in 0..4 {
+        // Separate pools, like separate processes.
+        connections.push(inklink::db::connect(&db.url, 2).await.unwrap());
+    }
+    inklink::db::migrate_up(&connections[0]).await.unwrap();
+    for race in 0..10 {
+        let name: &'static str = Box::leak(format!("race-{race}").into_boxed_str());
+        let allocators: Vec<_> = (0..8).map(|_| BlockAllocator::new(name, 16)).collect();
+        let ids = join_all(allocators.iter().enumerate().map(|(n, allocator)| {
+            let connection = &connections[n % connections.len()];
+            async move {
+                let mut ids = Vec::new();
+                for _ in 0..40 {
+                    ids.push(
+                        allocator
+                            .next_id(connection)
+                            .await
+                            .expect("no deadlock escapes"),
+                    );
+                }
+                ids
+            }
+        }))
+        .await;
+        let all: Vec<u64> = ids.into_iter().flatten().collect();
+        let distinct: HashSet<_> = all.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            all.len(),
+            "race {race}: an id was handed out twice"
+        );
+    }
+}
