@@ -19,8 +19,6 @@ pub enum StartupError {
     Migrate(DbErr),
     #[error("database error during start-up: {0}")]
     Db(#[from] DbErr),
-    #[error("{0}")]
-    Invalid(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: std::net::SocketAddr,

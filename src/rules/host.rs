@@ -16,13 +16,6 @@ impl Protocol {
             Self::Https => "https",
         }
     }
-
-    pub fn default_port(self) -> u16 {
-        match self {
-            Self::Http => 80,
-            Self::Https => 443,
-        }
-    }
 }
 
 impl FromStr for Protocol {

@@ -33,10 +33,6 @@ impl Permutation {
         }
     }
 
-    pub fn domain(&self) -> u128 {
-        self.domain
-    }
-
     pub fn permute(&self, x: u128) -> u128 {
         assert!(x < self.domain, "{x} is outside the permutation's domain");
         let mut y = self.feistel(x);

@@ -106,17 +106,8 @@ impl TargetUrl {
         Ok(Self(url))
     }
 
-    /// A URL read back from the database: it passed `parse` when it was stored.
-    pub fn from_stored(stored: &str) -> Option<Self> {
-        Url::parse(stored).ok().map(Self)
-    }
-
     pub fn as_str(&self) -> &str {
         self.0.as_str()
-    }
-
-    pub fn host(&self) -> &str {
-        self.0.host_str().unwrap_or_default()
     }
 }
 
