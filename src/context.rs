@@ -51,8 +51,14 @@ impl Inklink {
         domains::ensure_first(&db, &first).await?;
         let format = CodeFormat::new(settings.code_length, settings.code_check_char);
         let mut cookie_key = [0u8; 64];
-        cookie_key[..32].copy_from_slice(&derive(&secret, "inklink/cookie-1"));
-        cookie_key[32..].copy_from_slice(&derive(&secret, "inklink/cookie-2"));
+        cookie_key[..32].copy_from_slice(&crate::digest::derive_key(
+            secret.as_bytes(),
+            b"inklink/cookie-1",
+        ));
+        cookie_key[32..].copy_from_slice(&crate::digest::derive_key(
+            secret.as_bytes(),
+            b"inklink/cookie-2",
+        ));
         Ok(Self {
             db,
             cookie_key,
@@ -95,13 +101,4 @@ pub fn redact(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
-}
-
-fn derive(secret: &str, purpose: &str) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    hasher.update(purpose.as_bytes());
-    hasher.update([0]);
-    hasher.update(secret.as_bytes());
-    hasher.finalize().into()
 }

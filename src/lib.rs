@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod db;
+pub mod digest;
 pub mod redirect;
 pub mod rules;
 pub mod services;

@@ -8,7 +8,6 @@ use actix_web::cookie::time::Duration;
 use chrono::{NaiveDateTime, TimeDelta};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, Set};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
 type State = HashMap<String, String>;
@@ -34,10 +33,7 @@ impl DbSessionStore {
 }
 
 fn key_hash(key: &SessionKey) -> String {
-    Sha256::digest(key.as_ref().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::sha256_hex(key.as_ref())
 }
 
 fn expiry(ttl: &Duration) -> NaiveDateTime {

@@ -2,6 +2,7 @@
 //! character, and the rules for custom codes.
 
 use super::permutation::Permutation;
+use crate::digest::derive_key;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -267,12 +268,4 @@ impl CodeGenerator {
             (!is_reserved(&code)).then(|| ShortCode::generated(code))
         })
     }
-}
-
-fn derive_key(secret: &[u8], purpose: &[u8]) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(purpose);
-    hasher.update([0]);
-    hasher.update(secret);
-    hasher.finalize().into()
 }

@@ -15,7 +15,6 @@ use sea_orm::{
     EntityTrait, QueryFilter, Set, TransactionTrait,
 };
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// Sequence ids tried before giving up; only custom codes of the generated shape can take one.
@@ -101,10 +100,7 @@ impl SavedLink {
 }
 
 pub fn url_digest(url: &str) -> String {
-    Sha256::digest(url.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::sha256_hex(url)
 }
 
 pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedLink, LinkError> {

@@ -44,5 +44,5 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 pub fn random_hex(len: usize) -> String {
     let mut bytes = vec![0u8; len];
     getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(&bytes)
 }
