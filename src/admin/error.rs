@@ -21,6 +21,23 @@ pub enum AdminError {
     Db(#[from] sea_orm::DbErr),
     #[error("the session could not be read or saved; please sign in again")]
     Session(String),
+    /// The address or form could not be read (a hand-edited URL, a broken client).
+    #[error("{0}")]
+    BadRequest(String),
+    /// A rule refused the action; the message says which.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<crate::services::links::LinkError> for AdminError {
+    fn from(err: crate::services::links::LinkError) -> Self {
+        use crate::services::links::LinkError;
+        match err {
+            LinkError::NotFound(_) => Self::NotFound,
+            LinkError::Db(db) => Self::Db(db),
+            other => Self::Refused(other.to_string()),
+        }
+    }
 }
 
 impl ResponseError for AdminError {
@@ -29,6 +46,8 @@ impl ResponseError for AdminError {
             Self::SignedOut => StatusCode::SEE_OTHER,
             Self::Forbidden | Self::Csrf => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Db(_) | Self::Session(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

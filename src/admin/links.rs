@@ -263,18 +263,14 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
 
 /// Which field a service error belongs to; database failures are not the user's.
 fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
-    let field = match &err {
+    let field = match err {
+        LinkError::NotFound(_) | LinkError::Db(_) => return Err(err.into()),
         LinkError::CodeTaken(_) | LinkError::InvalidCode(_) => "code",
         LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
             "domain"
         }
         LinkError::ExpiryInPast(_) => "expires",
         LinkError::DescriptionTooLong(_) => "description",
-        LinkError::NotFound(_) => return Err(AdminError::NotFound),
-        LinkError::Db(_) => match err {
-            LinkError::Db(db) => return Err(AdminError::Db(db)),
-            _ => unreachable!(),
-        },
         _ => "url",
     };
     Ok((field, err.to_string()))
@@ -447,9 +443,8 @@ pub async fn update(
                 user.flash(format!("Saved {short_url}"));
                 return Ok(see_other("/admin/links"));
             }
-            Err(LinkError::Stale(code)) => {
-                let message = LinkError::Stale(code).to_string();
-                parsed.errors.insert("form", message);
+            Err(err @ LinkError::Stale(_)) => {
+                parsed.errors.insert("form", err.to_string());
             }
             Err(err) => {
                 let (field, message) = field_of(err)?;
@@ -500,12 +495,7 @@ pub async fn delete(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
     let code = ShortCode::parse(&code).map_err(|_| AdminError::NotFound)?;
-    match links::delete(&state.core.db, &code, &user.actor()).await {
-        Ok(()) => {}
-        Err(LinkError::NotFound(_)) => return Err(AdminError::NotFound),
-        Err(LinkError::Db(err)) => return Err(AdminError::Db(err)),
-        Err(other) => return Err(AdminError::Session(other.to_string())),
-    }
+    links::delete(&state.core.db, &code, &user.actor()).await?;
     state.resolver.forget(code.as_str());
     user.flash(format!("Deleted {code}"));
     Ok(see_other("/admin/links"))
@@ -563,12 +553,7 @@ async fn change_status(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(csrf)?;
     let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
-    match links::set_status(&state.core.db, &code, status, &user.actor()).await {
-        Ok(_) => {}
-        Err(LinkError::NotFound(_)) => return Err(AdminError::NotFound),
-        Err(LinkError::Db(err)) => return Err(AdminError::Db(err)),
-        Err(other) => return Err(AdminError::Session(other.to_string())),
-    }
+    links::set_status(&state.core.db, &code, status, &user.actor()).await?;
     // At once on this instance; elsewhere within the cache TTL.
     state.resolver.forget(code.as_str());
     let verb = match status {

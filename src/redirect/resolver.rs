@@ -152,7 +152,7 @@ impl LinkResolver {
     fn in_outage(&self) -> bool {
         let failed = self.last_failure_ms.load(Ordering::Relaxed);
         failed != 0
-            && self.started.elapsed().as_millis() as u64 - failed
+            && (self.started.elapsed().as_millis() as u64).saturating_sub(failed)
                 < OUTAGE_BACKOFF.as_millis() as u64
     }
 }

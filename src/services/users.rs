@@ -212,10 +212,7 @@ pub async fn change(
         UserChange::Role(role) => user.role == Role::Admin.as_str() && *role != Role::Admin,
         _ => false,
     };
-    if loses_admin && actor_id == Some(id) {
-        return Err(UserChangeError::Yourself);
-    }
-    if matches!(change, UserChange::Disable) && actor_id == Some(id) {
+    if actor_id == Some(id) && (loses_admin || matches!(change, UserChange::Disable)) {
         return Err(UserChangeError::Yourself);
     }
     if loses_admin && !user.disabled && other_active_admins(db, id).await? == 0 {
