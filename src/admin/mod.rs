@@ -62,6 +62,19 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .wrap(session_middleware(store, key, secure_cookie))
             .wrap(security_headers())
             .wrap(actix_web::middleware::from_fn(secure_cookie_over_https))
+            // Extractor failures get the admin error page, not actix's plain-text message.
+            .app_data(
+                web::PathConfig::default().error_handler(|_, _| error::AdminError::NotFound.into()),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|err, _| {
+                error::AdminError::BadRequest(format!(
+                    "the address has a value that is not valid ({err})"
+                ))
+                .into()
+            }))
+            .app_data(web::FormConfig::default().error_handler(|err, _| {
+                error::AdminError::BadRequest(format!("the form could not be read ({err})")).into()
+            }))
             .route("", web::get().to(to_links))
             .route("/", web::get().to(to_links))
             .route("/login", web::get().to(auth::login_form))

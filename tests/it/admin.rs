@@ -1424,3 +1424,36 @@ async fn behind_a_trusted_proxy_throttling_counts_real_clients_and_https_secures
             .contains("Secure")
     );
 }
+
+#[actix_web::test]
+async fn malformed_admin_addresses_and_forms_get_the_error_page() {
+    let app = spawn_app().await;
+    let mut admin = signed_in_admin(&app).await;
+    let csrf = admin.csrf("/admin/links").await;
+    let path = admin
+        .post("/admin/domains/abc/default", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(path.status, 404);
+    assert!(
+        path.body.contains("there is nothing at this address"),
+        "{}",
+        path.body
+    );
+    let query = admin.get("/admin/audit?before=abc").await;
+    assert_eq!(query.status, 400);
+    assert!(
+        query.body.contains("not valid") && query.body.contains("<html"),
+        "{}",
+        query.body
+    );
+    let request = app
+        .client
+        .post(app.url("/admin/links"))
+        .insert_header(("cookie", admin.cookie.clone().unwrap()))
+        .insert_header(("content-type", "application/json"));
+    let mut response = request.send_body("{}").await.unwrap();
+    let status = response.status().as_u16();
+    let body = String::from_utf8_lossy(&response.body().await.unwrap()).into_owned();
+    assert_eq!(status, 400);
+    assert!(body.contains("the form could not be read"), "{body}");
+}
