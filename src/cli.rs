@@ -1,7 +1,9 @@
 //! The command line: each subcommand parses its arguments into domain types, calls a service,
 //! and prints the result. Errors come back as text for `main` to print.
 
-use crate::config::{Cli, Command, DomainAction, LinkAction, MigrateAction, UserAction};
+use crate::config::{
+    Cli, Command, DomainAction, LinkAction, MigrateAction, StatsAction, UserAction,
+};
 use crate::context::{self, Inklink, StartupError};
 use crate::db::entities::url_map::LinkStatus;
 use crate::rules::{DomainHost, Password, Protocol, ShortCode, Username};
@@ -28,6 +30,9 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Domain { action } => {
             domain(&Inklink::open(settings).await.map_err(text)?, action).await
+        }
+        Command::Stats { action } => {
+            stats(&Inklink::open(settings).await.map_err(text)?, action).await
         }
     }
 }
@@ -227,5 +232,30 @@ async fn domain(core: &Inklink, action: DomainAction) -> Result<(), String> {
             println!("added {}://{}{note}", added.protocol, added.host);
         }
     }
+    Ok(())
+}
+
+async fn stats(core: &Inklink, action: StatsAction) -> Result<(), String> {
+    use crate::analytics::aggregate;
+    let StatsAction::Rebuild { from, to } = action;
+    let tz = core.settings.timezone;
+    let to = to.unwrap_or_else(|| aggregate::today(tz));
+    let from = match from {
+        Some(from) => from,
+        None => match aggregate::event_span(&core.db, tz).await.map_err(text)? {
+            Some((first, _)) => first,
+            None => {
+                println!("no click events stored: nothing to recompute");
+                return Ok(());
+            }
+        },
+    };
+    if from > to {
+        return Err(format!("--from {from} is after --to {to}"));
+    }
+    let days = aggregate::rebuild(&core.db, tz, from, to)
+        .await
+        .map_err(text)?;
+    println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
     Ok(())
 }

@@ -121,6 +121,34 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
     pub secure_cookie: bool,
 
+    /// MaxMind-format city database (.mmdb: GeoLite2-City, DB-IP City Lite) for the country,
+    /// province and city of clicks; re-read when the file changes. Unset: geo fields stay empty
+    #[arg(long, env = "INKLINK_GEOIP_DB", global = true)]
+    pub geoip_db: Option<PathBuf>,
+
+    /// Language of GeoIP place names (en, zh-CN, de, es, fr, ja, pt-BR, ru), falling back to
+    /// English where the database has no name in it
+    #[arg(long, env = "INKLINK_GEOIP_LANG", default_value = "en", global = true)]
+    pub geoip_lang: String,
+
+    /// Clicks waiting for the background writer before new ones are dropped (and counted)
+    #[arg(long, env = "INKLINK_CLICK_QUEUE", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(16..), global = true)]
+    pub click_queue: u32,
+
+    /// Clicks kept in memory while the database is unavailable; beyond this they go to the
+    /// spool file
+    #[arg(long, env = "INKLINK_CLICK_BUFFER", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(0..), global = true)]
+    pub click_buffer: u32,
+
+    /// Directory of the spool file (inklink-spool-<port>.jsonl) that holds clicks while the
+    /// database is unavailable; they are written when it returns, also after a restart
+    #[arg(long, env = "INKLINK_SPOOL_DIR", default_value = ".", global = true)]
+    pub spool_dir: PathBuf,
+
+    /// Seconds between refreshes of today's statistics
+    #[arg(long, env = "INKLINK_STATS_INTERVAL", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub stats_interval: u64,
+
     /// HTTP worker threads (default: one per CPU core)
     #[arg(long, env = "INKLINK_WORKERS", value_parser = clap::value_parser!(u32).range(1..=256), global = true)]
     pub workers: Option<u32>,
@@ -162,6 +190,25 @@ pub enum Command {
     Domain {
         #[command(subcommand)]
         action: DomainAction,
+    },
+    /// Daily visit statistics
+    Stats {
+        #[command(subcommand)]
+        action: StatsAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, Copy)]
+pub enum StatsAction {
+    /// Recompute the daily statistics of a range of days (in INKLINK_TIMEZONE) from the
+    /// stored click events; the result is the same however often it runs
+    Rebuild {
+        /// First day, YYYY-MM-DD (default: the day of the oldest stored click)
+        #[arg(long)]
+        from: Option<chrono::NaiveDate>,
+        /// Last day, YYYY-MM-DD (default: today)
+        #[arg(long)]
+        to: Option<chrono::NaiveDate>,
     },
 }
 

@@ -33,6 +33,9 @@ pub struct Inklink {
     pub allocator: BlockAllocator,
     /// Signs the admin session cookie; derived from the secret, so every instance agrees.
     pub cookie_key: [u8; 64],
+    /// Keys the visitor hash of click events; derived from the secret, so every instance
+    /// counts the same visitor once.
+    pub visitor_key: [u8; 16],
 }
 
 impl Inklink {
@@ -59,9 +62,14 @@ impl Inklink {
             secret.as_bytes(),
             b"inklink/cookie-2",
         ));
+        let mut visitor_key = [0u8; 16];
+        visitor_key.copy_from_slice(
+            &crate::digest::derive_key(secret.as_bytes(), b"inklink/visitor")[..16],
+        );
         Ok(Self {
             db,
             cookie_key,
+            visitor_key,
             codes: CodeGenerator::new(format, secret.as_bytes()),
             allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
             settings: Arc::new(settings),

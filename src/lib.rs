@@ -6,6 +6,8 @@
 //! `cli` (the command line), `config` (flags, environment, inklink.toml).
 
 pub mod admin;
+pub mod analytics;
+pub mod charts;
 pub mod cli;
 pub mod config;
 pub mod context;

@@ -6,6 +6,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261121_000001_initial_schema;
 mod m20261121_000002_admin_sessions;
 mod m20261121_000003_link_expiry_index;
+mod m20261121_000004_event_keys;
 
 pub struct Migrator;
 
@@ -16,6 +17,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000001_initial_schema::Migration),
             Box::new(m20261121_000002_admin_sessions::Migration),
             Box::new(m20261121_000003_link_expiry_index::Migration),
+            Box::new(m20261121_000004_event_keys::Migration),
         ]
     }
 }

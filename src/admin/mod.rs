@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod auth;
 pub mod bulk;
+pub mod dashboard;
 pub mod domains;
 pub mod error;
 pub mod links;
@@ -90,6 +91,13 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .route("/links/{code}/edit", web::post().to(links::update))
             .route("/links/{code}/delete", web::get().to(links::delete_form))
             .route("/links/{code}/delete", web::post().to(links::delete))
+            .route("/dashboard", web::get().to(dashboard::global))
+            .route("/dashboard.csv", web::get().to(dashboard::global_csv))
+            .route("/links/{code}/stats", web::get().to(dashboard::link))
+            .route(
+                "/links/{code}/stats.csv",
+                web::get().to(dashboard::link_csv),
+            )
             .route("/links/{code}/qr.svg", web::get().to(links::qr_svg))
             .route("/links/{code}/qr.png", web::get().to(links::qr_png))
             .route("/links/{code}/disable", web::post().to(links::disable))

@@ -3,6 +3,7 @@
 pub mod location;
 pub mod resolver;
 
+use crate::analytics::{Outcome, capture};
 use crate::rules::ShortCode;
 use crate::web::AppState;
 use crate::web::pages::PageError;
@@ -10,6 +11,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use resolver::LinkState;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
 
 const NO_CACHE: HeaderValue = HeaderValue::from_static("private, max-age=0");
 
@@ -17,20 +20,53 @@ pub async fn follow(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
+    let started = Instant::now();
     let raw = req.match_info().get("code").unwrap_or_default();
+    // Not a code at all (bad characters, too long): a stray request, not a visit.
     let code = ShortCode::parse(raw).map_err(|_| PageError::NotFound)?;
-    if !state.core.codes.format().admits(&code) {
-        return Err(PageError::NotFound);
+    let (answer, link_id, outcome) = answer(&req, &state, &code).await;
+    if let Some(outcome) = outcome {
+        let analytics = &state.analytics;
+        let proxies = &state.core.settings.trusted_proxies;
+        analytics.sink().record(capture::click(
+            &req,
+            proxies,
+            code.as_str(),
+            link_id,
+            outcome,
+        ));
+        let metrics = analytics.metrics();
+        metrics.redirects[outcome as usize].fetch_add(1, Relaxed);
+        metrics.redirect_latency.observe(started.elapsed());
     }
-    let link = state
-        .resolver
-        .resolve(&code)
-        .await
-        .map_err(|_| PageError::Unavailable)?
-        .ok_or(PageError::NotFound)?;
+    answer
+}
+
+/// The response, the link it concerned, and how the visit is recorded (`None`: not at all,
+/// when we could not tell because the database is away and the code is not cached).
+async fn answer(
+    req: &HttpRequest,
+    state: &AppState,
+    code: &ShortCode,
+) -> (
+    Result<HttpResponse, PageError>,
+    Option<i64>,
+    Option<Outcome>,
+) {
+    if !state.core.codes.format().admits(code) {
+        return (Err(PageError::NotFound), None, Some(Outcome::Unknown));
+    }
+    let link = match state.resolver.resolve(code).await {
+        Ok(Some(link)) => link,
+        Ok(None) => return (Err(PageError::NotFound), None, Some(Outcome::Unknown)),
+        Err(_) => return (Err(PageError::Unavailable), None, None),
+    };
     match link.state() {
         LinkState::Live => {}
-        LinkState::Disabled | LinkState::Expired => return Err(PageError::Gone),
+        LinkState::Disabled => {
+            return (Err(PageError::Gone), Some(link.id), Some(Outcome::Disabled));
+        }
+        LinkState::Expired => return (Err(PageError::Gone), Some(link.id), Some(Outcome::Expired)),
     }
     let query = req.query_string();
     let location = if state.core.settings.query_merge && !query.is_empty() {
@@ -46,5 +82,9 @@ pub async fn follow(
     if link.redirect.is_temporary() {
         response.insert_header((header::CACHE_CONTROL, NO_CACHE));
     }
-    Ok(response.finish())
+    (
+        Ok(response.finish()),
+        Some(link.id),
+        Some(Outcome::Redirected),
+    )
 }

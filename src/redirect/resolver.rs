@@ -23,6 +23,7 @@ const CONCURRENT_BATCHES: usize = 4;
 const QUEUE_CAPACITY: usize = 8192;
 /// After a failed lookup, serve stale entries without asking the database for this long.
 const OUTAGE_BACKOFF: Duration = Duration::from_secs(2);
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 #[derive(Debug)]
 pub struct ResolvedLink {
@@ -82,6 +83,8 @@ pub struct LinkResolver {
     /// Milliseconds since `started` of the last failed lookup, 0 if none.
     last_failure_ms: Arc<AtomicU64>,
     queries: Arc<AtomicU64>,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl LinkResolver {
@@ -113,7 +116,19 @@ impl LinkResolver {
             started,
             last_failure_ms,
             queries,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
+    }
+
+    /// Lookups answered from the cache since start.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups that had to ask the database (batched into fewer queries).
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
     }
 
     /// Database queries made for lookups since start.
@@ -126,8 +141,10 @@ impl LinkResolver {
         if let Some(entry) = &cached
             && (entry.fetched.elapsed() < self.ttl || self.in_outage())
         {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(entry.link.clone());
         }
+        self.misses.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let lookup = Lookup {
             code: code.as_str().into(),
@@ -228,11 +245,14 @@ impl Batcher {
 
     async fn fetch(&self, codes: &[&str]) -> Result<HashMap<String, Arc<ResolvedLink>>, DbErr> {
         self.queries.fetch_add(1, Ordering::Relaxed);
-        let rows = url_map::Entity::find()
+        let query = url_map::Entity::find()
             .filter(url_map::Column::CompressionCode.is_in(codes.iter().copied()))
             .filter(url_map::Column::Deleted.eq(false))
-            .all(&self.db)
-            .await?;
+            .all(&self.db);
+        // A stalled connection must not hold redirects: past this, cached entries answer.
+        let rows = tokio::time::timeout(LOOKUP_TIMEOUT, query)
+            .await
+            .map_err(|_| DbErr::Custom("link lookup timed out".into()))??;
         Ok(rows
             .into_iter()
             .filter_map(|row| {

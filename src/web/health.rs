@@ -1,6 +1,7 @@
 //! Liveness and database check for load balancers and orchestrators.
 
 use super::AppState;
+use crate::analytics::metrics::Gauges;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
@@ -13,4 +14,18 @@ pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
                 .json(json!({"status": "error", "database": "unreachable"}))
         }
     }
+}
+
+/// Prometheus text format.
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let analytics = &state.analytics;
+    let gauges = Gauges {
+        queue_depth: analytics.sink().depth(),
+        cache_hits: state.resolver.hits(),
+        cache_misses: state.resolver.misses(),
+        lookup_queries: state.resolver.queries(),
+    };
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(analytics.metrics().render(&gauges))
 }

@@ -6,6 +6,7 @@ pub mod health;
 pub mod pages;
 
 use crate::admin::{self, session_store::DbSessionStore};
+use crate::analytics::Analytics;
 use crate::context::{Inklink, StartupError};
 use crate::redirect::{self, resolver::LinkResolver};
 use actix_web::cookie::Key;
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub struct AppState {
     pub core: Arc<Inklink>,
     pub resolver: LinkResolver,
+    pub analytics: Arc<Analytics>,
 }
 
 /// A route for GET and HEAD alike (`web::get()` alone turns HEAD away).
@@ -28,6 +30,7 @@ fn read() -> actix_web::Route {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(pages::home))
         .route("/healthz", read().to(health::healthz))
+        .route("/metrics", read().to(health::metrics))
         .route("/static/{file}", read().to(assets::serve))
         .route("/robots.txt", read().to(assets::robots))
         .route("/favicon.ico", read().to(assets::favicon))
@@ -64,8 +67,13 @@ impl Application {
         tokio::spawn(purge_sessions(store.clone()));
         let key = Key::from(&core.cookie_key);
         let secure_cookie = settings.secure_cookie;
-        let state = web::Data::new(AppState { core, resolver });
         let port = listener.local_addr()?.port();
+        let analytics = Arc::new(Analytics::start(&core, port)?);
+        let state = web::Data::new(AppState {
+            core,
+            resolver,
+            analytics,
+        });
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()
@@ -96,9 +104,12 @@ impl Application {
         self.server.handle()
     }
 
-    /// Runs until SIGINT/SIGTERM (graceful: in-flight requests finish) or `handle().stop()`.
+    /// Runs until SIGINT/SIGTERM or `handle().stop()`: stops accepting, lets in-flight
+    /// requests finish, then writes every queued click before returning.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.state.analytics.shutdown().await;
+        served
     }
 }
 

@@ -8,16 +8,16 @@ use sea_orm::{EntityTrait, PaginatorTrait};
 use std::sync::Arc;
 
 /// A cookie jar of one cookie, the way a browser would keep the session.
-struct Browser<'a> {
+pub struct Browser<'a> {
     app: &'a TestApp,
     cookie: Option<String>,
 }
 
-struct Page {
-    status: u16,
-    location: Option<String>,
-    body: String,
-    headers: actix_web::http::header::HeaderMap,
+pub struct Page {
+    pub status: u16,
+    pub location: Option<String>,
+    pub body: String,
+    pub headers: actix_web::http::header::HeaderMap,
 }
 
 impl<'a> Browser<'a> {
@@ -52,7 +52,7 @@ impl<'a> Browser<'a> {
         }
     }
 
-    async fn get(&mut self, path: &str) -> Page {
+    pub async fn get(&mut self, path: &str) -> Page {
         let request = self.app.client.get(self.app.url(path));
         self.send(request, None).await
     }
@@ -94,7 +94,7 @@ async fn add_user(app: &TestApp, name: &str, password: &str, role: Role) {
     .unwrap();
 }
 
-async fn signed_in(app: &TestApp) -> Browser<'_> {
+pub async fn signed_in(app: &TestApp) -> Browser<'_> {
     add_user(app, "olivia", "operator-pass", Role::Operator).await;
     let mut browser = Browser::new(app);
     let page = browser.sign_in("olivia", "operator-pass").await;

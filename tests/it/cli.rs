@@ -9,10 +9,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
@@ -50,11 +50,11 @@ fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &
     }
 }
 
-fn inklink(db: &TestDb, args: &[&str]) -> Run {
+pub fn inklink(db: &TestDb, args: &[&str]) -> Run {
     inklink_with(db, args, None, &[])
 }
 
-fn ok(run: Run) -> String {
+pub fn ok(run: Run) -> String {
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     run.stdout
 }

@@ -2,6 +2,7 @@
 //! database — a SQLite file, or a new database on the server in INKLINK_TEST_DATABASE_URL.
 
 mod admin;
+mod analytics;
 mod bootstrap;
 mod browser;
 mod cli;

@@ -38,6 +38,11 @@ fn unique_name() -> String {
 }
 
 impl TestDb {
+    /// Where servers on this database keep their click spool.
+    pub fn spool_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("{}-spool", self.name))
+    }
+
     pub async fn create() -> TestDb {
         let name = format!("inklink_t_{}", unique_name());
         let server = std::env::var(ENV_URL).ok().filter(|url| !url.is_empty());
@@ -86,6 +91,7 @@ impl TestDb {
 
 impl Drop for TestDb {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.spool_dir());
         if let Some(file) = &self.file {
             for suffix in ["", "-wal", "-shm"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
@@ -134,8 +140,11 @@ impl Drop for TestDb {
 
 /// Settings as the binary would parse them, pointed at `db`, plus `extra` flags.
 pub fn settings(db: &TestDb, listen: &str, extra: &[&str]) -> Settings {
+    let spool = db.spool_dir();
     let mut args = vec![
         "inklink",
+        "--spool-dir",
+        spool.to_str().expect("a UTF-8 temp path"),
         "--database-url",
         &db.url,
         "--listen",

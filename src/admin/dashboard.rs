@@ -1,0 +1,261 @@
+//! Visit dashboards: every link together, and one link. They read the daily aggregates only,
+//! so a page costs a handful of indexed queries however many clicks are stored.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::analytics::aggregate::today;
+use crate::analytics::report::{self, DayRow, LinkTotal, PRESETS, Period, Scope, Share};
+use crate::charts;
+use crate::rules::ShortCode;
+use crate::services::links;
+use crate::web::AppState;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+const TOP: u64 = 10;
+
+#[derive(serde::Deserialize, Default)]
+pub struct RangeQuery {
+    range: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+impl RangeQuery {
+    fn period(&self, state: &AppState) -> Result<Period, AdminError> {
+        Period::parse(
+            self.range.as_deref(),
+            self.from.as_deref(),
+            self.to.as_deref(),
+            today(state.core.settings.timezone),
+        )
+        .map_err(|err| AdminError::BadRequest(err.to_string()))
+    }
+}
+
+pub struct Totals {
+    pub pv: i64,
+    pub uv: i64,
+    pub ip: i64,
+    pub effective: i64,
+    pub ineffective: i64,
+}
+
+pub struct Breakdown {
+    pub title: &'static str,
+    pub chart: String,
+    pub rows: Vec<Share>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/dashboard.html")]
+struct DashboardPage {
+    frame: Frame,
+    heading: String,
+    /// The link, when this is one link's page: (code, target).
+    link: Option<(String, String)>,
+    base: String,
+    period: Period,
+    /// Each preset and whether it is the one shown.
+    presets: Vec<(u32, bool)>,
+    timezone: String,
+    totals: Totals,
+    days: Vec<DayRow>,
+    daily_chart: String,
+    outcome_chart: String,
+    breakdowns: Vec<Breakdown>,
+    top_links: Vec<LinkTotal>,
+}
+
+fn title(dimension: &str) -> &'static str {
+    match dimension {
+        "country" => "Countries",
+        "province" => "Provinces",
+        "city" => "Cities",
+        "browser" => "Browsers",
+        "os" => "Operating systems",
+        "device" => "Devices",
+        _ => "Referrers",
+    }
+}
+
+/// What an empty value stands for in each dimension.
+fn label(dimension: &str, value: &str) -> String {
+    match (dimension, value) {
+        ("referrer", "") => "(direct)".to_owned(),
+        (_, "") => "(unknown)".to_owned(),
+        _ => value.to_owned(),
+    }
+}
+
+async fn page(
+    state: &AppState,
+    user: &CurrentUser,
+    scope: Scope,
+    period: Period,
+    heading: String,
+    link: Option<(String, String)>,
+    base: String,
+) -> Result<HttpResponse, AdminError> {
+    let db = &state.core.db;
+    let days = report::daily(db, scope, period.from, period.to).await?;
+    let totals = Totals {
+        pv: days.iter().map(|d| d.pv).sum(),
+        uv: days.iter().map(|d| d.uv).sum(),
+        ip: days.iter().map(|d| d.ip).sum(),
+        effective: days.iter().map(|d| d.effective).sum(),
+        ineffective: days.iter().map(|d| d.ineffective).sum(),
+    };
+    let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
+        .await?
+        .into_iter()
+        .map(|(dimension, shares)| {
+            let rows: Vec<Share> = shares
+                .into_iter()
+                .map(|share| Share {
+                    value: label(dimension, &share.value),
+                    ..share
+                })
+                .collect();
+            let bars: Vec<(String, i64)> = rows.iter().map(|r| (r.value.clone(), r.pv)).collect();
+            Breakdown {
+                title: title(dimension),
+                chart: charts::horizontal_bars(&bars),
+                rows,
+            }
+        })
+        .collect();
+    let top_links = match scope {
+        Scope::All => report::top_links(db, period.from, period.to, TOP).await?,
+        Scope::Link(_) => Vec::new(),
+    };
+    let section = match scope {
+        Scope::All => "dashboard",
+        Scope::Link(_) => "links",
+    };
+    let page = DashboardPage {
+        frame: Frame::new(user, None, section),
+        heading,
+        link,
+        base,
+        period,
+        presets: PRESETS
+            .iter()
+            .map(|days| (*days, period.preset == Some(*days)))
+            .collect(),
+        timezone: state.core.settings.timezone.name().to_owned(),
+        daily_chart: charts::daily_lines(&days),
+        outcome_chart: charts::outcome_bars(&days),
+        totals,
+        days,
+        breakdowns,
+        top_links,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
+
+pub async fn global(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let period = query.period(&state)?;
+    page(
+        &state,
+        &user,
+        Scope::All,
+        period,
+        "Dashboard".to_owned(),
+        None,
+        "/admin/dashboard".to_owned(),
+    )
+    .await
+}
+
+async fn find_link(state: &AppState, code: &str) -> Result<(i64, String, String), AdminError> {
+    let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
+    let link = links::find_by_code(&state.core.db, &code)
+        .await?
+        .ok_or(AdminError::NotFound)?;
+    Ok((link.id, link.compression_code, link.long_url))
+}
+
+pub async fn link(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let (id, code, target) = find_link(&state, &code).await?;
+    let period = query.period(&state)?;
+    let base = format!("/admin/links/{code}/stats");
+    page(
+        &state,
+        &user,
+        Scope::Link(id),
+        period,
+        format!("Visits to {code}"),
+        Some((code, target)),
+        base,
+    )
+    .await
+}
+
+fn daily_csv(days: &[DayRow], name: &str) -> Result<HttpResponse, AdminError> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let failed = |err: csv::Error| AdminError::BadRequest(err.to_string());
+    out.write_record(["date", "pv", "uv", "ip", "effective", "ineffective"])
+        .map_err(failed)?;
+    for d in days {
+        out.write_record([
+            d.day.to_string(),
+            d.pv.to_string(),
+            d.uv.to_string(),
+            d.ip.to_string(),
+            d.effective.to_string(),
+            d.ineffective.to_string(),
+        ])
+        .map_err(failed)?;
+    }
+    let body = out
+        .into_inner()
+        .map_err(|err| AdminError::BadRequest(err.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
+        .insert_header((
+            CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .body(body))
+}
+
+pub async fn global_csv(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let period = query.period(&state)?;
+    let days = report::daily(&state.core.db, Scope::All, period.from, period.to).await?;
+    daily_csv(
+        &days,
+        &format!("inklink-visits-{}-{}.csv", period.from, period.to),
+    )
+}
+
+pub async fn link_csv(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let (id, code, _) = find_link(&state, &code).await?;
+    let period = query.period(&state)?;
+    let days = report::daily(&state.core.db, Scope::Link(id), period.from, period.to).await?;
+    daily_csv(
+        &days,
+        &format!("inklink-visits-{code}-{}-{}.csv", period.from, period.to),
+    )
+}

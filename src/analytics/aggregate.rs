@@ -1,0 +1,329 @@
+//! Daily statistics from raw events. A day (in the stats time zone) is recomputed as a whole
+//! inside one transaction: delete its rows, count its events, insert the counts. Recomputing
+//! is therefore idempotent, and late events only need their day recomputed again.
+//!
+//! Definitions: a page view (PV) is a successful redirect of a visitor that is not a bot; UV
+//! counts distinct visitor identities and IP distinct client addresses among page views;
+//! effective counts every successful redirect (bots included), ineffective every failure.
+
+use super::writer::DirtyDays;
+use chrono::{Days, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use sea_orm::sea_query::{Query, Value};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// `url_map_id` of the rows that count every link together (and unknown codes).
+pub const ALL_LINKS: i64 = -1;
+/// `url_map_id` of the visits to codes that match no link.
+pub const UNKNOWN_LINK: i64 = 0;
+
+/// Breakdown dimensions: the name stored in `visit_statistics_breakdown.dimension` and the
+/// event column it groups by.
+pub const DIMENSIONS: [(&str, &str); 7] = [
+    ("country", "country"),
+    ("province", "province"),
+    ("city", "city"),
+    ("browser", "browser"),
+    ("os", "os"),
+    ("device", "device"),
+    ("referrer", "referer_host"),
+];
+
+pub fn today(tz: Tz) -> NaiveDate {
+    Utc::now().with_timezone(&tz).date_naive()
+}
+
+pub fn local_day(utc: NaiveDateTime, tz: Tz) -> NaiveDate {
+    tz.from_utc_datetime(&utc).date_naive()
+}
+
+/// The UTC instant at which `day` begins in `tz`. Where a clock change skips midnight, the
+/// day begins at the first minute that exists.
+pub fn day_start(day: NaiveDate, tz: Tz) -> Option<NaiveDateTime> {
+    let midnight = day.and_hms_opt(0, 0, 0)?;
+    (0..=180)
+        .find_map(|minutes| {
+            let local = midnight + chrono::Duration::minutes(minutes);
+            tz.from_local_datetime(&local).earliest()
+        })
+        .map(|at| at.naive_utc())
+}
+
+/// `[start, end)` of `day` in UTC.
+pub fn day_range(day: NaiveDate, tz: Tz) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    Some((day_start(day, tz)?, day_start(day.succ_opt()?, tz)?))
+}
+
+/// SQL written with `?` placeholders, numbered for PostgreSQL.
+pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
+    if backend != DbBackend::Postgres {
+        return Statement::from_sql_and_values(backend, sql, values);
+    }
+    let mut numbered = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for ch in sql.chars() {
+        if ch == '?' {
+            n += 1;
+            numbered.push_str(&format!("${n}"));
+        } else {
+            numbered.push(ch);
+        }
+    }
+    Statement::from_sql_and_values(backend, numbered, values)
+}
+
+/// A visit that counts as a page view.
+const VIEW: &str = "transform_status = 'success' AND is_bot = FALSE";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DayStats {
+    pub url_map_id: i64,
+    pub pv: i64,
+    pub uv: i64,
+    pub ip_count: i64,
+    pub effective: i64,
+    pub ineffective: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BreakdownRow {
+    pub url_map_id: i64,
+    pub dimension: &'static str,
+    pub value: String,
+    pub pv: i64,
+    pub uv: i64,
+}
+
+/// Counts one day's events, per link and for all links together.
+pub async fn count_day(
+    db: &impl ConnectionTrait,
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+) -> Result<(Vec<DayStats>, Vec<BreakdownRow>), DbErr> {
+    let backend = db.get_database_backend();
+    let range = || vec![Value::from(start), Value::from(end)];
+    let totals = format!(
+        "COUNT(CASE WHEN {VIEW} THEN 1 END), \
+         COUNT(DISTINCT CASE WHEN {VIEW} THEN unique_identity END), \
+         COUNT(DISTINCT CASE WHEN {VIEW} THEN client_ip END), \
+         COUNT(CASE WHEN transform_status = 'success' THEN 1 END), \
+         COUNT(CASE WHEN transform_status <> 'success' THEN 1 END) \
+         FROM transform_event_record WHERE record_time >= ? AND record_time < ?"
+    );
+    // The all-links queries select no id (a bare constant would come back as a 32-bit
+    // integer from PostgreSQL): `Some(id)` is the id to use, `None` reads it from column 0.
+    let id = |row: &sea_orm::QueryResult, fixed: Option<i64>| match fixed {
+        Some(id) => Ok(id),
+        None => row.try_get_by_index::<i64>(0),
+    };
+    let mut stats = Vec::new();
+    for (fixed, sql) in [
+        (Some(ALL_LINKS), format!("SELECT {totals}")),
+        (
+            None,
+            format!(
+                "SELECT COALESCE(url_map_id, {UNKNOWN_LINK}), {totals} \
+                 GROUP BY COALESCE(url_map_id, {UNKNOWN_LINK})"
+            ),
+        ),
+    ] {
+        let at = usize::from(fixed.is_none());
+        for row in db.query_all_raw(statement(backend, &sql, range())).await? {
+            let stat = DayStats {
+                url_map_id: id(&row, fixed)?,
+                pv: row.try_get_by_index(at)?,
+                uv: row.try_get_by_index(at + 1)?,
+                ip_count: row.try_get_by_index(at + 2)?,
+                effective: row.try_get_by_index(at + 3)?,
+                ineffective: row.try_get_by_index(at + 4)?,
+            };
+            if stat.effective + stat.ineffective > 0 {
+                stats.push(stat);
+            }
+        }
+    }
+    let mut breakdown = Vec::new();
+    for (dimension, column) in DIMENSIONS {
+        let counts = format!(
+            "COALESCE({column}, ''), COUNT(*), COUNT(DISTINCT unique_identity) \
+             FROM transform_event_record \
+             WHERE record_time >= ? AND record_time < ? AND {VIEW}"
+        );
+        for (fixed, sql) in [
+            (
+                Some(ALL_LINKS),
+                format!("SELECT {counts} GROUP BY COALESCE({column}, '')"),
+            ),
+            (
+                None,
+                format!(
+                    "SELECT COALESCE(url_map_id, {UNKNOWN_LINK}), {counts} \
+                     GROUP BY COALESCE(url_map_id, {UNKNOWN_LINK}), COALESCE({column}, '')"
+                ),
+            ),
+        ] {
+            let at = usize::from(fixed.is_none());
+            for row in db.query_all_raw(statement(backend, &sql, range())).await? {
+                breakdown.push(BreakdownRow {
+                    url_map_id: id(&row, fixed)?,
+                    dimension,
+                    value: row.try_get_by_index(at)?,
+                    pv: row.try_get_by_index(at + 1)?,
+                    uv: row.try_get_by_index(at + 2)?,
+                });
+            }
+        }
+    }
+    Ok((stats, breakdown))
+}
+
+/// Recomputes `day` (in `tz`): afterwards its stored rows are exactly what its events give.
+pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<(), DbErr> {
+    let Some((start, end)) = day_range(day, tz) else {
+        return Ok(());
+    };
+    // Two instances recomputing one day at once can deadlock on the unique index; the loser
+    // is rolled back and simply does it again.
+    let mut attempt = 0;
+    loop {
+        let txn = db.begin().await?;
+        let result = replace_day(&txn, day, start, end).await;
+        match crate::db::finish(txn, result).await {
+            Err(err) if crate::db::is_retryable(&err) && attempt < 3 => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+async fn replace_day(
+    txn: &impl ConnectionTrait,
+    day: NaiveDate,
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let (stats, breakdown) = count_day(txn, start, end).await?;
+    for table in ["visit_statistics", "visit_statistics_breakdown"] {
+        let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
+        txn.execute_raw(statement(backend, &sql, vec![day.into()]))
+            .await?;
+    }
+    let now = crate::db::now();
+    for chunk in stats.chunks(1000) {
+        let mut insert = Query::insert();
+        insert.into_table("visit_statistics").columns([
+            "stat_date",
+            "url_map_id",
+            "pv",
+            "uv",
+            "ip_count",
+            "effective",
+            "ineffective",
+            "updated_at",
+        ]);
+        for s in chunk {
+            insert.values_panic([
+                day.into(),
+                s.url_map_id.into(),
+                s.pv.into(),
+                s.uv.into(),
+                s.ip_count.into(),
+                s.effective.into(),
+                s.ineffective.into(),
+                now.into(),
+            ]);
+        }
+        txn.execute(&insert).await?;
+    }
+    for chunk in breakdown.chunks(1000) {
+        let mut insert = Query::insert();
+        insert.into_table("visit_statistics_breakdown").columns([
+            "stat_date",
+            "url_map_id",
+            "dimension",
+            "value",
+            "pv",
+            "uv",
+        ]);
+        for b in chunk {
+            insert.values_panic([
+                day.into(),
+                b.url_map_id.into(),
+                b.dimension.into(),
+                b.value.clone().into(),
+                b.pv.into(),
+                b.uv.into(),
+            ]);
+        }
+        txn.execute(&insert).await?;
+    }
+    Ok(())
+}
+
+/// Recomputes every day from `from` to `to` inclusive; returns how many.
+pub async fn rebuild(
+    db: &DatabaseConnection,
+    tz: Tz,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<u64, DbErr> {
+    let mut days = 0;
+    let mut day = from;
+    while day <= to {
+        recompute_day(db, tz, day).await?;
+        days += 1;
+        day = match day.checked_add_days(Days::new(1)) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    Ok(days)
+}
+
+/// The first and last day that have events, in `tz`.
+pub async fn event_span(
+    db: &DatabaseConnection,
+    tz: Tz,
+) -> Result<Option<(NaiveDate, NaiveDate)>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT MIN(record_time), MAX(record_time) FROM transform_event_record";
+    let Some(row) = db.query_one_raw(statement(backend, sql, vec![])).await? else {
+        return Ok(None);
+    };
+    let first: Option<NaiveDateTime> = row.try_get_by_index(0)?;
+    let last: Option<NaiveDateTime> = row.try_get_by_index(1)?;
+    Ok(first
+        .zip(last)
+        .map(|(f, l)| (local_day(f, tz), local_day(l, tz))))
+}
+
+/// Keeps the statistics current: the current day every `every`, a day once more after it
+/// ends, and any day the writer reports late events for.
+pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, dirty: DirtyDays) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_today: Option<NaiveDate> = None;
+    loop {
+        ticker.tick().await;
+        let today = today(tz);
+        let mut days: BTreeSet<NaiveDate> = std::mem::take(&mut *dirty.lock().expect("dirty days"));
+        match last_today {
+            // Yesterday may have ended while no instance was running.
+            None => days.extend(today.pred_opt()),
+            Some(previous) if previous != today => {
+                days.insert(previous);
+            }
+            Some(_) => {}
+        }
+        days.insert(today);
+        for day in days {
+            if let Err(err) = recompute_day(&db, tz, day).await {
+                tracing::warn!(%day, error = %err, "cannot update daily statistics; will retry");
+                dirty.lock().expect("dirty days").insert(day);
+            }
+        }
+        last_today = Some(today);
+    }
+}

@@ -1,0 +1,57 @@
+//! Turning a request into a [`ClickEvent`]: copies only, so the redirect stays cheap; the
+//! expensive parts (GeoIP, user-agent parsing, hashing) happen in the writer.
+
+use super::event::{ClickEvent, Outcome};
+use crate::web::client::TrustedProxies;
+use actix_web::HttpRequest;
+use actix_web::http::header::{self, HeaderName};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Longest user agent, referer or query string kept: enough for any real one, and a bound on
+/// what a hostile client can make us hold in memory.
+pub const MAX_TEXT: usize = 2048;
+/// The width of the `host` column.
+pub const MAX_HOST: usize = 255;
+
+pub fn click(
+    req: &HttpRequest,
+    proxies: &TrustedProxies,
+    code: &str,
+    link_id: Option<i64>,
+    outcome: Outcome,
+) -> ClickEvent {
+    let header = |name: HeaderName, max: usize| {
+        req.headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .filter(|value| !value.is_empty())
+            .map(|value| clip(value, max).into())
+    };
+    let query = req.query_string();
+    ClickEvent {
+        at: crate::db::now(),
+        code: code.into(),
+        link_id,
+        host: header(header::HOST, MAX_HOST),
+        // Only a test harness calling a handler directly has no peer.
+        client_ip: proxies
+            .client_ip_of(req)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        user_agent: header(header::USER_AGENT, MAX_TEXT),
+        referer: header(header::REFERER, MAX_TEXT),
+        query: (!query.is_empty()).then(|| clip(query, MAX_TEXT).into()),
+        outcome,
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+pub fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

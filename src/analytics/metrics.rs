@@ -1,0 +1,159 @@
+//! Counters for `/metrics` (Prometheus text format). Plain relaxed atomics: the redirect path
+//! pays an increment, never a lock.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Upper bounds in seconds, as Prometheus histograms list them.
+const BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, took: Duration) {
+        let seconds = took.as_secs_f64();
+        if let Some(i) = BUCKETS.iter().position(|bound| seconds <= *bound) {
+            self.buckets[i].fetch_add(1, Relaxed);
+        }
+        self.count.fetch_add(1, Relaxed);
+        self.sum_nanos.fetch_add(took.as_nanos() as u64, Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (bound, bucket) in BUCKETS.iter().zip(&self.buckets) {
+            cumulative += bucket.load(Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        let count = self.count.load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.sum_nanos.load(Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    /// Redirect requests by outcome: redirected, unknown, disabled, expired.
+    pub redirects: [AtomicU64; 4],
+    pub redirect_latency: Histogram,
+    pub events_queued: AtomicU64,
+    pub events_written: AtomicU64,
+    pub events_spooled: AtomicU64,
+    pub events_dropped: AtomicU64,
+    /// Events waiting for the database (in memory or in the spool file).
+    pub events_backlog: AtomicU64,
+    pub batch_latency: Histogram,
+}
+
+pub const OUTCOMES: [&str; 4] = ["redirected", "unknown", "disabled", "expired"];
+
+pub struct Gauges {
+    pub queue_depth: usize,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub lookup_queries: u64,
+}
+
+impl Metrics {
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let mut out = String::with_capacity(4096);
+        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        };
+        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        };
+        let _ = writeln!(
+            out,
+            "# HELP inklink_redirect_requests_total Requests to short codes, by outcome\n# TYPE inklink_redirect_requests_total counter"
+        );
+        for (outcome, count) in OUTCOMES.iter().zip(&self.redirects) {
+            let _ = writeln!(
+                out,
+                "inklink_redirect_requests_total{{outcome=\"{outcome}\"}} {}",
+                count.load(Relaxed)
+            );
+        }
+        self.redirect_latency.render(
+            &mut out,
+            "inklink_redirect_duration_seconds",
+            "Time to answer a request to a short code",
+        );
+        counter(
+            &mut out,
+            "inklink_cache_hits_total",
+            "Short-code lookups answered from the in-process cache",
+            gauges.cache_hits,
+        );
+        counter(
+            &mut out,
+            "inklink_cache_misses_total",
+            "Short-code lookups that went to the database",
+            gauges.cache_misses,
+        );
+        counter(
+            &mut out,
+            "inklink_link_lookup_queries_total",
+            "Database queries made for short-code lookups (misses are batched)",
+            gauges.lookup_queries,
+        );
+        counter(
+            &mut out,
+            "inklink_click_events_queued_total",
+            "Click events put on the in-memory queue",
+            self.events_queued.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_click_events_written_total",
+            "Click events stored in the database",
+            self.events_written.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_click_events_spooled_total",
+            "Click events written to the spool file while the database was unavailable",
+            self.events_spooled.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_click_events_dropped_total",
+            "Click events lost because the queue was full",
+            self.events_dropped.load(Relaxed),
+        );
+        gauge(
+            &mut out,
+            "inklink_click_queue_depth",
+            "Click events waiting on the in-memory queue",
+            gauges.queue_depth as u64,
+        );
+        gauge(
+            &mut out,
+            "inklink_click_backlog",
+            "Click events held (memory or spool) until the database is back",
+            self.events_backlog.load(Relaxed),
+        );
+        self.batch_latency.render(
+            &mut out,
+            "inklink_click_batch_duration_seconds",
+            "Time to insert one batch of click events",
+        );
+        out
+    }
+}

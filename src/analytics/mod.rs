@@ -1,0 +1,109 @@
+//! Click analytics: capture on the redirect path, enrichment and batched writing in the
+//! background, daily aggregation, and the reports that dashboards read.
+//!
+//! The flow: `capture` builds a [`ClickEvent`] and hands it to the [`queue::ClickSink`]
+//! (never waiting); the `writer` task enriches events (`enrich`, `geoip`) into
+//! [`event::EventRow`]s and inserts them in batches, keeping them in memory and then in the
+//! `spool` while the database is away; `aggregate` turns a day of events into
+//! `visit_statistics` rows; `report` reads those for dashboards and the API.
+
+pub mod aggregate;
+pub mod capture;
+pub mod enrich;
+pub mod event;
+pub mod geoip;
+pub mod metrics;
+pub mod queue;
+pub mod report;
+pub mod spool;
+pub mod writer;
+
+pub use event::{ClickEvent, Outcome};
+
+use crate::Inklink;
+use metrics::Metrics;
+use queue::ClickSink;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The running pipeline of one server: the sink handlers record into, the writer and the
+/// statistics schedule behind it.
+pub struct Analytics {
+    sink: ClickSink,
+    metrics: Arc<Metrics>,
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    schedule: JoinHandle<()>,
+}
+
+impl Analytics {
+    /// Starts the writer and the statistics schedule on the current runtime. `port` names
+    /// this instance's spool file, so that a restart on the same port finds it again.
+    pub fn start(core: &Inklink, port: u16) -> std::io::Result<Self> {
+        let settings = &core.settings;
+        let metrics = Arc::new(Metrics::default());
+        let (sink, queue) = queue::channel(settings.click_queue as usize, metrics.clone());
+        let spool = spool::Spool::open(
+            &settings
+                .spool_dir
+                .join(format!("inklink-spool-{port}.jsonl")),
+        )?;
+        let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
+        let mut instance = [0u8; 8];
+        getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
+        let enricher = enrich::Enricher::new(geo, core.visitor_key, u64::from_le_bytes(instance));
+        let dirty = writer::DirtyDays::default();
+        let writer = writer::Writer::new(
+            core.db.clone(),
+            enricher,
+            metrics.clone(),
+            spool,
+            dirty.clone(),
+            writer::WriterConfig {
+                memory_limit: settings.click_buffer as usize,
+                shutdown_grace: Duration::from_secs(10),
+                timezone: settings.timezone,
+            },
+        );
+        let (stop, stopped) = oneshot::channel();
+        let writer = tokio::spawn(writer.run(queue, stopped));
+        let schedule = tokio::spawn(aggregate::run_schedule(
+            core.db.clone(),
+            settings.timezone,
+            Duration::from_secs(settings.stats_interval),
+            dirty,
+        ));
+        Ok(Self {
+            sink,
+            metrics,
+            stop: Mutex::new(Some(stop)),
+            writer: Mutex::new(Some(writer)),
+            schedule,
+        })
+    }
+
+    pub fn sink(&self) -> &ClickSink {
+        &self.sink
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Call after the server stopped accepting requests: writes every queued click (or spools
+    /// it when the database is away) and returns when that is done.
+    pub async fn shutdown(&self) {
+        self.schedule.abort();
+        if let Some(stop) = self.stop.lock().expect("stop").take() {
+            let _ = stop.send(());
+        }
+        let writer = self.writer.lock().expect("writer").take();
+        if let Some(writer) = writer
+            && let Err(err) = writer.await
+        {
+            tracing::error!(error = %err, "the click writer failed");
+        }
+    }
+}

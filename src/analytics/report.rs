@@ -1,0 +1,273 @@
+//! What dashboards and the API read: sums over the daily aggregates, never raw events.
+
+use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
+use chrono::{Days, NaiveDate};
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DbBackend, DbErr};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Whose visits: every link together, or one link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Link(i64),
+}
+
+impl Scope {
+    fn id(self) -> i64 {
+        match self {
+            Self::All => ALL_LINKS,
+            Self::Link(id) => id,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DayRow {
+    pub day: NaiveDate,
+    pub pv: i64,
+    pub uv: i64,
+    pub ip: i64,
+    pub effective: i64,
+    pub ineffective: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Share {
+    pub value: String,
+    pub pv: i64,
+    pub uv: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkTotal {
+    pub id: i64,
+    pub code: String,
+    pub long_url: String,
+    pub pv: i64,
+    pub effective: i64,
+    pub ineffective: i64,
+}
+
+/// A SUM comes back as DECIMAL from MySQL; cast it to a 64-bit integer everywhere.
+fn sum(backend: DbBackend, column: &str) -> String {
+    let int = if backend == DbBackend::MySql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    format!("CAST(SUM({column}) AS {int})")
+}
+
+/// Every day from `from` to `to`, in order, days without visits as zeros.
+pub async fn daily(
+    db: &impl ConnectionTrait,
+    scope: Scope,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<Vec<DayRow>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT stat_date, pv, uv, ip_count, effective, ineffective FROM visit_statistics \
+               WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?";
+    let values: Vec<Value> = vec![scope.id().into(), from.into(), to.into()];
+    let mut stored: HashMap<NaiveDate, DayRow> = HashMap::new();
+    for row in db.query_all_raw(statement(backend, sql, values)).await? {
+        let day: NaiveDate = row.try_get_by_index(0)?;
+        stored.insert(
+            day,
+            DayRow {
+                day,
+                pv: row.try_get_by_index(1)?,
+                uv: row.try_get_by_index(2)?,
+                ip: row.try_get_by_index(3)?,
+                effective: row.try_get_by_index(4)?,
+                ineffective: row.try_get_by_index(5)?,
+            },
+        );
+    }
+    let mut days = Vec::new();
+    let mut day = from;
+    while day <= to {
+        days.push(stored.remove(&day).unwrap_or(DayRow {
+            day,
+            ..DayRow::default()
+        }));
+        day = match day.checked_add_days(Days::new(1)) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    Ok(days)
+}
+
+/// The `limit` most viewed values of `dimension` over the range (UV summed over days).
+pub async fn breakdown(
+    db: &impl ConnectionTrait,
+    scope: Scope,
+    dimension: &str,
+    from: NaiveDate,
+    to: NaiveDate,
+    limit: u64,
+) -> Result<Vec<Share>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!(
+        "SELECT value, {pv}, {uv} FROM visit_statistics_breakdown \
+         WHERE url_map_id = ? AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
+         GROUP BY value ORDER BY 2 DESC, value LIMIT {limit}",
+        pv = sum(backend, "pv"),
+        uv = sum(backend, "uv"),
+    );
+    let values: Vec<Value> = vec![scope.id().into(), dimension.into(), from.into(), to.into()];
+    db.query_all_raw(statement(backend, &sql, values))
+        .await?
+        .into_iter()
+        .map(|row| {
+            Ok(Share {
+                value: row.try_get_by_index(0)?,
+                pv: row.try_get_by_index(1)?,
+                uv: row.try_get_by_index(2)?,
+            })
+        })
+        .collect()
+}
+
+/// Every breakdown dimension at once, in [`DIMENSIONS`] order.
+pub async fn breakdowns(
+    db: &impl ConnectionTrait,
+    scope: Scope,
+    from: NaiveDate,
+    to: NaiveDate,
+    limit: u64,
+) -> Result<Vec<(&'static str, Vec<Share>)>, DbErr> {
+    let mut all = Vec::with_capacity(DIMENSIONS.len());
+    for (dimension, _) in DIMENSIONS {
+        all.push((
+            dimension,
+            breakdown(db, scope, dimension, from, to, limit).await?,
+        ));
+    }
+    Ok(all)
+}
+
+/// The links with the most page views over the range.
+pub async fn top_links(
+    db: &impl ConnectionTrait,
+    from: NaiveDate,
+    to: NaiveDate,
+    limit: u64,
+) -> Result<Vec<LinkTotal>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!(
+        "SELECT s.url_map_id, u.compression_code, u.long_url, s.pv, s.effective, s.ineffective FROM \
+         (SELECT url_map_id, {pv} AS pv, {eff} AS effective, {ineff} AS ineffective \
+          FROM visit_statistics WHERE url_map_id > 0 AND stat_date >= ? AND stat_date <= ? \
+          GROUP BY url_map_id ORDER BY 2 DESC, url_map_id LIMIT {limit}) s \
+         JOIN url_map u ON u.id = s.url_map_id ORDER BY s.pv DESC, s.url_map_id",
+        pv = sum(backend, "pv"),
+        eff = sum(backend, "effective"),
+        ineff = sum(backend, "ineffective"),
+    );
+    db.query_all_raw(statement(backend, &sql, vec![from.into(), to.into()]))
+        .await?
+        .into_iter()
+        .map(|row| {
+            Ok(LinkTotal {
+                id: row.try_get_by_index(0)?,
+                code: row.try_get_by_index(1)?,
+                long_url: row.try_get_by_index(2)?,
+                pv: row.try_get_by_index(3)?,
+                effective: row.try_get_by_index(4)?,
+                ineffective: row.try_get_by_index(5)?,
+            })
+        })
+        .collect()
+}
+
+/// The days a report covers, both ends included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Period {
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// 7, 30 or 90 when chosen as "the last N days".
+    pub preset: Option<u32>,
+}
+
+pub const PRESETS: [u32; 3] = [7, 30, 90];
+/// Longest custom range: a year of days (leap years included) keeps charts readable.
+pub const MAX_DAYS: i64 = 366;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PeriodError {
+    #[error("'{0}' is not a date; use YYYY-MM-DD")]
+    BadDate(String),
+    #[error("the range must be 7, 30 or 90 days, not '{0}'")]
+    BadPreset(String),
+    #[error("the start {from} is after the end {to}")]
+    Reversed { from: NaiveDate, to: NaiveDate },
+    #[error("at most {MAX_DAYS} days at a time; this range has {0}")]
+    TooLong(i64),
+}
+
+impl Period {
+    pub fn last(days: u32, today: NaiveDate) -> Self {
+        let from = today
+            .checked_sub_days(Days::new(u64::from(days.max(1) - 1)))
+            .unwrap_or(today);
+        Self {
+            from,
+            to: today,
+            preset: Some(days),
+        }
+    }
+
+    /// From a query string's `range` (7/30/90) or `from` and `to` (YYYY-MM-DD; a missing end
+    /// is today, a missing start six days before the end). Default: the last 7 days.
+    pub fn parse(
+        range: Option<&str>,
+        from: Option<&str>,
+        to: Option<&str>,
+        today: NaiveDate,
+    ) -> Result<Self, PeriodError> {
+        let date = |text: &str| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map_err(|_| PeriodError::BadDate(text.to_owned()))
+        };
+        let (from, to) = (nonempty(from), nonempty(to));
+        let range = nonempty(range);
+        if from.is_none() && to.is_none() {
+            return match range {
+                None => Ok(Self::last(7, today)),
+                Some(text) => match text.parse::<u32>() {
+                    Ok(days) if PRESETS.contains(&days) => Ok(Self::last(days, today)),
+                    _ => Err(PeriodError::BadPreset(text.to_owned())),
+                },
+            };
+        }
+        let to = to.map(date).transpose()?.unwrap_or(today);
+        let from = match from {
+            Some(text) => date(text)?,
+            None => to.checked_sub_days(Days::new(6)).unwrap_or(to),
+        };
+        if from > to {
+            return Err(PeriodError::Reversed { from, to });
+        }
+        let days = (to - from).num_days() + 1;
+        if days > MAX_DAYS {
+            return Err(PeriodError::TooLong(days));
+        }
+        Ok(Self {
+            from,
+            to,
+            preset: None,
+        })
+    }
+
+    pub fn days(&self) -> i64 {
+        (self.to - self.from).num_days() + 1
+    }
+}
+
+fn nonempty(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}

@@ -1,0 +1,241 @@
+//! Charts for the dashboards, drawn on the server by plotters as SVG text that the page
+//! inlines (no script, so they work under the admin CSP and in any browser).
+//!
+//! Every chart is drawn from the same numbers the page also shows as a table.
+
+use crate::analytics::report::DayRow;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+const WIDTH: u32 = 760;
+const PV: RGBColor = RGBColor(37, 99, 235);
+const UV: RGBColor = RGBColor(22, 163, 74);
+const IP: RGBColor = RGBColor(217, 119, 6);
+const GOOD: RGBColor = RGBColor(22, 163, 74);
+const BAD: RGBColor = RGBColor(220, 38, 38);
+const BAR: RGBColor = RGBColor(37, 99, 235);
+const FONT: &str = "sans-serif";
+
+/// Tick labels on the day axis: about eight, whatever the range (one day or a year).
+fn day_label(days: &[DayRow], index: f64) -> String {
+    let i = index.round();
+    if (index - i).abs() > 0.01 || i < 0.0 {
+        return String::new();
+    }
+    days.get(i as usize)
+        .map(|row| row.day.format("%m-%d").to_string())
+        .unwrap_or_default()
+}
+
+fn y_top(max: i64) -> f64 {
+    (max.max(1) as f64 * 1.15).ceil()
+}
+
+fn render(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), String>,
+) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        if let Err(err) = root
+            .fill(&WHITE)
+            .map_err(|e| e.to_string())
+            .and_then(|()| draw(root.clone()))
+            .and_then(|()| root.present().map_err(|e| e.to_string()))
+        {
+            tracing::error!(error = %err, "cannot draw a chart");
+        }
+    }
+    svg
+}
+
+/// PV, UV and unique IPs per day, as lines (with dots while the days are few enough to see).
+pub fn daily_lines(days: &[DayRow]) -> String {
+    render(WIDTH, 280, |root| {
+        let n = days.len().max(1) as f64;
+        let max = days
+            .iter()
+            .map(|d| d.pv.max(d.uv).max(d.ip))
+            .max()
+            .unwrap_or(0);
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(28)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5..n - 0.5, 0.0..y_top(max))
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(days.len().clamp(1, 8))
+            .x_label_formatter(&|x| day_label(days, *x))
+            .y_labels(6)
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (name, color, pick) in [
+            ("PV", PV, (|d: &DayRow| d.pv) as fn(&DayRow) -> i64),
+            ("UV", UV, |d: &DayRow| d.uv),
+            ("IP", IP, |d: &DayRow| d.ip),
+        ] {
+            let points: Vec<(f64, f64)> = days
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (i as f64, pick(d) as f64))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            if days.len() <= 62 {
+                chart
+                    .draw_series(
+                        points
+                            .into_iter()
+                            .map(|p| Circle::new(p, 3, color.filled())),
+                    )
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK.mix(0.2))
+            .label_font((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Effective and ineffective redirects per day, stacked bars.
+pub fn outcome_bars(days: &[DayRow]) -> String {
+    render(WIDTH, 220, |root| {
+        let n = days.len().max(1) as f64;
+        let max = days
+            .iter()
+            .map(|d| d.effective + d.ineffective)
+            .max()
+            .unwrap_or(0);
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(28)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5..n - 0.5, 0.0..y_top(max))
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(days.len().clamp(1, 8))
+            .x_label_formatter(&|x| day_label(days, *x))
+            .y_labels(5)
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let half = 0.4;
+        chart
+            .draw_series(days.iter().enumerate().map(|(i, d)| {
+                let x = i as f64;
+                Rectangle::new(
+                    [(x - half, 0.0), (x + half, d.effective as f64)],
+                    GOOD.filled(),
+                )
+            }))
+            .map_err(|e| e.to_string())?
+            .label("effective")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], GOOD.filled()));
+        chart
+            .draw_series(days.iter().enumerate().map(|(i, d)| {
+                let x = i as f64;
+                let base = d.effective as f64;
+                Rectangle::new(
+                    [(x - half, base), (x + half, base + d.ineffective as f64)],
+                    BAD.filled(),
+                )
+            }))
+            .map_err(|e| e.to_string())?
+            .label("ineffective")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BAD.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK.mix(0.2))
+            .label_font((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Longest label drawn beside a bar; the table below the chart has the full value.
+const LABEL_CHARS: usize = 22;
+
+fn short(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        return label.to_owned();
+    }
+    let mut cut: String = label.chars().take(LABEL_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// One horizontal bar per item, largest first, with its value at the end of the bar.
+pub fn horizontal_bars(items: &[(String, i64)]) -> String {
+    const MARGIN: u32 = 8;
+    const AXIS: u32 = 20;
+    const LABELS: u32 = 150;
+    let rows = items.len().max(1);
+    let height = 24 * rows as u32 + 2 * MARGIN + AXIS;
+    render(WIDTH / 2, height, |root| {
+        let (names, bars) = root.split_horizontally(LABELS);
+        let plot_height = f64::from(height - 2 * MARGIN - AXIS);
+        for (i, (label, _)) in items.iter().enumerate() {
+            let y = f64::from(MARGIN) + (i as f64 + 0.5) * plot_height / rows as f64;
+            let style =
+                TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+            names
+                .draw(&Text::new(
+                    short(label),
+                    (LABELS as i32 - 6, y as i32),
+                    style,
+                ))
+                .map_err(|e| e.to_string())?;
+        }
+        let max = items.iter().map(|(_, v)| *v).max().unwrap_or(0);
+        let mut chart = ChartBuilder::on(&bars)
+            .margin(MARGIN)
+            .x_label_area_size(AXIS)
+            .build_cartesian_2d(0.0..y_top(max), rows as f64..0.0)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_labels(4)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(items.iter().enumerate().map(|(i, (_, v))| {
+                let y = i as f64;
+                Rectangle::new([(0.0, y + 0.15), (*v as f64, y + 0.85)], BAR.filled())
+            }))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(items.iter().enumerate().map(|(i, (_, v))| {
+                let style =
+                    TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+                Text::new(format!(" {v}"), (*v as f64, i as f64 + 0.5), style)
+            }))
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}

@@ -1,0 +1,624 @@
+//! Click analytics: events are enriched and stored, days are aggregated exactly (also across
+//! midnight in the stats time zone), and dashboards show the stored aggregates.
+
+use crate::admin::signed_in;
+use crate::support::{TestApp, create_link, spawn_app_with};
+use chrono::{Duration, NaiveDate, NaiveDateTime};
+use inklink::analytics::aggregate::{self, ALL_LINKS, UNKNOWN_LINK};
+use inklink::analytics::report::{self, Scope};
+use inklink::analytics::{ClickEvent, Outcome};
+use inklink::db::entities::url_map;
+use sea_orm::{ActiveModelTrait, ConnectionTrait, Set, Statement};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+
+pub const GEOIP: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/geoip-test.mmdb"
+);
+
+/// A user agent and what the test knows it to be (not asked of the code under test).
+struct Agent {
+    ua: &'static str,
+    browser: &'static str,
+    os: &'static str,
+    device: &'static str,
+    bot: bool,
+}
+
+const fn person(
+    ua: &'static str,
+    browser: &'static str,
+    os: &'static str,
+    device: &'static str,
+) -> Agent {
+    Agent {
+        ua,
+        browser,
+        os,
+        device,
+        bot: false,
+    }
+}
+
+const fn bot(ua: &'static str) -> Agent {
+    Agent {
+        ua,
+        browser: "",
+        os: "",
+        device: "bot",
+        bot: true,
+    }
+}
+
+const AGENTS: &[Agent] = &[
+    person(
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+        "Chrome",
+        "Windows 10",
+        "desktop",
+    ),
+    person(
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+        "Safari",
+        "Mac OSX",
+        "desktop",
+    ),
+    person(
+        "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+        "Firefox",
+        "Linux",
+        "desktop",
+    ),
+    person(
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
+        "WeChat",
+        "iPhone",
+        "mobile",
+    ),
+    person(
+        "Mozilla/5.0 (Linux; Android 13; V2055A Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64",
+        "WeChat",
+        "Android",
+        "mobile",
+    ),
+    person(
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+        "Chrome",
+        "Android",
+        "mobile",
+    ),
+    person(
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+        "Safari",
+        "iPhone",
+        "mobile",
+    ),
+    person(
+        "Mozilla/5.0 (iPad; CPU OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+        "Safari",
+        "iPad",
+        "tablet",
+    ),
+    bot("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+    bot("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"),
+    bot("Mozilla/5.0 (compatible; Baiduspider/2.0; +http://www.baidu.com/search/spider.html)"),
+    bot("facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"),
+    bot("TelegramBot (like TwitterBot)"),
+    bot("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"),
+    bot("WhatsApp/2.23.20.0 A"),
+    bot("Twitterbot/1.0"),
+];
+
+/// Address prefixes and the place the fixture database gives them, in zh-CN (Tokyo's city
+/// has no Chinese name there: English is the fallback).
+const PLACES: &[(&str, &str, &str, &str)] = &[
+    ("203.0.113.", "美国", "加利福尼亚州", "旧金山"),
+    ("198.51.100.", "德国", "柏林", "柏林"),
+    ("192.0.2.", "日本", "东京都", "Tokyo"),
+    ("36.110.7.", "中国", "北京市", "北京"),
+    ("116.228.1.", "中国", "上海市", "上海"),
+    ("113.108.20.", "中国", "广东省", "深圳"),
+    ("58.100.3.", "中国", "浙江省", "杭州"),
+    ("100.64.0.", "新加坡", "", ""),
+    ("10.9.8.", "", "", ""),
+];
+
+const REFERERS: &[(Option<&str>, &str)] = &[
+    (None, ""),
+    (Some("https://weixin.qq.com/s/abc"), "weixin.qq.com"),
+    (Some("https://www.google.com/search?q=x"), "www.google.com"),
+    (Some("android-app://com.tencent.mm/"), "com.tencent.mm"),
+];
+
+/// A deterministic pseudo-random sequence (the test must be reproducible).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// One synthetic click and everything the test expects of it.
+struct Click {
+    event: ClickEvent,
+    /// Day in Asia/Shanghai, computed with the fixed +08:00 offset (no DST there).
+    day: NaiveDate,
+    link: i64,
+    counted: bool,
+    visitor: (IpAddr, &'static str),
+    place: (&'static str, &'static str, &'static str),
+    agent: &'static Agent,
+    referrer: &'static str,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Expected {
+    pv: i64,
+    uv: BTreeSet<(IpAddr, &'static str)>,
+    ip: BTreeSet<IpAddr>,
+    effective: i64,
+    ineffective: i64,
+}
+
+type Row = (i64, i64, i64, i64, i64);
+type BreakdownKey = (NaiveDate, i64, String, String);
+type Visitor = (IpAddr, &'static str);
+/// code, link id, status, reason, query string
+type StoredEvent = (String, Option<i64>, String, Option<String>, Option<String>);
+
+impl Expected {
+    fn row(&self) -> Row {
+        (
+            self.pv,
+            self.uv.len() as i64,
+            self.ip.len() as i64,
+            self.effective,
+            self.ineffective,
+        )
+    }
+}
+
+fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
+    let mut rng = Lcg(20261121);
+    // Local midnights of 2026-11-02 and 2026-11-03 in Shanghai are 16:00 UTC the day before.
+    let first_day = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap();
+    let start_utc = first_day.and_hms_opt(0, 0, 0).unwrap() - Duration::hours(8);
+    let midnights = [
+        NaiveDate::from_ymd_opt(2026, 11, 1)
+            .unwrap()
+            .and_hms_opt(16, 0, 0)
+            .unwrap(),
+        NaiveDate::from_ymd_opt(2026, 11, 2)
+            .unwrap()
+            .and_hms_opt(16, 0, 0)
+            .unwrap(),
+    ];
+    let disabled = |i: usize| i >= links.len() - 3;
+    (0..count)
+        .map(|n| {
+            let at: NaiveDateTime = if n % 10 == 0 {
+                // Within a minute either side of a local midnight.
+                let midnight = midnights[rng.next(2) as usize];
+                midnight + Duration::milliseconds(rng.next(120_000) as i64 - 60_000)
+            } else {
+                start_utc + Duration::seconds(rng.next(3 * 86_400) as i64)
+            };
+            let day = (at + Duration::hours(8)).date();
+            let agent = &AGENTS[rng.next(AGENTS.len() as u64) as usize];
+            let (prefix, country, province, city) = PLACES[rng.next(PLACES.len() as u64) as usize];
+            // 30 addresses per place: visitors come back, so UV < PV.
+            let host = rng.next(30);
+            let ip: IpAddr = format!("{prefix}{host}").parse().unwrap();
+            let (referer, referrer) = REFERERS[rng.next(REFERERS.len() as u64) as usize];
+            let which = rng.next(links.len() as u64 + 2) as usize;
+            let (code, link, outcome) = if which >= links.len() {
+                (
+                    format!("nope{}", rng.next(5)),
+                    UNKNOWN_LINK,
+                    Outcome::Unknown,
+                )
+            } else if disabled(which) {
+                (links[which].1.clone(), links[which].0, Outcome::Disabled)
+            } else {
+                (links[which].1.clone(), links[which].0, Outcome::Redirected)
+            };
+            Click {
+                event: ClickEvent {
+                    at,
+                    code: code.into(),
+                    link_id: (link != UNKNOWN_LINK).then_some(link),
+                    host: Some("localhost".into()),
+                    client_ip: ip,
+                    user_agent: Some(agent.ua.into()),
+                    referer: referer.map(Into::into),
+                    query: None,
+                    outcome,
+                },
+                day,
+                link,
+                counted: outcome == Outcome::Redirected && !agent.bot,
+                visitor: (ip, agent.ua),
+                place: (country, province, city),
+                agent,
+                referrer,
+            }
+        })
+        .collect()
+}
+
+/// The daily rows the clicks must give: per link, and for all links together.
+fn expected_days(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64), Row> {
+    let mut sums: BTreeMap<(NaiveDate, i64), Expected> = BTreeMap::new();
+    for click in clicks {
+        for link in [click.link, ALL_LINKS] {
+            let e = sums.entry((click.day, link)).or_default();
+            if click.event.outcome == Outcome::Redirected {
+                e.effective += 1;
+            } else {
+                e.ineffective += 1;
+            }
+            if click.counted {
+                e.pv += 1;
+                e.uv.insert(click.visitor);
+                e.ip.insert(click.visitor.0);
+            }
+        }
+    }
+    sums.into_iter().map(|(key, e)| (key, e.row())).collect()
+}
+
+/// (day, link, dimension, value) → (PV, UV) the clicks must give.
+fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, String), (i64, i64)> {
+    let mut sums: BTreeMap<BreakdownKey, (i64, BTreeSet<Visitor>)> = BTreeMap::new();
+    for click in clicks.iter().filter(|c| c.counted) {
+        let values = [
+            ("country", click.place.0),
+            ("province", click.place.1),
+            ("city", click.place.2),
+            ("browser", click.agent.browser),
+            ("os", click.agent.os),
+            ("device", click.agent.device),
+            ("referrer", click.referrer),
+        ];
+        for link in [click.link, ALL_LINKS] {
+            for (dimension, value) in values {
+                let e = sums
+                    .entry((click.day, link, dimension.to_owned(), value.to_owned()))
+                    .or_default();
+                e.0 += 1;
+                e.1.insert(click.visitor);
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(key, (pv, uv))| (key, (pv, uv.len() as i64)))
+        .collect()
+}
+
+async fn stored_days(app: &TestApp) -> BTreeMap<(NaiveDate, i64), Row> {
+    let db = &app.core.db;
+    let sql = "SELECT stat_date, url_map_id, pv, uv, ip_count, effective, ineffective FROM visit_statistics";
+    let rows = db
+        .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .unwrap();
+    rows.into_iter()
+        .map(|r| {
+            (
+                (
+                    r.try_get_by_index(0).unwrap(),
+                    r.try_get_by_index(1).unwrap(),
+                ),
+                (
+                    r.try_get_by_index(2).unwrap(),
+                    r.try_get_by_index(3).unwrap(),
+                    r.try_get_by_index(4).unwrap(),
+                    r.try_get_by_index(5).unwrap(),
+                    r.try_get_by_index(6).unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+async fn stored_breakdown(app: &TestApp) -> BTreeMap<(NaiveDate, i64, String, String), (i64, i64)> {
+    let db = &app.core.db;
+    let sql =
+        "SELECT stat_date, url_map_id, dimension, value, pv, uv FROM visit_statistics_breakdown";
+    let rows = db
+        .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .unwrap();
+    rows.into_iter()
+        .map(|r| {
+            (
+                (
+                    r.try_get_by_index(0).unwrap(),
+                    r.try_get_by_index(1).unwrap(),
+                    r.try_get_by_index(2).unwrap(),
+                    r.try_get_by_index(3).unwrap(),
+                ),
+                (
+                    r.try_get_by_index(4).unwrap(),
+                    r.try_get_by_index(5).unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the server's writer has stored `count` events in all.
+pub async fn wait_written(app: &TestApp, count: u64) {
+    let metrics = app.state.analytics.metrics();
+    for _ in 0..600 {
+        if metrics.events_written.load(Relaxed) >= count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!(
+        "only {} of {count} click events were written",
+        metrics.events_written.load(Relaxed)
+    );
+}
+
+fn csv_rows(body: &str) -> Vec<(NaiveDate, Row)> {
+    body.lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            let n = |i: usize| f[i].parse::<i64>().unwrap();
+            (f[0].parse().unwrap(), (n(1), n(2), n(3), n(4), n(5)))
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and_dashboards() {
+    let app = spawn_app_with(&[
+        "--geoip-db",
+        GEOIP,
+        "--geoip-lang",
+        "zh-CN",
+        "--timezone",
+        "Asia/Shanghai",
+        "--stats-interval",
+        "3600",
+    ])
+    .await;
+    let mut links = Vec::new();
+    for i in 0..40 {
+        let saved = create_link(&app, &format!("https://example.com/page/{i}")).await;
+        links.push((saved.link.id, saved.link.compression_code));
+    }
+    let clicks = synthesize(&links, 10_000);
+    for click in &clicks {
+        // Through the server's own queue and writer, as a redirect would.
+        app.state.analytics.sink().record(click.event.clone());
+    }
+    wait_written(&app, clicks.len() as u64).await;
+    let tz: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
+    let (first, last) = (
+        NaiveDate::from_ymd_opt(2026, 10, 31).unwrap(),
+        NaiveDate::from_ymd_opt(2026, 11, 4).unwrap(),
+    );
+    aggregate::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
+
+    let expected = expected_days(&clicks);
+    assert_eq!(
+        expected.keys().map(|k| k.0).collect::<BTreeSet<_>>().len(),
+        3
+    );
+    let stored = stored_days(&app).await;
+    assert_eq!(stored, expected, "visit_statistics rows");
+    let breakdown = expected_breakdown(&clicks);
+    assert_eq!(stored_breakdown(&app).await, breakdown, "breakdown rows");
+
+    // Recomputing changes nothing.
+    aggregate::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
+    assert_eq!(stored_days(&app).await, expected, "after a second rebuild");
+    assert_eq!(stored_breakdown(&app).await, breakdown);
+
+    // What the dashboards show is the same, zeros for days without visits included.
+    let mut browser = signed_in(&app).await;
+    let range = "from=2026-10-31&to=2026-11-04";
+    let page = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+    assert_eq!(page.status, 200);
+    let shown = csv_rows(&page.body);
+    assert_eq!(shown.len(), 5);
+    for (day, row) in &shown {
+        let want = expected
+            .get(&(*day, ALL_LINKS))
+            .copied()
+            .unwrap_or_default();
+        assert_eq!(*row, want, "dashboard row for {day}");
+    }
+    for (id, code) in links.iter().take(5).chain(links.iter().rev().take(1)) {
+        let page = browser
+            .get(&format!("/admin/links/{code}/stats.csv?{range}"))
+            .await;
+        for (day, row) in csv_rows(&page.body) {
+            let want = expected.get(&(day, *id)).copied().unwrap_or_default();
+            assert_eq!(row, want, "link {code} on {day}");
+        }
+    }
+    let total_pv: i64 = expected
+        .iter()
+        .filter(|(k, _)| k.1 == ALL_LINKS)
+        .map(|(_, r)| r.0)
+        .sum();
+    let page = browser.get(&format!("/admin/dashboard?{range}")).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!("<dd id=\"total-pv\">{total_pv}</dd>"))
+    );
+    assert!(page.body.contains("<svg"), "charts are inline SVG");
+    assert!(page.body.contains("北京市") && page.body.contains("WeChat"));
+
+    // The report the dashboard draws its bars from sums the days exactly.
+    let countries = report::breakdown(&app.core.db, Scope::All, "country", first, last, 100)
+        .await
+        .unwrap();
+    let mut want: BTreeMap<String, i64> = BTreeMap::new();
+    for ((_, link, dimension, value), (pv, _)) in &breakdown {
+        if *link == ALL_LINKS && dimension == "country" {
+            *want.entry(value.clone()).or_default() += pv;
+        }
+    }
+    let got: BTreeMap<String, i64> = countries.into_iter().map(|s| (s.value, s.pv)).collect();
+    assert_eq!(got, want);
+    let page = browser
+        .get(&format!("/admin/links/{}/stats?{range}", links[0].1))
+        .await;
+    assert_eq!(page.status, 200);
+}
+
+#[actix_web::test]
+async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
+    for (trusted, expect_ip, expect_country) in [
+        (None, "127.0.0.1", None),
+        (Some("127.0.0.1"), "203.0.113.9", Some("United States")),
+    ] {
+        let mut extra = vec!["--geoip-db", GEOIP];
+        if let Some(proxies) = trusted {
+            extra.extend(["--trusted-proxies", proxies]);
+        }
+        let app = spawn_app_with(&extra).await;
+        let link = create_link(&app, "https://example.com/proxied").await;
+        let response = app
+            .client
+            .get(app.url(&format!("/{}", link.link.compression_code)))
+            .insert_header(("x-forwarded-for", "203.0.113.9"))
+            .insert_header(("user-agent", AGENTS[0].ua))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 302);
+        wait_written(&app, 1).await;
+        let db = &app.core.db;
+        let row = db
+            .query_one_raw(Statement::from_string(
+                db.get_database_backend(),
+                "SELECT client_ip, country, browser, transform_status FROM transform_event_record",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let ip: String = row.try_get_by_index(0).unwrap();
+        let country: Option<String> = row.try_get_by_index(1).unwrap();
+        let browser: Option<String> = row.try_get_by_index(2).unwrap();
+        let status: String = row.try_get_by_index(3).unwrap();
+        assert_eq!(ip, expect_ip, "trusted: {trusted:?}");
+        assert_eq!(country.as_deref(), expect_country);
+        assert_eq!(browser.as_deref(), Some("Chrome"));
+        assert_eq!(status, "success");
+    }
+}
+
+#[actix_web::test]
+async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
+    let app = spawn_app_with(&[]).await;
+    let live = create_link(&app, "https://example.com/live").await;
+    let off = create_link(&app, "https://example.com/off").await;
+    let code = off.link.compression_code.clone();
+    inklink::services::links::set_status(
+        &app.core.db,
+        &inklink::rules::ShortCode::parse(&code).unwrap(),
+        inklink::db::entities::url_map::LinkStatus::Disabled,
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let old = create_link(&app, "https://example.com/old").await;
+    let mut expired: url_map::ActiveModel = old.link.clone().into();
+    expired.expires_at = Set(Some(
+        NaiveDate::from_ymd_opt(2020, 1, 1)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap(),
+    ));
+    expired.update(&app.core.db).await.unwrap();
+    for (path, status) in [
+        (format!("/{}?utm=1", live.link.compression_code), 302),
+        (format!("/{code}"), 410),
+        ("/NoSuchCode".to_owned(), 404),
+        (format!("/{}", old.link.compression_code), 410),
+    ] {
+        assert_eq!(app.fetch(&path).await.0, status, "{path}");
+    }
+    wait_written(&app, 4).await;
+    let db = &app.core.db;
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT compression_code, url_map_id, transform_status, failure_reason, query_string \
+             FROM transform_event_record ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    let got: Vec<StoredEvent> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.try_get_by_index(0).unwrap(),
+                r.try_get_by_index(1).unwrap(),
+                r.try_get_by_index(2).unwrap(),
+                r.try_get_by_index(3).unwrap(),
+                r.try_get_by_index(4).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                live.link.compression_code.clone(),
+                Some(live.link.id),
+                "success".into(),
+                None,
+                Some("utm=1".into())
+            ),
+            (
+                code,
+                Some(off.link.id),
+                "failure".into(),
+                Some("disabled".into()),
+                None
+            ),
+            (
+                "NoSuchCode".into(),
+                None,
+                "failure".into(),
+                Some("unknown".into()),
+                None
+            ),
+            (
+                old.link.compression_code.clone(),
+                Some(old.link.id),
+                "failure".into(),
+                Some("expired".into()),
+                None
+            ),
+        ]
+    );
+    let metrics = app.get("/metrics").await.body().await.unwrap();
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains("inklink_click_events_written_total 4"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("inklink_click_events_dropped_total 0"));
+    assert!(metrics.contains("inklink_redirect_requests_total{outcome=\"disabled\"} 1"));
+}
