@@ -24,7 +24,8 @@ pub const BATCH: usize = 1000;
 /// make a late commit of the first attempt harmless).
 const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
 const RETRY_AFTER: Duration = Duration::from_secs(1);
-const GEOIP_CHECK: Duration = Duration::from_secs(60);
+/// How often the GeoIP file is looked at (one `stat`) for a newer version.
+const GEOIP_CHECK: Duration = Duration::from_secs(2);
 
 /// Days (in the stats time zone) that received events after they ended, for the aggregator.
 pub type DirtyDays = Arc<Mutex<BTreeSet<NaiveDate>>>;

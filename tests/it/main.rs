@@ -6,6 +6,7 @@ mod analytics;
 mod bootstrap;
 mod browser;
 mod cli;
+mod clicks;
 mod codes;
 mod links;
 mod redirect;

@@ -140,13 +140,18 @@ impl Drop for TestDb {
 
 /// Settings as the binary would parse them, pointed at `db`, plus `extra` flags.
 pub fn settings(db: &TestDb, listen: &str, extra: &[&str]) -> Settings {
+    settings_via(db, &db.url, listen, extra)
+}
+
+/// Like [`settings`], reaching the database at `url` (through a proxy, say).
+pub fn settings_via(db: &TestDb, url: &str, listen: &str, extra: &[&str]) -> Settings {
     let spool = db.spool_dir();
     let mut args = vec![
         "inklink",
         "--spool-dir",
         spool.to_str().expect("a UTF-8 temp path"),
         "--database-url",
-        &db.url,
+        url,
         "--listen",
         listen,
         "--secret",
@@ -233,9 +238,15 @@ pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
 
 /// A server on its own port over `db`: call it twice for two instances on one database.
 pub async fn spawn_on(db: Arc<TestDb>, extra: &[&str]) -> TestApp {
+    let url = db.url.clone();
+    spawn_via(db, &url, extra).await
+}
+
+/// A server over `db` that reaches it at `url`.
+pub async fn spawn_via(db: Arc<TestDb>, url: &str, extra: &[&str]) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
     let port = listener.local_addr().unwrap().port();
-    let settings = settings(&db, &format!("127.0.0.1:{port}"), extra);
+    let settings = settings_via(&db, url, &format!("127.0.0.1:{port}"), extra);
     let core = Arc::new(
         Inklink::open(settings)
             .await
@@ -271,4 +282,88 @@ pub async fn create_link(app: &TestApp, url: &str) -> inklink::services::links::
     )
     .await
     .expect("link created")
+}
+
+/// A TCP forwarder between the app and a database server that a test can cut (every
+/// connection closed, new ones refused) and restore, without disturbing other tests.
+pub struct TcpProxy {
+    pub port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+    connections: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl TcpProxy {
+    pub async fn start(target: std::net::SocketAddr) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let connections: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let (cut_flag, open) = (cut.clone(), connections.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if cut_flag.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                open.lock().unwrap().push(task);
+            }
+        });
+        Self {
+            port,
+            cut,
+            connections,
+            accept,
+        }
+    }
+
+    /// `url` with its host and port replaced by this proxy's.
+    pub fn url_for(&self, url: &str) -> String {
+        let mut url = url::Url::parse(url).unwrap();
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(self.port)).unwrap();
+        url.to_string()
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for task in self.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    pub fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        for task in self.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl TestDb {
+    /// host:port of the database server, for a proxy to forward to.
+    pub fn server_addr(&self) -> Option<std::net::SocketAddr> {
+        let url = url::Url::parse(self.server_url.as_deref()?).ok()?;
+        let host = url.host_str()?;
+        let port = url.port_or_known_default().or(match self.backend {
+            Backend::Postgres => Some(5432),
+            Backend::MySql => Some(3306),
+            Backend::Sqlite => None,
+        })?;
+        std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+            .ok()?
+            .next()
+    }
 }

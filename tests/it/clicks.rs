@@ -1,0 +1,410 @@
+//! Durability of click recording: a database outage, a shutdown under load, a GeoIP file
+//! that appears later, and rebuilding statistics from the command line.
+
+use crate::analytics::{GEOIP, wait_written};
+use crate::cli::{inklink, ok};
+use crate::support::{Backend, TcpProxy, TestApp, TestDb, create_link, spawn_on, spawn_via};
+use inklink::analytics::{ClickEvent, Outcome};
+use sea_orm::{ConnectionTrait, Database, Statement};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+async fn query_strings(db: &sea_orm::DatabaseConnection) -> Vec<String> {
+    db.query_all_raw(Statement::from_string(
+        db.get_database_backend(),
+        "SELECT query_string FROM transform_event_record WHERE transform_status = 'success'",
+    ))
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|row| {
+        row.try_get_by_index::<Option<String>>(0)
+            .unwrap()
+            .unwrap_or_default()
+    })
+    .collect()
+}
+
+async fn click(app: &TestApp, code: &str, n: usize) {
+    let (status, _, _) = app.fetch(&format!("/{code}?n={n}")).await;
+    assert_eq!(status, 302, "click {n} is redirected");
+}
+
+#[actix_web::test]
+async fn clicks_during_a_database_outage_are_kept_and_arrive_when_it_returns() {
+    let db = Arc::new(TestDb::create().await);
+    // Five events fit in memory; the rest of the outage goes to the spool file.
+    let extra = ["--click-buffer", "5"];
+    let proxy = match db.backend {
+        Backend::Sqlite => None,
+        _ => Some(TcpProxy::start(db.server_addr().expect("a server address")).await),
+    };
+    let app = match &proxy {
+        Some(proxy) => spawn_via(db.clone(), &proxy.url_for(&db.url), &extra).await,
+        None => spawn_on(db.clone(), &extra).await,
+    };
+    let link = create_link(&app, "https://example.com/outage").await;
+    let code = link.link.compression_code.clone();
+    click(&app, &code, 0).await;
+    wait_written(&app, 1).await;
+
+    let started = Instant::now();
+    // SQLite: another connection holds the write lock past the 10 s busy timeout.
+    let locker = match db.backend {
+        Backend::Sqlite => {
+            let locker = Database::connect(
+                sea_orm::ConnectOptions::new(&db.url)
+                    .max_connections(1)
+                    .to_owned(),
+            )
+            .await
+            .unwrap();
+            locker.execute_unprepared("BEGIN EXCLUSIVE").await.unwrap();
+            Some(locker)
+        }
+        _ => {
+            proxy.as_ref().unwrap().cut();
+            None
+        }
+    };
+    // Redirects of the cached link keep working, past the cache TTL too.
+    for n in 1..=30 {
+        click(&app, &code, n).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let metrics = app.state.analytics.metrics();
+    let hold_until = match db.backend {
+        Backend::Sqlite => Duration::from_secs(13),
+        _ => Duration::from_secs(7),
+    };
+    tokio::time::sleep(hold_until.saturating_sub(started.elapsed())).await;
+    assert_eq!(
+        metrics.events_written.load(Relaxed),
+        1,
+        "nothing written during the outage"
+    );
+    assert!(metrics.events_backlog.load(Relaxed) > 0, "events are held");
+    assert!(
+        metrics.events_spooled.load(Relaxed) > 0,
+        "the overflow was spooled"
+    );
+    let spool_file = db
+        .spool_dir()
+        .join(format!("inklink-spool-{}.jsonl", app.port));
+    assert!(
+        spool_file.exists(),
+        "{} exists during the outage",
+        spool_file.display()
+    );
+
+    match locker {
+        Some(locker) => {
+            locker.execute_unprepared("COMMIT").await.unwrap();
+            locker.close().await.unwrap();
+        }
+        None => proxy.as_ref().unwrap().restore(),
+    }
+    wait_written(&app, 31).await;
+    let mut stored = query_strings(&app.core.db).await;
+    stored.sort();
+    let mut expected: Vec<String> = (0..=30).map(|n| format!("n={n}")).collect();
+    expected.sort();
+    assert_eq!(stored, expected, "every click once");
+    assert_eq!(metrics.events_dropped.load(Relaxed), 0);
+    assert_eq!(metrics.events_backlog.load(Relaxed), 0);
+    assert!(!spool_file.exists(), "the emptied spool is removed");
+}
+
+#[actix_web::test]
+async fn sigterm_under_load_loses_no_click_and_records_none_twice() {
+    let db = Arc::new(TestDb::create().await);
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/t", "--code", "term"],
+    ));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::fs::File::create(std::env::temp_dir().join(format!("inklink-term-{port}.log")))
+        .unwrap();
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"))
+        .current_dir(std::env::temp_dir())
+        .env("INKLINK_DATABASE_URL", &db.url)
+        .env("INKLINK_SECRET", "test-secret")
+        .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
+        .env("INKLINK_SPOOL_DIR", db.spool_dir())
+        .env("INKLINK_WORKERS", "2")
+        .env_remove("INKLINK_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let client = crate::support::client();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut ready = false;
+    for _ in 0..100 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "the server came up");
+
+    let redirected: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut clients = Vec::new();
+    for worker in 0..8 {
+        let (redirected, base) = (redirected.clone(), base.clone());
+        clients.push(actix_web::rt::spawn(async move {
+            let client = crate::support::client();
+            for i in 0.. {
+                let n = format!("n={worker}-{i}");
+                match client.get(format!("{base}/term?{n}")).send().await {
+                    Ok(response) if response.status().as_u16() == 302 => {
+                        redirected.lock().unwrap().push(n)
+                    }
+                    Ok(response) => panic!("unexpected status {}", response.status()),
+                    // The server has stopped accepting.
+                    Err(_) => break,
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pid = server.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    for task in clients {
+        task.await.unwrap();
+    }
+    let mut status = None;
+    for _ in 0..300 {
+        if let Some(exit) = server.try_wait().unwrap() {
+            status = Some(exit);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = status.unwrap_or_else(|| {
+        let _ = server.kill();
+        panic!("the server did not exit after SIGTERM")
+    });
+    assert!(status.success(), "exit status {status}");
+
+    let redirected = redirected.lock().unwrap().clone();
+    assert!(
+        redirected.len() > 100,
+        "the load ran ({} clicks)",
+        redirected.len()
+    );
+    let conn = Database::connect(&db.url).await.unwrap();
+    let stored = query_strings(&conn).await;
+    let unique: HashSet<&String> = stored.iter().collect();
+    assert_eq!(unique.len(), stored.len(), "no click recorded twice");
+    let missing: Vec<&String> = redirected.iter().filter(|n| !unique.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} redirected clicks are missing, e.g. {:?}",
+        missing.len(),
+        redirected.len(),
+        missing.first()
+    );
+}
+
+#[actix_web::test]
+async fn a_geoip_database_that_appears_later_is_picked_up_without_a_restart() {
+    let db = Arc::new(TestDb::create().await);
+    let path = db.spool_dir().with_extension("mmdb");
+    let path_text = path.to_str().unwrap().to_owned();
+    let app = spawn_on(
+        db.clone(),
+        &["--geoip-db", &path_text, "--trusted-proxies", "127.0.0.1"],
+    )
+    .await;
+    let link = create_link(&app, "https://example.com/geo").await;
+    let code = link.link.compression_code.clone();
+    let visit = || async {
+        let response = app
+            .client
+            .get(app.url(&format!("/{code}")))
+            .insert_header(("x-forwarded-for", "116.228.1.7"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 302);
+    };
+    visit().await;
+    wait_written(&app, 1).await;
+    std::fs::copy(GEOIP, &path).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    visit().await;
+    wait_written(&app, 2).await;
+    let conn = &app.core.db;
+    let countries: Vec<Option<String>> = conn
+        .query_all_raw(Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT province FROM transform_event_record ORDER BY id",
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.try_get_by_index(0).unwrap())
+        .collect();
+    assert_eq!(countries, vec![None, Some("Shanghai".to_owned())]);
+    let _ = std::fs::remove_file(path);
+}
+
+#[actix_web::test]
+async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &["--stats-interval", "3600"]).await;
+    let link = create_link(&app, "https://example.com/cli-stats").await;
+    let at = chrono::NaiveDate::from_ymd_opt(2026, 3, 14)
+        .unwrap()
+        .and_hms_opt(23, 30, 0)
+        .unwrap();
+    for i in 0..3u8 {
+        app.state.analytics.sink().record(ClickEvent {
+            at,
+            code: link.link.compression_code.clone().into(),
+            link_id: Some(link.link.id),
+            host: None,
+            client_ip: std::net::IpAddr::from([192, 0, 2, i]),
+            user_agent: Some(
+                "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0".into(),
+            ),
+            referer: None,
+            query: None,
+            outcome: Outcome::Redirected,
+        });
+    }
+    wait_written(&app, 3).await;
+    // 23:30 UTC is the next day in Shanghai.
+    let run = inklink(
+        &db,
+        &[
+            "stats",
+            "rebuild",
+            "--from",
+            "2026-03-14",
+            "--to",
+            "2026-03-16",
+            "--timezone",
+            "Asia/Shanghai",
+        ],
+    );
+    assert!(ok(run).contains("recomputed 3 days"));
+    let days = inklink::analytics::report::daily(
+        &app.core.db,
+        inklink::analytics::report::Scope::Link(link.link.id),
+        chrono::NaiveDate::from_ymd_opt(2026, 3, 14).unwrap(),
+        chrono::NaiveDate::from_ymd_opt(2026, 3, 16).unwrap(),
+    )
+    .await
+    .unwrap();
+    let pv: Vec<(String, i64, i64)> = days
+        .iter()
+        .map(|d| (d.day.to_string(), d.pv, d.ip))
+        .collect();
+    assert_eq!(
+        pv,
+        vec![
+            ("2026-03-14".to_owned(), 0, 0),
+            ("2026-03-15".to_owned(), 3, 3),
+            ("2026-03-16".to_owned(), 0, 0)
+        ]
+    );
+    let reversed = inklink(
+        &db,
+        &[
+            "stats",
+            "rebuild",
+            "--from",
+            "2026-03-16",
+            "--to",
+            "2026-03-14",
+        ],
+    );
+    assert_ne!(reversed.code, 0);
+    assert!(reversed.stderr.contains("is after"), "{}", reversed.stderr);
+    let bad = inklink(&db, &["stats", "rebuild", "--from", "14/03/2026"]);
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("--from"), "{}", bad.stderr);
+}
+
+#[test]
+fn report_periods_are_parsed_with_clear_errors() {
+    use chrono::NaiveDate;
+    use inklink::analytics::report::{Period, PeriodError};
+    let today = NaiveDate::from_ymd_opt(2026, 11, 21).unwrap();
+    let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+    let span = |p: Period| (p.from.to_string(), p.to.to_string(), p.days());
+    assert_eq!(
+        span(Period::parse(None, None, None, today).unwrap()),
+        ("2026-11-15".into(), "2026-11-21".into(), 7)
+    );
+    assert_eq!(
+        Period::parse(Some("90"), None, None, today).unwrap().days(),
+        90
+    );
+    assert_eq!(
+        span(Period::parse(None, Some("2026-01-01"), Some("2026-01-01"), today).unwrap()),
+        ("2026-01-01".into(), "2026-01-01".into(), 1)
+    );
+    assert_eq!(
+        Period::parse(None, Some("2025-11-21"), None, today)
+            .unwrap()
+            .days(),
+        366
+    );
+    assert_eq!(
+        Period::parse(Some("12"), None, None, today),
+        Err(PeriodError::BadPreset("12".into()))
+    );
+    assert_eq!(
+        Period::parse(None, Some("2026-13-01"), None, today),
+        Err(PeriodError::BadDate("2026-13-01".into()))
+    );
+    assert_eq!(
+        Period::parse(None, Some("2026-11-20"), Some("2026-11-01"), today),
+        Err(PeriodError::Reversed {
+            from: day("2026-11-20"),
+            to: day("2026-11-01")
+        })
+    );
+    assert_eq!(
+        Period::parse(None, Some("2024-01-01"), Some("2026-01-01"), today),
+        Err(PeriodError::TooLong(732))
+    );
+}
+
+#[test]
+fn days_begin_at_local_midnight_even_across_clock_changes() {
+    use chrono::NaiveDate;
+    use inklink::analytics::aggregate::day_range;
+    let at = |s: &str| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
+    let shanghai: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
+    let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
+    assert_eq!(
+        day_range(day, shanghai),
+        Some((at("2026-11-01 16:00"), at("2026-11-02 16:00")))
+    );
+    // Berlin's spring-forward day has 23 hours.
+    let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+    let short = NaiveDate::from_ymd_opt(2026, 3, 29).unwrap();
+    let (start, end) = day_range(short, berlin).unwrap();
+    assert_eq!((end - start).num_hours(), 23);
+    // Where a clock change skips midnight itself (Santiago), the day starts at 01:00.
+    let santiago: chrono_tz::Tz = "America/Santiago".parse().unwrap();
+    let skipped = NaiveDate::from_ymd_opt(2026, 9, 6).unwrap();
+    let (start, _) = day_range(skipped, santiago).unwrap();
+    assert_eq!(start, at("2026-09-06 04:00"));
+}
