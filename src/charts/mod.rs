@@ -28,7 +28,7 @@ fn day_label(days: &[DayRow], index: f64) -> String {
 }
 
 fn y_top(max: i64) -> f64 {
-    (max.max(1) as f64 * 1.15).ceil()
+    (max.max(1) as f64 * 1.25).ceil()
 }
 
 fn render(
@@ -69,6 +69,7 @@ pub fn daily_lines(days: &[DayRow]) -> String {
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
             .x_labels(days.len().clamp(1, 8))
             .x_label_formatter(&|x| day_label(days, *x))
             .y_labels(6)
@@ -105,7 +106,7 @@ pub fn daily_lines(days: &[DayRow]) -> String {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK.mix(0.2))
             .label_font((FONT, 12))
@@ -132,6 +133,7 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
             .x_labels(days.len().clamp(1, 8))
             .x_label_formatter(&|x| day_label(days, *x))
             .y_labels(5)
@@ -165,7 +167,7 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BAD.filled()));
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK.mix(0.2))
             .label_font((FONT, 12))
@@ -218,6 +220,7 @@ pub fn horizontal_bars(items: &[(String, i64)]) -> String {
             .configure_mesh()
             .disable_y_mesh()
             .disable_y_axis()
+            .light_line_style(WHITE)
             .x_labels(4)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .label_style((FONT, 12))

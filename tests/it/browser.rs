@@ -340,3 +340,156 @@ async fn an_operator_imports_1000_rows_and_downloads_the_results() {
     let _ = std::fs::remove_file(&file);
     client.close().await.unwrap();
 }
+
+#[actix_web::test]
+async fn dashboards_fill_as_visitors_click_from_several_devices() {
+    let Some(driver) = chromedriver() else { return };
+    let app = crate::support::spawn_app_with(&[
+        "--geoip-db",
+        crate::analytics::GEOIP,
+        "--trusted-proxies",
+        "127.0.0.1",
+        "--stats-interval",
+        "1",
+    ])
+    .await;
+    let promo = crate::support::create_link(&app, "https://example.com/promo").await;
+    let news = crate::support::create_link(&app, "https://example.com/news").await;
+    let visitors = [
+        (
+            "36.110.7.1",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
+        ),
+        (
+            "116.228.1.2",
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+        ),
+        (
+            "203.0.113.3",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+        ),
+        (
+            "198.51.100.4",
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+        ),
+        (
+            "113.108.20.5",
+            "Mozilla/5.0 (iPad; CPU OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+        ),
+        (
+            "192.0.2.6",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        ),
+    ];
+    let mut people = 0;
+    for (round, link) in [&promo, &news, &promo].into_iter().enumerate() {
+        for (ip, ua) in visitors.iter().skip(round) {
+            let response = app
+                .client
+                .get(app.url(&format!("/{}", link.link.compression_code)))
+                .insert_header(("x-forwarded-for", *ip))
+                .insert_header(("user-agent", *ua))
+                .insert_header(("referer", "https://weixin.qq.com/s/campaign"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 302);
+            if !ua.contains("Googlebot") {
+                people += 1;
+            }
+        }
+    }
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    click(&client, "nav a[href='/admin/dashboard']").await;
+    // Statistics refresh every second here; reload until they show every visit.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let pv = client
+            .find(Locator::Css("#total-pv"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if pv == people.to_string() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PV stayed at {pv}, not {people}"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+        client.refresh().await.unwrap();
+    }
+    let text = body_text(&client).await;
+    for expected in [
+        "China",
+        "Beijing",
+        "WeChat",
+        "mobile",
+        "weixin.qq.com",
+        "Top links",
+    ] {
+        assert!(text.contains(expected), "the dashboard shows {expected}");
+    }
+    let charts = client
+        .find_all(Locator::Css("figure.chart svg"))
+        .await
+        .unwrap();
+    assert!(
+        charts.len() >= 9,
+        "line, bar and breakdown charts ({})",
+        charts.len()
+    );
+    screenshot(&client, "dashboard").await;
+    client
+        .execute(
+            "document.querySelector('.breakdowns').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .unwrap();
+    screenshot(&client, "dashboard-breakdowns").await;
+
+    click(&client, "#top-links a").await;
+    wait_for_text(&client, "Visits to").await;
+    screenshot(&client, "link-stats").await;
+
+    let today = chrono::Utc::now().date_naive();
+    let year_ago = today - chrono::Duration::days(364);
+    client
+        .goto(&app.url(&format!("/admin/dashboard?from={year_ago}&to={today}")))
+        .await
+        .unwrap();
+    wait_for_text(&client, "365 days").await;
+    screenshot(&client, "dashboard-365-days").await;
+    client
+        .goto(&app.url(&format!("/admin/dashboard?from={today}&to={today}")))
+        .await
+        .unwrap();
+    wait_for_text(&client, "1 days").await;
+    screenshot(&client, "dashboard-1-day").await;
+    client
+        .goto(&app.url("/admin/dashboard?from=2026-02-30"))
+        .await
+        .unwrap();
+    wait_for_text(&client, "is not a date").await;
+
+    client.set_window_size(375, 800).await.unwrap();
+    client.goto(&app.url("/admin/dashboard")).await.unwrap();
+    let fits = client
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1",
+            vec![],
+        )
+        .await
+        .unwrap();
+    screenshot(&client, "dashboard-375px").await;
+    assert_eq!(
+        fits,
+        serde_json::Value::Bool(true),
+        "the dashboard fits 375 px"
+    );
+    client.close().await.unwrap();
+}
