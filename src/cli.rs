@@ -2,7 +2,7 @@
 //! and prints the result. Errors come back as text for `main` to print.
 
 use crate::config::{
-    Cli, Command, DomainAction, LinkAction, MigrateAction, StatsAction, UserAction,
+    ApikeyAction, Cli, Command, DomainAction, LinkAction, MigrateAction, StatsAction, UserAction,
 };
 use crate::context::{self, Inklink, StartupError};
 use crate::db::entities::url_map::LinkStatus;
@@ -30,6 +30,9 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Domain { action } => {
             domain(&Inklink::open(settings).await.map_err(text)?, action).await
+        }
+        Command::Apikey { action } => {
+            apikey(&Inklink::open(settings).await.map_err(text)?, action).await
         }
         Command::Stats { action } => {
             stats(&Inklink::open(settings).await.map_err(text)?, action).await
@@ -257,5 +260,28 @@ async fn stats(core: &Inklink, action: StatsAction) -> Result<(), String> {
         .await
         .map_err(text)?;
     println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
+    Ok(())
+}
+
+async fn apikey(core: &Inklink, action: ApikeyAction) -> Result<(), String> {
+    let ApikeyAction::Add {
+        name,
+        role,
+        expires,
+    } = action;
+    let name = crate::rules::KeyName::parse(&name).map_err(text)?;
+    let expires = expires
+        .map(|text| {
+            chrono::DateTime::parse_from_rfc3339(text.trim())
+                .map(|at| at.with_timezone(&chrono::Utc))
+                .map_err(|_| {
+                    format!("--expires '{text}' is not an RFC 3339 date-time such as 2027-06-30T00:00:00Z")
+                })
+        })
+        .transpose()?;
+    let issued = crate::services::api_keys::create(&core.db, &name, role, expires, &Actor::Cli)
+        .await
+        .map_err(text)?;
+    println!("{}", issued.token.as_str());
     Ok(())
 }

@@ -149,6 +149,10 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_STATS_INTERVAL", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
     pub stats_interval: u64,
 
+    /// REST API requests per minute per API key (bursts up to the same number); more get 429
+    #[arg(long, env = "INKLINK_API_RATE_LIMIT", default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub api_rate_limit: u32,
+
     /// HTTP worker threads (default: one per CPU core)
     #[arg(long, env = "INKLINK_WORKERS", value_parser = clap::value_parser!(u32).range(1..=256), global = true)]
     pub workers: Option<u32>,
@@ -191,10 +195,29 @@ pub enum Command {
         #[command(subcommand)]
         action: DomainAction,
     },
+    /// Issue API keys for the REST API
+    Apikey {
+        #[command(subcommand)]
+        action: ApikeyAction,
+    },
     /// Daily visit statistics
     Stats {
         #[command(subcommand)]
         action: StatsAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum ApikeyAction {
+    /// Create a key and print its secret (shown this once; only a digest is stored)
+    Add {
+        /// A name for the key, e.g. the system that uses it (1-64 of A-Z a-z 0-9 . _ -)
+        name: String,
+        #[arg(long, value_enum)]
+        role: Role,
+        /// Expiry as an RFC 3339 date-time, e.g. 2027-06-30T00:00:00Z (default: never)
+        #[arg(long)]
+        expires: Option<String>,
     },
 }
 

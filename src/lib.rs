@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod analytics;
+pub mod api;
 pub mod charts;
 pub mod cli;
 pub mod config;

@@ -7,6 +7,7 @@ mod m20261121_000001_initial_schema;
 mod m20261121_000002_admin_sessions;
 mod m20261121_000003_link_expiry_index;
 mod m20261121_000004_event_keys;
+mod m20261121_000005_api_key_names;
 
 pub struct Migrator;
 
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000002_admin_sessions::Migration),
             Box::new(m20261121_000003_link_expiry_index::Migration),
             Box::new(m20261121_000004_event_keys::Migration),
+            Box::new(m20261121_000005_api_key_names::Migration),
         ]
     }
 }

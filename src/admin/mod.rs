@@ -1,11 +1,13 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
+pub mod api_docs;
 pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod dashboard;
 pub mod domains;
 pub mod error;
+pub mod keys;
 pub mod links;
 pub mod pages;
 pub mod qr;
@@ -109,6 +111,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, sec
             .route("/users", web::post().to(users::add))
             .route("/users/{id}/{action}", web::post().to(users::change))
             .route("/audit", web::get().to(audit::list))
+            .route("/keys", web::get().to(keys::list))
+            .route("/keys", web::post().to(keys::add))
+            .route("/keys/{id}/revoke", web::post().to(keys::revoke))
+            .route("/api", web::get().to(api_docs::page))
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(error::AdminError::NotFound)
             })),

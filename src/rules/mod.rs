@@ -2,6 +2,7 @@
 //! Input is parsed into these types once, at the edge; inner code never re-checks strings.
 
 pub mod account;
+pub mod api_key;
 pub mod codes;
 pub mod host;
 pub mod permutation;
@@ -9,6 +10,7 @@ pub mod redirect_status;
 pub mod target_url;
 
 pub use account::{Password, Role, Username};
+pub use api_key::{ApiToken, KeyName};
 pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 pub use host::{DomainHost, Protocol};
 pub use redirect_status::RedirectStatus;

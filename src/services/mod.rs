@@ -1,5 +1,6 @@
 //! The operations on stored data that every front end (CLI, admin UI, REST API) shares.
 
+pub mod api_keys;
 pub mod audit;
 pub mod bulk;
 pub mod domains;

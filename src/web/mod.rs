@@ -7,6 +7,7 @@ pub mod pages;
 
 use crate::admin::{self, session_store::DbSessionStore};
 use crate::analytics::Analytics;
+use crate::api::{self, auth::RateLimits};
 use crate::context::{Inklink, StartupError};
 use crate::redirect::{self, resolver::LinkResolver};
 use actix_web::cookie::Key;
@@ -20,6 +21,7 @@ pub struct AppState {
     pub core: Arc<Inklink>,
     pub resolver: LinkResolver,
     pub analytics: Arc<Analytics>,
+    pub api_limits: RateLimits,
 }
 
 /// A route for GET and HEAD alike (`web::get()` alone turns HEAD away).
@@ -70,6 +72,7 @@ impl Application {
         let port = listener.local_addr()?.port();
         let analytics = Arc::new(Analytics::start(&core, port)?);
         let state = web::Data::new(AppState {
+            api_limits: RateLimits::new(settings.api_rate_limit),
             core,
             resolver,
             analytics,
@@ -79,6 +82,7 @@ impl Application {
             App::new()
                 .app_data(app_state.clone())
                 .configure(|cfg| admin::routes(cfg, store.clone(), key.clone(), secure_cookie))
+                .configure(api::routes)
                 .configure(routes)
         })
         .listen(listener)?;

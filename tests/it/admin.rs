@@ -62,7 +62,7 @@ impl<'a> Browser<'a> {
         self.send(request, Some(form)).await
     }
 
-    async fn csrf(&mut self, path: &str) -> String {
+    pub async fn csrf(&mut self, path: &str) -> String {
         let page = self.get(path).await;
         csrf_in(&page.body)
     }
@@ -1456,4 +1456,117 @@ async fn malformed_admin_addresses_and_forms_get_the_error_page() {
     let body = String::from_utf8_lossy(&response.body().await.unwrap()).into_owned();
     assert_eq!(status, 400);
     assert!(body.contains("the form could not be read"), "{body}");
+}
+
+#[actix_web::test]
+async fn admins_issue_api_keys_that_show_their_secret_once_and_can_be_revoked() {
+    let app = spawn_app().await;
+    let mut operator = signed_in(&app).await;
+    assert_eq!(operator.get("/admin/keys").await.status, 403);
+    assert!(
+        !operator
+            .get("/admin/links")
+            .await
+            .body
+            .contains("/admin/keys")
+    );
+    assert_eq!(
+        operator.get("/admin/api").await.status,
+        200,
+        "the API page is for everyone"
+    );
+
+    let mut admin = signed_in_admin(&app).await;
+    let csrf = admin.csrf("/admin/keys").await;
+    let page = admin
+        .post(
+            "/admin/keys",
+            &[
+                ("csrf", &csrf),
+                ("name", "crm"),
+                ("role", "operator"),
+                ("expires", ""),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.headers.get("cache-control").unwrap(), "no-store");
+    let start = page
+        .body
+        .find("<code id=\"new-secret\">")
+        .expect("the secret is shown")
+        + 22;
+    let secret = page.body[start..].split('<').next().unwrap().to_owned();
+    assert!(secret.starts_with("ik_"), "{secret}");
+    let listed = admin.get("/admin/keys").await;
+    assert!(!listed.body.contains(&secret), "shown only once");
+    assert!(
+        listed.body.contains(&secret[..11]),
+        "the prefix identifies it"
+    );
+    let stored = inklink::services::api_keys::list(&app.core.db)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_ne!(stored[0].secret_sha256, secret, "only a digest is stored");
+
+    let call = |key: String| {
+        let request = app
+            .client
+            .get(app.url("/api/v1/domains"))
+            .insert_header(("authorization", format!("Bearer {key}")));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(call(secret.clone()).await, 200);
+    let refused = admin
+        .post(
+            "/admin/keys",
+            &[
+                ("csrf", &csrf),
+                ("name", "crm"),
+                ("role", "operator"),
+                ("expires", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.body.contains("exists already"));
+    let refused = admin
+        .post(
+            "/admin/keys",
+            &[
+                ("csrf", &csrf),
+                ("name", "no spaces"),
+                ("role", "admin"),
+                ("expires", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    let refused = admin
+        .post(
+            "/admin/keys",
+            &[
+                ("csrf", &csrf),
+                ("name", "late"),
+                ("role", "admin"),
+                ("expires", "2001-01-01T10:00"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.body.contains("in the past"));
+
+    let id = stored[0].id.to_string();
+    let done = admin
+        .post(&format!("/admin/keys/{id}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(
+        (done.status, done.location.as_deref()),
+        (303, Some("/admin/keys"))
+    );
+    assert_eq!(call(secret).await, 401);
+    assert!(admin.get("/admin/keys").await.body.contains("revoked"));
+    let audit = admin.get("/admin/audit?action=api_key").await;
+    assert!(audit.body.contains("api_key.create") && audit.body.contains("api_key.revoke"));
 }

@@ -548,3 +548,65 @@ async fn link_import_creates_links_from_a_csv_file_and_reports_each_row() {
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(&output);
 }
+
+#[actix_web::test]
+async fn apikey_add_prints_a_working_key_once() {
+    let db = Arc::new(TestDb::create().await);
+    let key = ok(inklink(
+        &db,
+        &["apikey", "add", "provisioned", "--role", "admin"],
+    ));
+    let key = key.trim();
+    assert!(inklink::rules::ApiToken::parse(key).is_some(), "{key}");
+    let app = spawn_on(db.clone(), &[]).await;
+    let status = app
+        .client
+        .get(app.url("/api/v1/domains"))
+        .insert_header(("authorization", format!("Bearer {key}")))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(status, 200);
+    for (args, message) in [
+        (
+            &["apikey", "add", "provisioned", "--role", "admin"][..],
+            "exists already",
+        ),
+        (
+            &["apikey", "add", "bad name", "--role", "admin"],
+            "key name",
+        ),
+        (&["apikey", "add", "x", "--role", "boss"], "--role"),
+        (
+            &[
+                "apikey",
+                "add",
+                "x",
+                "--role",
+                "operator",
+                "--expires",
+                "tomorrow",
+            ],
+            "RFC 3339",
+        ),
+        (
+            &[
+                "apikey",
+                "add",
+                "x",
+                "--role",
+                "operator",
+                "--expires",
+                "2001-01-01T00:00:00Z",
+            ],
+            "in the past",
+        ),
+    ] {
+        let run = inklink(&db, args);
+        assert_ne!(run.code, 0, "{args:?}");
+        assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "no key printed on failure");
+    }
+}

@@ -3,6 +3,7 @@
 
 mod admin;
 mod analytics;
+mod api;
 mod bootstrap;
 mod browser;
 mod cli;

@@ -1,4 +1,5 @@
 pub mod admin_sessions;
+pub mod api_keys;
 pub mod audit_log;
 pub mod domain_conf;
 pub mod id_allocator;

@@ -1,0 +1,337 @@
+//! Click pipeline and dashboard budgets, on a fresh database:
+//!
+//! 1. the writer's sustained rate: synthetic clicks pushed through the server's own queue
+//!    (enrichment, GeoIP from the test fixture, batched inserts) as fast as it drains them;
+//! 2. the dashboards with many events stored: a generator inserts enriched events spread
+//!    over 90 days, the days are aggregated, and the global and a link's dashboard pages are
+//!    fetched over HTTP by a signed-in admin (median of 15).
+//!
+//!   cargo bench --bench clicks                                   # SQLite
+//!   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench clicks
+//!
+//! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000).
+
+use chrono::Duration;
+use inklink::Inklink;
+use inklink::analytics::enrich::Enricher;
+use inklink::analytics::geoip::GeoIp;
+use inklink::analytics::writer::{BATCH, insert_rows};
+use inklink::analytics::{ClickEvent, Outcome, aggregate};
+use inklink::web::Application;
+use sea_orm::{ConnectionTrait, Database};
+use std::net::{IpAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+const GEOIP: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/geoip-test.mmdb"
+);
+const AGENTS: [&str; 6] = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+];
+const PREFIXES: [[u8; 2]; 8] = [
+    [36, 110],
+    [116, 228],
+    [113, 108],
+    [58, 100],
+    [203, 0],
+    [198, 51],
+    [100, 64],
+    [10, 9],
+];
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+fn synthetic(rng: &mut Rng, links: &[(i64, String)], at: chrono::NaiveDateTime) -> ClickEvent {
+    let (id, code) = &links[rng.next(links.len() as u64) as usize];
+    let prefix = PREFIXES[rng.next(PREFIXES.len() as u64) as usize];
+    let ip = IpAddr::from([prefix[0], prefix[1], rng.next(4) as u8, rng.next(250) as u8]);
+    ClickEvent {
+        at,
+        code: code.as_str().into(),
+        link_id: Some(*id),
+        host: Some("s.example.com".into()),
+        client_ip: ip,
+        user_agent: Some(AGENTS[rng.next(AGENTS.len() as u64) as usize].into()),
+        referer: (rng.next(3) == 0).then(|| "https://weixin.qq.com/s/x".into()),
+        query: None,
+        outcome: if rng.next(50) == 0 {
+            Outcome::Disabled
+        } else {
+            Outcome::Redirected
+        },
+    }
+}
+
+/// A fresh database for the run: a temporary SQLite file, or a new database on the server.
+async fn fresh_database() -> (String, Option<(String, String)>) {
+    let name = format!("inklink_bench_{}", std::process::id());
+    match std::env::var("BENCH_DATABASE_URL") {
+        Ok(server) if !server.is_empty() => {
+            let admin = Database::connect(&server)
+                .await
+                .expect("the database server");
+            admin
+                .execute_unprepared(&format!("CREATE DATABASE {name}"))
+                .await
+                .expect("create the bench database");
+            let mut url = url::Url::parse(&server).unwrap();
+            url.set_path(&format!("/{name}"));
+            (url.to_string(), Some((server, name)))
+        }
+        _ => {
+            let file = std::env::temp_dir().join(format!("{name}.db"));
+            (format!("sqlite://{}?mode=rwc", file.display()), None)
+        }
+    }
+}
+
+async fn drop_database(server: Option<(String, String)>, url: &str) {
+    match server {
+        Some((server, name)) => {
+            let admin = Database::connect(&server).await.unwrap();
+            let force = if server.starts_with("postgres") {
+                " WITH (FORCE)"
+            } else {
+                ""
+            };
+            let _ = admin
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}{force}"))
+                .await;
+        }
+        None => {
+            let file = url
+                .trim_start_matches("sqlite://")
+                .trim_end_matches("?mode=rwc");
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{file}{suffix}"));
+            }
+        }
+    }
+}
+
+async fn median_get(client: &awc::Client, cookie: &str, url: &str) -> f64 {
+    let mut times = Vec::new();
+    for _ in 0..15 {
+        let started = Instant::now();
+        let mut response = client
+            .get(url)
+            .insert_header(("cookie", cookie))
+            .send()
+            .await
+            .unwrap();
+        let body = response.body().limit(16 << 20).await.unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{url}");
+        assert!(body.len() > 1000);
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+async fn run() {
+    let writer_events = env_number("WRITER_EVENTS", 500_000);
+    let total_events = env_number("EVENTS", 10_000_000).max(writer_events);
+    let link_count = env_number("LINKS", 1000);
+    let (url, server) = fresh_database().await;
+    let spool = std::env::temp_dir().join(format!("inklink-bench-spool-{}", std::process::id()));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let settings = inklink::config::parse_from([
+        "inklink",
+        "--database-url",
+        &url,
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--secret",
+        "bench-secret",
+        "--admin-password",
+        "bench-password",
+        "--geoip-db",
+        GEOIP,
+        "--spool-dir",
+        spool.to_str().unwrap(),
+        "--stats-interval",
+        "3600",
+        "--click-queue",
+        "200000",
+    ])
+    .unwrap()
+    .settings;
+    let backend = if url.starts_with("postgres") {
+        "PostgreSQL"
+    } else if url.starts_with("mysql") {
+        "MariaDB"
+    } else {
+        "SQLite"
+    };
+    let core = Arc::new(Inklink::open(settings).await.unwrap());
+    inklink::services::users::ensure_admin(&core.db, Some("bench-password"))
+        .await
+        .unwrap();
+    let app = Application::with_listener(core.clone(), listener).unwrap();
+    let state = app.state();
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+
+    let mut links = Vec::new();
+    for i in 0..link_count {
+        let target = core
+            .parse_target(&format!("https://example.com/campaign/{i}"))
+            .await
+            .unwrap()
+            .unwrap();
+        let saved = inklink::services::links::create(
+            &core,
+            inklink::services::links::NewLink::to(target),
+            &inklink::services::Actor::Cli,
+        )
+        .await
+        .unwrap();
+        links.push((saved.link.id, saved.link.compression_code));
+    }
+
+    // 1. The writer, fed as fast as it drains (the queue never overflows).
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let today = chrono::Utc::now().date_naive();
+    let first_day = today - Duration::days(89);
+    let metrics = state.analytics.metrics();
+    let sink = state.analytics.sink();
+    let started = Instant::now();
+    for n in 0..writer_events {
+        while sink.depth() > 150_000 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let at = first_day.and_hms_opt(0, 0, 0).unwrap()
+            + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
+        sink.record(synthetic(&mut rng, &links, at));
+    }
+    while metrics.events_written.load(Relaxed) < writer_events {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let writer_seconds = started.elapsed().as_secs_f64();
+    assert_eq!(metrics.events_dropped.load(Relaxed), 0);
+
+    // 2. The rest of the events, straight into the table, in time order over 90 days.
+    let mut enricher = Enricher::new(GeoIp::open(Some(GEOIP.as_ref()), "en"), core.visitor_key, 7);
+    let seeding = Instant::now();
+    let mut batch = Vec::with_capacity(BATCH);
+    for n in writer_events..total_events {
+        let at = first_day.and_hms_opt(0, 0, 0).unwrap()
+            + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
+        batch.push(enricher.enrich(synthetic(&mut rng, &links, at)));
+        if batch.len() == BATCH {
+            insert_rows(&core.db, &batch).await.unwrap();
+            batch.clear();
+        }
+    }
+    insert_rows(&core.db, &batch).await.unwrap();
+    let seed_seconds = seeding.elapsed().as_secs_f64();
+    let aggregating = Instant::now();
+    let tz = core.settings.timezone;
+    let days = aggregate::rebuild(&core.db, tz, first_day, today)
+        .await
+        .unwrap();
+    let aggregate_seconds = aggregating.elapsed().as_secs_f64();
+
+    // 3. The dashboards, signed in.
+    let client = awc::Client::builder()
+        .disable_redirects()
+        .timeout(std::time::Duration::from_secs(60))
+        .finish();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut login = client
+        .get(format!("{base}/admin/login"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+        .unwrap_or_default();
+    let page = String::from_utf8(login.body().await.unwrap().to_vec()).unwrap();
+    let at = page.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = &page[at..at + 64];
+    let signed = client
+        .post(format!("{base}/admin/login"))
+        .insert_header(("cookie", cookie.clone()))
+        .send_form(&[
+            ("csrf", csrf),
+            ("username", "admin"),
+            ("password", "bench-password"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(signed.status().as_u16(), 303, "signed in");
+    let cookie = signed
+        .headers()
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+        .unwrap_or(cookie);
+    let global_90 = median_get(
+        &client,
+        &cookie,
+        &format!("{base}/admin/dashboard?range=90"),
+    )
+    .await;
+    let global_7 = median_get(&client, &cookie, &format!("{base}/admin/dashboard?range=7")).await;
+    let link_90 = median_get(
+        &client,
+        &cookie,
+        &format!("{base}/admin/links/{}/stats?range=90", links[0].1),
+    )
+    .await;
+
+    println!();
+    println!("inklink click pipeline and dashboards — {backend}, {link_count} links");
+    println!(
+        "writer: {writer_events} clicks through the queue (enrich + GeoIP + batched insert) in {writer_seconds:.1} s = {:.0} events/s, 0 dropped",
+        writer_events as f64 / writer_seconds
+    );
+    println!(
+        "seeded {} more events directly in {seed_seconds:.1} s ({:.0} rows/s); {total_events} events in all over 90 days",
+        total_events - writer_events,
+        (total_events - writer_events) as f64 / seed_seconds
+    );
+    println!(
+        "aggregated {days} days in {aggregate_seconds:.1} s ({:.2} s per day of ~{} events)",
+        aggregate_seconds / days as f64,
+        total_events / 90
+    );
+    println!("dashboard, all links, 90 days: {global_90:.1} ms (median of 15, over HTTP)");
+    println!("dashboard, all links, 7 days:  {global_7:.1} ms");
+    println!("dashboard, one link, 90 days:  {link_90:.1} ms");
+
+    handle.stop(true).await;
+    core.db.clone().close().await.ok();
+    drop_database(server, &url).await;
+    let _ = std::fs::remove_dir_all(spool);
+}
+
+fn main() {
+    actix_web::rt::System::new().block_on(run());
+}

@@ -1,0 +1,171 @@
+//! The API keys page (admins only): create a key (its secret is shown once), see when each was
+//! last used, revoke.
+
+use super::auth::AdminUser;
+use super::error::AdminError;
+use super::pages::{Frame, render, see_other};
+use crate::rules::{KeyName, Role};
+use crate::services::api_keys::{self, KeyError};
+use crate::services::bulk::parse_expiry;
+use crate::web::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+pub struct Row {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub role: String,
+    pub created: String,
+    pub expires: String,
+    pub last_used: String,
+    /// "active", "expired" or "revoked".
+    pub state: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "admin/keys.html")]
+struct KeysPage {
+    frame: Frame,
+    rows: Vec<Row>,
+    error: Option<String>,
+    new_name: String,
+    /// The secret of the key just created: shown on this response only.
+    secret: Option<(String, String)>,
+    timezone: String,
+}
+
+async fn page(
+    state: &AppState,
+    user: &AdminUser,
+    error: Option<String>,
+    new_name: String,
+    secret: Option<(String, String)>,
+) -> Result<KeysPage, AdminError> {
+    let tz = state.core.settings.timezone;
+    let now = crate::db::now();
+    let rows = api_keys::list(&state.core.db)
+        .await?
+        .into_iter()
+        .map(|k| Row {
+            id: k.id,
+            state: if k.revoked {
+                "revoked"
+            } else if k.expires_at.is_some_and(|at| at <= now) {
+                "expired"
+            } else {
+                "active"
+            },
+            prefix: format!("ik_{}_…", k.prefix),
+            role: k.role,
+            created: super::pages::human_time(k.created_at, tz),
+            expires: k
+                .expires_at
+                .map(|at| super::pages::human_time(at, tz))
+                .unwrap_or_else(|| "never".into()),
+            last_used: k
+                .last_used_at
+                .map(|at| super::pages::human_time(at, tz))
+                .unwrap_or_else(|| "never".into()),
+            name: k.name,
+        })
+        .collect();
+    let flash = if error.is_none() && secret.is_none() {
+        user.0.take_flash()
+    } else {
+        None
+    };
+    Ok(KeysPage {
+        frame: Frame::new(&user.0, flash, "keys"),
+        rows,
+        error,
+        new_name,
+        secret,
+        timezone: tz.name().to_owned(),
+    })
+}
+
+pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpResponse, AdminError> {
+    let page = page(&state, &user, None, String::new(), None).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+#[derive(serde::Deserialize)]
+pub struct AddForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    expires: String,
+}
+
+pub async fn add(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    form: web::Form<AddForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    let tz = state.core.settings.timezone;
+    let parsed = KeyName::parse(&form.name)
+        .map_err(|err| err.to_string())
+        .and_then(|name| form.role.parse::<Role>().map(|role| (name, role)))
+        .and_then(|(name, role)| match form.expires.trim() {
+            "" => Ok((name, role, None)),
+            text => parse_expiry(text, tz).map(|at| (name, role, Some(at))),
+        });
+    let outcome = match parsed {
+        Err(message) => Err(message),
+        Ok((name, role, expires)) => {
+            match api_keys::create(&state.core.db, &name, role, expires, &user.0.actor()).await {
+                Ok(issued) => Ok(issued),
+                Err(KeyError::Db(err)) => return Err(AdminError::Db(err)),
+                Err(other) => Err(other.to_string()),
+            }
+        }
+    };
+    match outcome {
+        Ok(issued) => {
+            let secret = Some((issued.key.name.clone(), issued.token.as_str().to_owned()));
+            let page = page(&state, &user, None, String::new(), secret).await?;
+            // The secret is in this page only: nothing may keep a copy of it.
+            let mut response = render(StatusCode::OK, &page);
+            response.headers_mut().insert(
+                actix_web::http::header::CACHE_CONTROL,
+                actix_web::http::header::HeaderValue::from_static("no-store"),
+            );
+            Ok(response)
+        }
+        Err(message) => {
+            let page = page(&state, &user, Some(message), form.name.clone(), None).await?;
+            Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct RevokeForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn revoke(
+    user: AdminUser,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    form: web::Form<RevokeForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.0.check_csrf(&form.csrf)?;
+    match api_keys::revoke(&state.core.db, *id, &user.0.actor()).await {
+        Ok(key) => {
+            user.0.flash(format!("Revoked the key {}", key.name));
+            Ok(see_other("/admin/keys"))
+        }
+        Err(KeyError::NotFound) => Err(AdminError::NotFound),
+        Err(KeyError::Db(err)) => Err(AdminError::Db(err)),
+        Err(other) => Err(AdminError::Refused(other.to_string())),
+    }
+}

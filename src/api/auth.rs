@@ -1,0 +1,114 @@
+//! Who is calling: `Authorization: Bearer <key>`, checked against the stored digest, then
+//! held to the per-key rate limit.
+
+use super::error::ApiError;
+use crate::db::entities::api_keys;
+use crate::rules::{ApiToken, Role};
+use crate::services::{Actor, api_keys as keys};
+use crate::web::AppState;
+use actix_web::dev::Payload;
+use actix_web::http::header::AUTHORIZATION;
+use actix_web::{FromRequest, HttpRequest, web};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// A caller whose key is valid and within its rate limit.
+pub struct ApiCaller {
+    pub key: api_keys::Model,
+    pub role: Role,
+}
+
+impl ApiCaller {
+    pub fn actor(&self) -> Actor {
+        Actor::ApiKey(self.key.name.clone())
+    }
+
+    /// Operator keys change only links they created; admin keys change any.
+    pub fn may_change(&self, creator: Option<&str>) -> Result<(), ApiError> {
+        if self.role == Role::Admin || creator == Some(self.key.name.as_str()) {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(
+            "this operator key may change only the links it created; use an admin key".into(),
+        ))
+    }
+}
+
+impl FromRequest for ApiCaller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let header = req
+            .headers()
+            .get(AUTHORIZATION)
+            .map(|value| value.to_str().map(str::to_owned));
+        Box::pin(async move {
+            let state = state.expect("app state is configured");
+            let header = match header {
+                None => {
+                    return Err(ApiError::Unauthorized(
+                        "send your API key as 'Authorization: Bearer <key>'".into(),
+                    ));
+                }
+                Some(Err(_)) => {
+                    return Err(ApiError::Unauthorized(
+                        "the Authorization header is not readable text".into(),
+                    ));
+                }
+                Some(Ok(text)) => text,
+            };
+            let token = header
+                .strip_prefix("Bearer ")
+                .or_else(|| header.strip_prefix("bearer "))
+                .map(str::trim)
+                .and_then(ApiToken::parse)
+                .ok_or_else(|| {
+                    ApiError::Unauthorized(
+                        "the Authorization header must be 'Bearer ik_…', with a key from the admin UI".into(),
+                    )
+                })?;
+            let key = keys::authenticate(&state.core.db, &token).await??;
+            state.api_limits.take(key.id)?;
+            if let Err(err) = keys::touch(&state.core.db, &key).await {
+                tracing::warn!(error = %err, "could not record API key use");
+            }
+            let role = keys::role(&key);
+            Ok(ApiCaller { key, role })
+        })
+    }
+}
+
+/// A token bucket per key: `per_minute` requests, refilled evenly, bursts up to the same.
+pub struct RateLimits {
+    per_minute: f64,
+    buckets: Mutex<HashMap<i64, (f64, Instant)>>,
+}
+
+impl RateLimits {
+    pub fn new(per_minute: u32) -> Self {
+        Self {
+            per_minute: f64::from(per_minute),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn take(&self, key: i64) -> Result<(), ApiError> {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().expect("rate limits");
+        let (tokens, at) = buckets.entry(key).or_insert((self.per_minute, now));
+        let refill = now.duration_since(*at).as_secs_f64() * self.per_minute / 60.0;
+        *tokens = (*tokens + refill).min(self.per_minute);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            return Ok(());
+        }
+        let wait = ((1.0 - *tokens) * 60.0 / self.per_minute).ceil().max(1.0);
+        Err(ApiError::RateLimited(wait as u64))
+    }
+}

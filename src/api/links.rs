@@ -1,0 +1,542 @@
+//! `/api/v1/links`: shorten (one or a batch), restore, list, edit, revoke, and daily stats.
+
+use super::auth::ApiCaller;
+use super::body::{parse_json, read_body};
+use super::error::{ApiError, ErrorBody};
+use super::model::{
+    BatchRequest, BatchResponse, BatchResult, CodeStrategy, CreateLink, DayStats, Link, LinkPage,
+    LinkState, LinkStats, ListQuery, PatchLink, SetState, StatsQuery, StatusFilter,
+};
+use crate::analytics::aggregate::today;
+use crate::analytics::report::{self, Period, Scope};
+use crate::db::entities::domain_conf;
+use crate::db::entities::url_map::{self, LinkStatus, Strategy};
+use crate::rules::{DomainHost, RedirectStatus, ShortCode};
+use crate::services::bulk::LinkFilter;
+use crate::services::domains;
+use crate::services::links::{self, LinkChanges, NewLink, Outcome};
+use crate::web::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError, web};
+use chrono::{DateTime, TimeZone, Utc};
+use sea_orm::{EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use std::collections::HashMap;
+
+/// One link's JSON is small; a batch of 1,000 with long URLs is not.
+const BODY_LIMIT: usize = 256 * 1024;
+const BATCH_BODY_LIMIT: usize = 16 * 1024 * 1024;
+pub const MAX_BATCH: usize = 1000;
+const MAX_PAGE: u64 = 10_000_000;
+
+type Domains = HashMap<i64, domain_conf::Model>;
+
+async fn all_domains(state: &AppState) -> Result<Domains, ApiError> {
+    Ok(domains::list(&state.core.db)
+        .await?
+        .into_iter()
+        .map(|d| (d.id, d))
+        .collect())
+}
+
+fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {
+    Utc.from_utc_datetime(&at)
+}
+
+pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link {
+    let made_for = domains.get(&link.domain_id);
+    let shown_on = domains::effective(domains, link.domain_id);
+    let status = match link.url_status {
+        LinkStatus::Disabled => LinkState::Disabled,
+        LinkStatus::Active if link.expires_at.is_some_and(|at| at <= crate::db::now()) => {
+            LinkState::Expired
+        }
+        LinkStatus::Active => LinkState::Active,
+    };
+    Link {
+        code: link.compression_code.clone(),
+        short_url: shown_on
+            .map(|d| domains::short_url(d, &link.compression_code))
+            .unwrap_or_default(),
+        url: link.long_url.clone(),
+        domain: made_for.map(|d| d.host.clone()).unwrap_or_default(),
+        status,
+        redirect_status: link
+            .redirect_status
+            .and_then(|code| RedirectStatus::from_code(code as u16).ok())
+            .unwrap_or(state.core.settings.redirect_status)
+            .code(),
+        description: link.description.clone(),
+        created_at: utc(link.created_at),
+        expires_at: link.expires_at.map(utc),
+        version: link.version,
+    }
+}
+
+async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, ApiError> {
+    state
+        .core
+        .parse_target(url)
+        .await?
+        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "url"))
+}
+
+/// Validates one create request and creates the link.
+async fn create_one(
+    state: &AppState,
+    caller: &ApiCaller,
+    input: CreateLink,
+) -> Result<links::SavedLink, ApiError> {
+    let target = target(state, &input.url).await?;
+    let custom_code = input
+        .code
+        .as_deref()
+        .map(|code| {
+            ShortCode::parse(code)
+                .map_err(|err| ApiError::invalid("invalid_code", err.to_string(), "code"))
+        })
+        .transpose()?;
+    let domain = input
+        .domain
+        .as_deref()
+        .map(|host| {
+            DomainHost::parse(host)
+                .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))
+        })
+        .transpose()?;
+    let expires_at = input.expires_at.map(|at| at.0);
+    let redirect_status = input
+        .redirect_status
+        .map(|code| RedirectStatus::from_code(code.0).expect("validated when parsed"));
+    let new = NewLink {
+        custom_code,
+        domain,
+        description: input.description.filter(|d| !d.trim().is_empty()),
+        expires_at,
+        redirect_status,
+        strategy: match input.strategy {
+            Some(CodeStrategy::Hash) => Strategy::Hash,
+            _ => Strategy::Sequence,
+        },
+        reuse: input.reuse.unwrap_or(false),
+        ..NewLink::to(target)
+    };
+    let saved = links::create(&state.core, new, &caller.actor()).await?;
+    // An unknown-code answer for this code may be cached from before it existed.
+    state.resolver.forget(&saved.link.compression_code);
+    Ok(saved)
+}
+
+fn created_status(saved: &links::SavedLink) -> StatusCode {
+    match saved.outcome {
+        Outcome::Created => StatusCode::CREATED,
+        Outcome::Reused => StatusCode::OK,
+    }
+}
+
+/// Shorten a URL.
+#[utoipa::path(
+    post,
+    path = "/api/v1/links",
+    tag = "links",
+    request_body = CreateLink,
+    responses(
+        (status = 201, description = "Created", body = Link),
+        (status = 200, description = "`reuse` found an existing active link for this URL and domain", body = Link),
+        (status = 400, description = "Malformed JSON or a malformed value", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 409, description = "The custom code is taken", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "A value breaks a rule (URL, code, domain, expiry)", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn create(
+    caller: ApiCaller,
+    state: web::Data<AppState>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let input: CreateLink = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
+    let saved = create_one(&state, &caller, input).await?;
+    let domains = all_domains(&state).await?;
+    Ok(HttpResponse::build(created_status(&saved)).json(view(&saved.link, &domains, &state)))
+}
+
+/// Shorten up to 1,000 URLs; each item succeeds or fails on its own.
+#[utoipa::path(
+    post,
+    path = "/api/v1/links/batch",
+    tag = "links",
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "One result per item, in input order", body = BatchResponse),
+        (status = 400, description = "Malformed JSON, or not 1 to 1,000 items", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn batch(
+    caller: ApiCaller,
+    state: web::Data<AppState>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let request: BatchRequest = parse_json(&read_body(payload, BATCH_BODY_LIMIT).await?)?;
+    if request.items.is_empty() || request.items.len() > MAX_BATCH {
+        return Err(ApiError::bad(
+            format!(
+                "a batch has 1 to {MAX_BATCH} items; this one has {}",
+                request.items.len()
+            ),
+            Some("items"),
+        ));
+    }
+    // An item that is not even shaped like a link is a malformed request; items that are
+    // well-formed but break a rule (a bad URL, a taken code) fail alone.
+    let inputs = request
+        .items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            super::body::from_value::<CreateLink>(item, &format!("items[{index}]"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let domains = all_domains(&state).await?;
+    let mut results = Vec::with_capacity(inputs.len());
+    for (index, input) in inputs.into_iter().enumerate() {
+        let outcome = create_one(&state, &caller, input).await;
+        results.push(match outcome {
+            Ok(saved) => BatchResult {
+                index,
+                status: created_status(&saved).as_u16(),
+                link: Some(view(&saved.link, &domains, &state)),
+                error: None,
+            },
+            Err(err) => {
+                if let ApiError::Unavailable(db) = &err {
+                    tracing::error!(error = %db, "batch item failed on the database");
+                }
+                BatchResult {
+                    index,
+                    status: err.status_code().as_u16(),
+                    link: None,
+                    error: Some(err.detail()),
+                }
+            }
+        });
+    }
+    Ok(HttpResponse::Ok().json(BatchResponse { results }))
+}
+
+async fn find(state: &AppState, code: &str) -> Result<url_map::Model, ApiError> {
+    let not_found = || ApiError::NotFound(format!("there is no link with the code '{code}'"));
+    let code = ShortCode::parse(code).map_err(|_| not_found())?;
+    links::find_by_code(&state.core.db, &code)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// Restore a short code: the link behind it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/links/{code}",
+    tag = "links",
+    params(("code" = String, Path, description = "The short code")),
+    responses(
+        (status = 200, description = "The link", body = Link),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn get(
+    _caller: ApiCaller,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let link = find(&state, &code).await?;
+    let domains = all_domains(&state).await?;
+    Ok(HttpResponse::Ok().json(view(&link, &domains, &state)))
+}
+
+/// List links, newest first, with the total count.
+#[utoipa::path(
+    get,
+    path = "/api/v1/links",
+    tag = "links",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of links", body = LinkPage),
+        (status = 400, description = "A malformed parameter", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 422, description = "Unknown domain, or a page size out of range", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn list(
+    _caller: ApiCaller,
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = query.page.unwrap_or(1);
+    let per_page = query.per_page.unwrap_or(20);
+    if !(1..=MAX_PAGE).contains(&page) {
+        return Err(ApiError::bad(
+            format!("page is 1 to {MAX_PAGE}"),
+            Some("page"),
+        ));
+    }
+    if !(1..=100).contains(&per_page) {
+        return Err(ApiError::bad("per_page is 1 to 100", Some("per_page")));
+    }
+    let domains = all_domains(&state).await?;
+    let domain = match query
+        .domain
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        None => String::new(),
+        Some(host) => {
+            let host = DomainHost::parse(host)
+                .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))?;
+            domains
+                .values()
+                .find(|d| d.host == host.to_string())
+                .map(|d| d.id.to_string())
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "unknown_domain",
+                        format!("there is no domain '{host}'"),
+                        "domain",
+                    )
+                })?
+        }
+    };
+    let filter = LinkFilter {
+        q: query.q.clone().unwrap_or_default(),
+        status: match query.status {
+            Some(StatusFilter::Active) => "active",
+            Some(StatusFilter::Disabled) => "disabled",
+            Some(StatusFilter::Expired) => "expired",
+            None => "",
+        }
+        .to_owned(),
+        domain,
+        ..LinkFilter::default()
+    };
+    let select = url_map::Entity::find().filter(filter.condition());
+    let total = select.clone().count(&state.core.db).await?;
+    let offset = (page - 1).saturating_mul(per_page);
+    let rows = select
+        .order_by_desc(url_map::Column::Id)
+        .offset(offset)
+        .limit(per_page)
+        .all(&state.core.db)
+        .await?;
+    Ok(HttpResponse::Ok().json(LinkPage {
+        items: rows.iter().map(|l| view(l, &domains, &state)).collect(),
+        total,
+        page,
+        per_page,
+    }))
+}
+
+/// Change a link; send the `version` you read (409 when it changed meanwhile).
+#[utoipa::path(
+    patch,
+    path = "/api/v1/links/{code}",
+    tag = "links",
+    params(("code" = String, Path, description = "The short code")),
+    request_body = PatchLink,
+    responses(
+        (status = 200, description = "The changed link", body = Link),
+        (status = 400, description = "Malformed JSON or a malformed value", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "An operator key changing a link another key or person created", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 409, description = "The link changed since `version`", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "A value breaks a rule", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn update(
+    caller: ApiCaller,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let patch: PatchLink = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
+    let link = find(&state, &code).await?;
+    caller.may_change(link.creator.as_deref())?;
+    if patch.version != link.version {
+        return Err(ApiError::Conflict {
+            code: "stale_version",
+            message: format!(
+                "the link is at version {}, not {}; read it again and make your change on that",
+                link.version, patch.version
+            ),
+        });
+    }
+    let short = ShortCode::parse(&link.compression_code).expect("a stored code parses");
+    let content_changes = patch.url.is_some()
+        || patch.description.is_some()
+        || patch.expires_at.is_some()
+        || patch.redirect_status.is_some();
+    let mut current = link.clone();
+    if content_changes {
+        let target = match &patch.url {
+            Some(url) => target(&state, url).await?,
+            None => target(&state, &link.long_url).await?,
+        };
+        let expires_at = match &patch.expires_at {
+            Some(Some(at)) => Some(at.0),
+            Some(None) => None,
+            None => link.expires_at.map(utc),
+        };
+        let redirect_status = match patch.redirect_status {
+            Some(Some(code)) => Some(RedirectStatus::from_code(code.0).expect("validated")),
+            Some(None) => None,
+            None => link
+                .redirect_status
+                .and_then(|code| RedirectStatus::from_code(code as u16).ok()),
+        };
+        let changes = LinkChanges {
+            target,
+            description: match patch.description {
+                Some(value) => value,
+                None => link.description.clone(),
+            },
+            expires_at,
+            redirect_status,
+        };
+        current = links::update(
+            &state.core.db,
+            &short,
+            link.version,
+            changes,
+            &caller.actor(),
+        )
+        .await?;
+    }
+    if let Some(status) = patch.status {
+        let wanted = match status {
+            SetState::Active => LinkStatus::Active,
+            SetState::Disabled => LinkStatus::Disabled,
+        };
+        if wanted != current.url_status {
+            current = links::set_status(&state.core.db, &short, wanted, &caller.actor()).await?;
+        }
+    }
+    state.resolver.forget(&current.compression_code);
+    let domains = all_domains(&state).await?;
+    Ok(HttpResponse::Ok().json(view(&current, &domains, &state)))
+}
+
+/// Revoke a link: it is disabled at once and answers 410 from then on.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/links/{code}",
+    tag = "links",
+    params(("code" = String, Path, description = "The short code")),
+    responses(
+        (status = 200, description = "The revoked (disabled) link", body = Link),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "An operator key revoking a link another key or person created", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn revoke(
+    caller: ApiCaller,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let link = find(&state, &code).await?;
+    caller.may_change(link.creator.as_deref())?;
+    let short = ShortCode::parse(&link.compression_code).expect("a stored code parses");
+    let link = match link.url_status {
+        LinkStatus::Disabled => link,
+        LinkStatus::Active => {
+            links::set_status(
+                &state.core.db,
+                &short,
+                LinkStatus::Disabled,
+                &caller.actor(),
+            )
+            .await?
+        }
+    };
+    state.resolver.forget(&link.compression_code);
+    let domains = all_domains(&state).await?;
+    Ok(HttpResponse::Ok().json(view(&link, &domains, &state)))
+}
+
+/// Daily visits of a link.
+#[utoipa::path(
+    get,
+    path = "/api/v1/links/{code}/stats",
+    tag = "links",
+    params(("code" = String, Path, description = "The short code"), StatsQuery),
+    responses(
+        (status = 200, description = "Every day of the range", body = LinkStats),
+        (status = 400, description = "A malformed date or range", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn stats(
+    _caller: ApiCaller,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+    query: web::Query<StatsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    for (field, value) in [("from", &query.from), ("to", &query.to)] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(ApiError::bad(
+                format!("{field} is empty; give a date as YYYY-MM-DD or leave it out"),
+                Some(field),
+            ));
+        }
+    }
+    let link = find(&state, &code).await?;
+    let tz = state.core.settings.timezone;
+    let period = Period::parse(None, query.from.as_deref(), query.to.as_deref(), today(tz))
+        .map_err(|err| {
+            let field = match err {
+                crate::analytics::report::PeriodError::BadDate(ref text)
+                    if query.to.as_deref().map(str::trim) == Some(text.as_str()) =>
+                {
+                    "to"
+                }
+                _ => "from",
+            };
+            ApiError::bad(err.to_string(), Some(field))
+        })?;
+    let days = report::daily(&state.core.db, Scope::Link(link.id), period.from, period.to).await?;
+    Ok(HttpResponse::Ok().json(LinkStats {
+        code: link.compression_code,
+        from: period.from,
+        to: period.to,
+        timezone: tz.name().to_owned(),
+        days: days
+            .into_iter()
+            .map(|d| DayStats {
+                date: d.day,
+                pv: d.pv,
+                uv: d.uv,
+                ip: d.ip,
+                effective: d.effective,
+                ineffective: d.ineffective,
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,67 @@
+//! The REST API for business back ends: `/api/v1`, JSON in and out, API keys, and its
+//! OpenAPI document at `/api/openapi.json`.
+
+pub mod auth;
+pub mod body;
+pub mod domains;
+pub mod error;
+pub mod links;
+pub mod model;
+pub mod openapi;
+
+use actix_web::{HttpRequest, web};
+use error::ApiError;
+
+/// A resource that answers the methods it has and 405 (in JSON, with `Allow`) to the rest.
+fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move |req: HttpRequest| async move {
+        Err::<actix_web::HttpResponse, _>(ApiError::MethodNotAllowed {
+            method: req.method().to_string(),
+            allow,
+        })
+    }))
+}
+
+async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::NotFound(
+        "there is no such API endpoint; see /api/openapi.json".into(),
+    ))
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api")
+            .app_data(web::QueryConfig::default().error_handler(|err, _| {
+                ApiError::bad(format!("a query parameter is not valid: {err}"), None).into()
+            }))
+            .app_data(web::PathConfig::default().error_handler(|err, _| {
+                ApiError::bad(format!("the path is not valid: {err}"), None).into()
+            }))
+            .service(
+                resource("/openapi.json", "GET, HEAD")
+                    .route(web::get().to(openapi::serve))
+                    .route(web::head().to(openapi::serve)),
+            )
+            .service(
+                web::scope("/v1")
+                    .service(
+                        resource("/links", "GET, POST")
+                            .route(web::get().to(links::list))
+                            .route(web::post().to(links::create)),
+                    )
+                    .service(resource("/links/batch", "POST").route(web::post().to(links::batch)))
+                    .service(
+                        resource("/links/{code}", "GET, PATCH, DELETE")
+                            .route(web::get().to(links::get))
+                            .route(web::patch().to(links::update))
+                            .route(web::delete().to(links::revoke)),
+                    )
+                    .service(
+                        resource("/links/{code}/stats", "GET").route(web::get().to(links::stats)),
+                    )
+                    .service(resource("/domains", "GET").route(web::get().to(domains::list)))
+                    .default_service(web::to(not_found)),
+            )
+            .default_service(web::to(not_found)),
+    );
+}

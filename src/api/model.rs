@@ -1,0 +1,292 @@
+//! The JSON the API takes and gives. Their schemas, derived here, are the OpenAPI document's:
+//! what the code accepts and what the contract says cannot drift apart.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// `Some(None)` for an explicit `null` (clear the value), `None` when the field is absent.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeStrategy {
+    /// A code from the keyed sequence: short, unguessable, never repeated.
+    Sequence,
+    /// A code derived from the URL: the same URL gets the same code.
+    Hash,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    Active,
+    Disabled,
+    Expired,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SetState {
+    Active,
+    Disabled,
+}
+
+/// A redirect status: 301, 302, 307 or 308. JSON Schema counts `302.0` as an integer, so a
+/// whole-numbered float is accepted too.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(try_from = "f64", into = "u16")]
+pub struct RedirectCode(pub u16);
+
+impl TryFrom<f64> for RedirectCode {
+    type Error = String;
+    fn try_from(code: f64) -> Result<Self, String> {
+        match code {
+            301.0 => Ok(Self(301)),
+            302.0 => Ok(Self(302)),
+            307.0 => Ok(Self(307)),
+            308.0 => Ok(Self(308)),
+            other => Err(format!(
+                "{other} is not a redirect status; use 301, 302, 307 or 308"
+            )),
+        }
+    }
+}
+
+impl From<RedirectCode> for u16 {
+    fn from(code: RedirectCode) -> u16 {
+        code.0
+    }
+}
+
+impl utoipa::PartialSchema for RedirectCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .enum_values(Some([301, 302, 307, 308]))
+            .description(Some("A redirect status: 301, 302, 307 or 308"))
+            .into()
+    }
+}
+
+impl ToSchema for RedirectCode {}
+
+/// An RFC 3339 date-time such as `2026-12-31T23:59:59+08:00`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "String")]
+pub struct Timestamp(pub DateTime<Utc>);
+
+impl TryFrom<String> for Timestamp {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        DateTime::parse_from_rfc3339(text.trim())
+            .map(|at| Self(at.with_timezone(&Utc)))
+            .map_err(|_| {
+                format!("'{text}' is not an RFC 3339 date-time such as 2026-12-31T23:59:59+08:00")
+            })
+    }
+}
+
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .examples(["2026-12-31T23:59:59+08:00"])
+            .into()
+    }
+}
+
+impl ToSchema for Timestamp {}
+
+/// A whole number that may arrive as `1` or `1.0` (both are JSON Schema integers).
+fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value.fract() == 0.0 && value >= f64::from(i32::MIN) && value <= f64::from(i32::MAX) {
+        Ok(value as i32)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{value} is not a whole number in range"
+        )))
+    }
+}
+
+/// A link to create.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateLink {
+    /// The target: an absolute http or https URL.
+    #[schema(example = "https://example.com/spring-sale?utm_source=sms")]
+    pub url: String,
+    /// A custom code (1–64 of `A-Z a-z 0-9 - _`, not a reserved word); generated when absent.
+    #[serde(default)]
+    pub code: Option<String>,
+    /// The host to serve the link on (one of GET /domains); the default domain when absent.
+    #[serde(default)]
+    pub domain: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// RFC 3339 date-time after which the link answers 410.
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
+    /// 301, 302, 307 or 308; the service default when absent.
+    #[serde(default)]
+    pub redirect_status: Option<RedirectCode>,
+    /// How to make the code when none is given (default: sequence).
+    #[serde(default)]
+    pub strategy: Option<CodeStrategy>,
+    /// Return the existing active link for the same URL and domain (200) instead of a new one.
+    #[serde(default)]
+    pub reuse: Option<bool>,
+}
+
+/// A link as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct Link {
+    pub code: String,
+    /// The URL to hand out: on the link's domain, or the domain that replaced it.
+    pub short_url: String,
+    pub url: String,
+    pub domain: String,
+    pub status: LinkState,
+    #[schema(value_type = u16)]
+    pub redirect_status: u16,
+    pub description: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Send it back with PATCH: an edit made meanwhile by someone else is refused (409).
+    pub version: i32,
+}
+
+/// Changes to a link; absent fields stay as they are, `null` clears.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchLink {
+    /// The `version` the change is based on (from the link as last read).
+    #[serde(deserialize_with = "whole")]
+    pub version: i32,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Timestamp>)]
+    pub expires_at: Option<Option<Timestamp>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<RedirectCode>)]
+    pub redirect_status: Option<Option<RedirectCode>>,
+    #[serde(default)]
+    pub status: Option<SetState>,
+}
+
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// 1 to 1,000 links to create, each as for POST /links.
+    #[schema(value_type = Vec<CreateLink>, min_items = 1, max_items = 1000)]
+    pub items: Vec<serde_json::Value>,
+}
+
+/// One item's outcome: `link` on success (status 201, or 200 when reused), else `error`.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct BatchResult {
+    pub index: usize,
+    pub status: u16,
+    pub link: Option<Link>,
+    pub error: Option<super::error::ErrorDetail>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct BatchResponse {
+    /// One per item, in input order.
+    pub results: Vec<BatchResult>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusFilter {
+    Active,
+    Disabled,
+    Expired,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Part of the code, URL or description.
+    pub q: Option<String>,
+    pub status: Option<StatusFilter>,
+    /// Only links made for this host.
+    pub domain: Option<String>,
+    /// 1-based page number (default 1).
+    #[param(minimum = 1, maximum = 10000000)]
+    pub page: Option<u64>,
+    /// Links per page, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub per_page: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct LinkPage {
+    pub items: Vec<Link>,
+    /// Links matching the filter, on all pages.
+    pub total: u64,
+    pub page: u64,
+    pub per_page: u64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StatsQuery {
+    /// First day, YYYY-MM-DD (default: six days before `to`).
+    #[param(format = Date)]
+    pub from: Option<String>,
+    /// Last day, YYYY-MM-DD (default: today, in the service's time zone). At most 366 days.
+    #[param(format = Date)]
+    pub to: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct DayStats {
+    pub date: NaiveDate,
+    /// Page views: successful redirects of people (bots excluded).
+    pub pv: i64,
+    /// Distinct visitors among page views.
+    pub uv: i64,
+    /// Distinct client addresses among page views.
+    pub ip: i64,
+    /// Successful redirects, bots included.
+    pub effective: i64,
+    /// Requests that were not redirected (disabled or expired link).
+    pub ineffective: i64,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct LinkStats {
+    pub code: String,
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// The IANA time zone the days are counted in.
+    pub timezone: String,
+    /// Every day of the range, days without visits as zeros.
+    pub days: Vec<DayStats>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct Domain {
+    pub host: String,
+    /// http or https: the scheme of short URLs on this host.
+    pub protocol: String,
+    /// active or disabled.
+    pub status: String,
+    pub is_default: bool,
+    /// When the domain was rotated away: the host its links are now shown on.
+    pub replaced_by: Option<String>,
+}

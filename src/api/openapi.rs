@@ -1,0 +1,84 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and the models' types.
+
+use super::error::{ErrorBody, ErrorDetail};
+use super::model;
+use actix_web::HttpResponse;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "inklink API",
+        description = "Create and manage short links from business back ends. Authenticate with \
+            `Authorization: Bearer <key>`; admins create keys in the admin UI (API keys) or with \
+            `inklink apikey add`. Operator keys can read everything and create links, and change \
+            or revoke the links they created; admin keys can change any link. Every error is \
+            `{\"error\": {\"code\", \"message\", \"field\"}}`.",
+        version = "1"
+    ),
+    paths(
+        super::links::create,
+        super::links::batch,
+        super::links::list,
+        super::links::get,
+        super::links::update,
+        super::links::revoke,
+        super::links::stats,
+        super::domains::list,
+    ),
+    components(schemas(
+        model::CreateLink,
+        model::Link,
+        model::PatchLink,
+        model::BatchRequest,
+        model::BatchResponse,
+        model::BatchResult,
+        model::LinkPage,
+        model::LinkStats,
+        model::DayStats,
+        model::Domain,
+        model::StatusFilter,
+        model::CodeStrategy,
+        model::LinkState,
+        model::SetState,
+        ErrorBody,
+        ErrorDetail
+    )),
+    modifiers(&BearerKey),
+    tags(
+        (name = "links", description = "Shorten, restore, list, edit, revoke, and daily visits"),
+        (name = "domains", description = "The hosts links are served on")
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerKey;
+
+impl Modify for BearerKey {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("ik_…")
+                    .description(Some("An inklink API key"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+pub fn document() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI document serialises")
+}
+
+pub async fn serve() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(document())
+}
