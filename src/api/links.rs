@@ -11,7 +11,7 @@ use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{DomainHost, RedirectStatus, ShortCode};
+use crate::rules::{DomainHost, OwnHost, RedirectStatus, ShortCode, UrlRules};
 use crate::services::bulk::LinkFilter;
 use crate::services::domains;
 use crate::services::links::{self, LinkChanges, NewLink, Outcome};
@@ -80,13 +80,10 @@ async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, 
         .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "url"))
 }
 
-/// Validates one create request and creates the link.
-async fn create_one(
-    state: &AppState,
-    caller: &ApiCaller,
-    input: CreateLink,
-) -> Result<links::SavedLink, ApiError> {
-    let target = target(state, &input.url).await?;
+/// Checks one create request against the rules (no database needed beyond `rules`).
+fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError> {
+    let target = crate::rules::TargetUrl::parse(&input.url, rules)
+        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "url"))?;
     let custom_code = input
         .code
         .as_deref()
@@ -103,27 +100,32 @@ async fn create_one(
                 .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))
         })
         .transpose()?;
-    let expires_at = input.expires_at.map(|at| at.0);
-    let redirect_status = input
-        .redirect_status
-        .map(|code| RedirectStatus::from_code(code.0).expect("validated when parsed"));
-    let new = NewLink {
+    Ok(NewLink {
         custom_code,
         domain,
         description: input.description.filter(|d| !d.trim().is_empty()),
-        expires_at,
-        redirect_status,
+        expires_at: input.expires_at.map(|at| at.0),
+        redirect_status: input
+            .redirect_status
+            .map(|code| RedirectStatus::from_code(code.0).expect("validated when parsed")),
         strategy: match input.strategy {
             Some(CodeStrategy::Hash) => Strategy::Hash,
             _ => Strategy::Sequence,
         },
         reuse: input.reuse.unwrap_or(false),
         ..NewLink::to(target)
-    };
-    let saved = links::create(&state.core, new, &caller.actor()).await?;
-    // An unknown-code answer for this code may be cached from before it existed.
-    state.resolver.forget(&saved.link.compression_code);
-    Ok(saved)
+    })
+}
+
+async fn url_rules_hosts(state: &AppState) -> Result<Vec<OwnHost>, ApiError> {
+    Ok(domains::own_hosts(&state.core.db).await?)
+}
+
+fn rules<'a>(state: &AppState, own_hosts: &'a [OwnHost]) -> UrlRules<'a> {
+    UrlRules {
+        max_length: state.core.settings.max_url_length as usize,
+        own_hosts,
+    }
 }
 
 fn created_status(saved: &links::SavedLink) -> StatusCode {
@@ -157,7 +159,11 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let input: CreateLink = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
-    let saved = create_one(&state, &caller, input).await?;
+    let own_hosts = url_rules_hosts(&state).await?;
+    let new = new_link(input, &rules(&state, &own_hosts))?;
+    let saved = links::create(&state.core, new, &caller.actor()).await?;
+    // An unknown-code answer for this code may be cached from before it existed.
+    state.resolver.forget(&saved.link.compression_code);
     let domains = all_domains(&state).await?;
     Ok(HttpResponse::build(created_status(&saved)).json(view(&saved.link, &domains, &state)))
 }
@@ -202,17 +208,38 @@ pub async fn batch(
             super::body::from_value::<CreateLink>(item, &format!("items[{index}]"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let own_hosts = url_rules_hosts(&state).await?;
+    let rules = rules(&state, &own_hosts);
+    let checked: Vec<Result<NewLink, ApiError>> = inputs
+        .into_iter()
+        .map(|input| new_link(input, &rules))
+        .collect();
+    let valid: Vec<NewLink> = checked
+        .iter()
+        .filter_map(|c| c.as_ref().ok().cloned())
+        .collect();
+    let mut created = links::create_many(&state.core, valid, &caller.actor())
+        .await
+        .into_iter();
     let domains = all_domains(&state).await?;
-    let mut results = Vec::with_capacity(inputs.len());
-    for (index, input) in inputs.into_iter().enumerate() {
-        let outcome = create_one(&state, &caller, input).await;
+    let mut results = Vec::with_capacity(checked.len());
+    for (index, checked) in checked.into_iter().enumerate() {
+        let outcome = checked.and_then(|_| {
+            created
+                .next()
+                .expect("a result per valid item")
+                .map_err(ApiError::from)
+        });
         results.push(match outcome {
-            Ok(saved) => BatchResult {
-                index,
-                status: created_status(&saved).as_u16(),
-                link: Some(view(&saved.link, &domains, &state)),
-                error: None,
-            },
+            Ok(saved) => {
+                state.resolver.forget(&saved.link.compression_code);
+                BatchResult {
+                    index,
+                    status: created_status(&saved).as_u16(),
+                    link: Some(view(&saved.link, &domains, &state)),
+                    error: None,
+                }
+            }
             Err(err) => {
                 if let ApiError::Unavailable(db) = &err {
                     tracing::error!(error = %db, "batch item failed on the database");

@@ -3,15 +3,20 @@
 //! A hit costs no database query and no lock shared by all workers (the cache is sharded). A
 //! miss joins a queue of lookups; one task drains the queue into `IN (...)` queries, so a flood
 //! of unknown codes costs one query per batch, not one per request. Unknown codes are cached
-//! too. Entries live `ttl`: a change made on another instance shows within that time. While
-//! the database is unreachable, expired entries keep answering.
+//! too. Every `ttl` a watcher asks the database which links changed (any instance's edits,
+//! creations, disables) and drops exactly those entries, so a change shows everywhere within
+//! `ttl` while unchanged hot links stay cached (entries are refreshed after `MAX_AGE` at the
+//! latest, in case a change was missed). While the database is unreachable, expired entries
+//! keep answering.
 
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::{RedirectStatus, ShortCode};
 use actix_web::http::header::HeaderValue;
 use chrono::NaiveDateTime;
 use quick_cache::sync::Cache;
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +29,14 @@ const QUEUE_CAPACITY: usize = 8192;
 /// After a failed lookup, serve stale entries without asking the database for this long.
 const OUTAGE_BACKOFF: Duration = Duration::from_secs(2);
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+/// The longest an entry is trusted without being looked up again.
+const MAX_AGE: Duration = Duration::from_secs(600);
+/// Changes are read again for at least this long after they were first seen: an edit whose
+/// transaction committed late, an instance whose clock is a little behind, or a lookup that
+/// raced the change and cached the old answer, is not missed.
+const OVERLAP: Duration = Duration::from_secs(10);
+/// More changes than this at once (a bulk import): start the cache afresh.
+const MAX_CHANGES: u64 = 10_000;
 
 #[derive(Debug)]
 pub struct ResolvedLink {
@@ -96,6 +109,7 @@ impl LinkResolver {
         default_status: RedirectStatus,
     ) -> Self {
         let cache = Arc::new(Cache::new(capacity));
+        let db_for_watch = db.clone();
         let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let started = Instant::now();
         let last_failure_ms = Arc::new(AtomicU64::new(0));
@@ -109,9 +123,10 @@ impl LinkResolver {
             queries: queries.clone(),
         };
         tokio::spawn(batcher.run(receiver));
+        tokio::spawn(watch_changes(db_for_watch, cache.clone(), ttl));
         Self {
             cache,
-            ttl,
+            ttl: MAX_AGE,
             lookups: sender,
             started,
             last_failure_ms,
@@ -282,5 +297,62 @@ impl Batcher {
             target: row.long_url.as_str().into(),
             location,
         })
+    }
+}
+
+/// Drops the cache entries of links changed since the last look, every `every`.
+async fn watch_changes(
+    db: DatabaseConnection,
+    cache: Arc<Cache<Box<str>, Entry>>,
+    every: Duration,
+) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let overlap = chrono::TimeDelta::from_std(OVERLAP.max(every * 2)).expect("a short duration");
+    let mut seen_until: Option<NaiveDateTime> = None;
+    let mut handled: HashMap<(String, NaiveDateTime), u8> = HashMap::new();
+    loop {
+        ticker.tick().await;
+        let Some(since) = seen_until else {
+            // Everything cached so far was read after this point.
+            seen_until = Some(crate::db::now() - overlap);
+            continue;
+        };
+        let changed = url_map::Entity::find()
+            .select_only()
+            .column(url_map::Column::CompressionCode)
+            .column(url_map::Column::EditedAt)
+            .filter(url_map::Column::EditedAt.gt(since - overlap))
+            .order_by_asc(url_map::Column::EditedAt)
+            .limit(MAX_CHANGES + 1)
+            .into_tuple::<(String, NaiveDateTime)>()
+            .all(&db);
+        let changed = match tokio::time::timeout(LOOKUP_TIMEOUT, changed).await {
+            Ok(Ok(changed)) => changed,
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "cannot read link changes; will ask again");
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if changed.len() as u64 > MAX_CHANGES {
+            cache.clear();
+        } else {
+            // Each change drops its entry twice: when first seen, and at the next look, in
+            // case a lookup that started before the change cached the old answer meanwhile.
+            // After that the link is cached normally again.
+            for (code, at) in &changed {
+                let times = handled.entry((code.clone(), *at)).or_insert(0);
+                if *times < 2 {
+                    cache.remove(code.as_str());
+                    *times += 1;
+                }
+            }
+        }
+        let horizon = since - overlap;
+        handled.retain(|(_, at), _| *at > horizon);
+        if let Some((_, latest)) = changed.last() {
+            seen_until = Some(since.max(*latest));
+        }
     }
 }

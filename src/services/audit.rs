@@ -1,7 +1,7 @@
 //! Who did what to which link, domain, user or key.
 
 use crate::db::{self, entities::audit_log};
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, Set};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Actor {
@@ -38,11 +38,7 @@ pub struct Entry<'a> {
     pub after: Option<serde_json::Value>,
 }
 
-pub async fn record<C: ConnectionTrait>(
-    conn: &C,
-    actor: &Actor,
-    entry: Entry<'_>,
-) -> Result<(), DbErr> {
+fn row(actor: &Actor, entry: Entry<'_>) -> audit_log::ActiveModel {
     audit_log::ActiveModel {
         at: Set(db::now()),
         actor: Set(actor.name().to_owned()),
@@ -54,7 +50,28 @@ pub async fn record<C: ConnectionTrait>(
         after_state: Set(entry.after.map(|v| v.to_string())),
         ..Default::default()
     }
-    .insert(conn)
-    .await?;
+}
+
+/// Many entries by one actor in one statement (bulk creation).
+pub async fn record_many<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    entries: Vec<Entry<'_>>,
+) -> Result<(), DbErr> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    audit_log::Entity::insert_many(entries.into_iter().map(|entry| row(actor, entry)))
+        .exec(conn)
+        .await
+        .map(drop)
+}
+
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    entry: Entry<'_>,
+) -> Result<(), DbErr> {
+    row(actor, entry).insert(conn).await?;
     Ok(())
 }

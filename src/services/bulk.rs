@@ -142,9 +142,30 @@ pub async fn import(
         max_length: app.settings.max_url_length as usize,
         own_hosts: &own_hosts,
     };
-    let mut outcomes = Vec::with_capacity(rows.len());
+    // Rows that parse are created together (in bulk where they can be); the others carry
+    // their parse error. Outcomes keep the file's order.
+    let mut parsed = Vec::with_capacity(rows.len());
+    let mut valid = Vec::new();
     for (line, input) in rows {
-        let result = import_row(app, &rules, &input, actor).await?;
+        match parse_row(app, &rules, &input) {
+            Ok(new) => {
+                valid.push(new);
+                parsed.push((line, input, None));
+            }
+            Err(message) => parsed.push((line, input, Some(message))),
+        }
+    }
+    let mut created = links::create_many(app, valid, actor).await.into_iter();
+    let mut outcomes = Vec::with_capacity(parsed.len());
+    for (line, input, error) in parsed {
+        let result = match error {
+            Some(message) => Err(message),
+            None => match created.next().expect("a result per valid row") {
+                Ok(saved) => Ok(saved.short_url()),
+                Err(links::LinkError::Db(err)) => return Err(err),
+                Err(err) => Err(err.to_string()),
+            },
+        };
         outcomes.push(RowOutcome {
             line,
             input,
@@ -154,41 +175,25 @@ pub async fn import(
     Ok(Ok(outcomes))
 }
 
-async fn import_row(
-    app: &Inklink,
-    rules: &UrlRules<'_>,
-    input: &[String; 5],
-    actor: &Actor,
-) -> Result<Result<String, String>, DbErr> {
+fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 5]) -> Result<NewLink, String> {
     let [url, code, description, expires_at, domain] = input;
-    let parsed = (|| {
-        let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
-        let custom_code = (!code.is_empty())
-            .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
-            .transpose()?;
-        let domain = (!domain.is_empty())
-            .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
-            .transpose()?;
-        let expires_at = (!expires_at.is_empty())
-            .then(|| parse_expiry(expires_at, app.settings.timezone))
-            .transpose()?;
-        Ok::<_, String>(NewLink {
-            custom_code,
-            domain,
-            description: Some(description.clone()).filter(|d| !d.is_empty()),
-            expires_at,
-            ..NewLink::to(target)
-        })
-    })();
-    let new = match parsed {
-        Ok(new) => new,
-        Err(message) => return Ok(Err(message)),
-    };
-    match links::create(app, new, actor).await {
-        Ok(saved) => Ok(Ok(saved.short_url())),
-        Err(links::LinkError::Db(err)) => Err(err),
-        Err(err) => Ok(Err(err.to_string())),
-    }
+    let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
+    let custom_code = (!code.is_empty())
+        .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
+        .transpose()?;
+    let domain = (!domain.is_empty())
+        .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
+        .transpose()?;
+    let expires_at = (!expires_at.is_empty())
+        .then(|| parse_expiry(expires_at, app.settings.timezone))
+        .transpose()?;
+    Ok(NewLink {
+        custom_code,
+        domain,
+        description: Some(description.clone()).filter(|d| !d.is_empty()),
+        expires_at,
+        ..NewLink::to(target)
+    })
 }
 
 /// A cell as a spreadsheet should show it: text that starts like a formula is quoted, so that

@@ -15,6 +15,7 @@ use sea_orm::{
     EntityTrait, QueryFilter, Set, TransactionTrait,
 };
 use serde_json::json;
+use std::collections::HashMap;
 
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// Sequence ids tried before giving up; only custom codes of the generated shape can take one.
@@ -106,17 +107,7 @@ pub fn url_digest(url: &str) -> String {
 pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedLink, LinkError> {
     let db = &app.db;
     let domain = resolve_domain(db, new.domain.as_ref()).await?;
-    if let Some(description) = &new.description {
-        let chars = description.chars().count();
-        if chars > MAX_DESCRIPTION_CHARS {
-            return Err(LinkError::DescriptionTooLong(chars));
-        }
-    }
-    if let Some(expires_at) = new.expires_at
-        && expires_at <= Utc::now()
-    {
-        return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
-    }
+    check_new(&new)?;
     let digest = url_digest(new.target.as_str());
     if new.reuse
         && let Some(link) = find_reusable(db, &new.target, &digest, domain.id).await?
@@ -159,6 +150,162 @@ pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedL
         domain,
         outcome: Outcome::Created,
     })
+}
+
+/// Links per transaction in [`create_many`]: 500 rows of url_map stay under every backend's
+/// parameter limit.
+const BULK_CHUNK: usize = 500;
+
+/// Creates many links, results in input order. Plain ones (a generated sequence code, no
+/// reuse) go in chunks: one transaction and three statements per chunk instead of two
+/// statements and a commit per link. The rest, and any chunk the database refuses as a whole
+/// (a custom code that happens to equal a generated one), go one by one through [`create`].
+pub async fn create_many(
+    app: &Inklink,
+    items: Vec<NewLink>,
+    actor: &Actor,
+) -> Vec<Result<SavedLink, LinkError>> {
+    let mut results: Vec<Option<Result<SavedLink, LinkError>>> =
+        std::iter::repeat_with(|| None).take(items.len()).collect();
+    let mut domains: HashMap<Option<String>, domain_conf::Model> = HashMap::new();
+    let mut plain = Vec::new();
+    for (index, new) in items.into_iter().enumerate() {
+        if new.custom_code.is_some() || new.reuse || new.strategy != Strategy::Sequence {
+            results[index] = Some(create(app, new, actor).await);
+            continue;
+        }
+        let key = new.domain.as_ref().map(ToString::to_string);
+        let domain = match domains.get(&key) {
+            Some(domain) => domain.clone(),
+            None => match resolve_domain(&app.db, new.domain.as_ref()).await {
+                Ok(domain) => {
+                    domains.insert(key, domain.clone());
+                    domain
+                }
+                Err(err) => {
+                    results[index] = Some(Err(err));
+                    continue;
+                }
+            },
+        };
+        if let Err(err) = check_new(&new) {
+            results[index] = Some(Err(err));
+            continue;
+        }
+        plain.push((index, new, domain));
+    }
+    for chunk in plain.chunks(BULK_CHUNK) {
+        match insert_chunk(app, chunk, actor).await {
+            Ok(saved) => {
+                for ((index, _, _), link) in chunk.iter().zip(saved) {
+                    results[*index] = Some(Ok(link));
+                }
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "bulk insert refused; creating this chunk one by one");
+                for (index, new, _) in chunk {
+                    results[*index] = Some(create(app, new.clone(), actor).await);
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|result| result.expect("every item has a result"))
+        .collect()
+}
+
+fn check_new(new: &NewLink) -> Result<(), LinkError> {
+    if let Some(description) = &new.description {
+        let chars = description.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            return Err(LinkError::DescriptionTooLong(chars));
+        }
+    }
+    if let Some(expires_at) = new.expires_at
+        && expires_at <= Utc::now()
+    {
+        return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
+    }
+    Ok(())
+}
+
+async fn insert_chunk(
+    app: &Inklink,
+    chunk: &[(usize, NewLink, domain_conf::Model)],
+    actor: &Actor,
+) -> Result<Vec<SavedLink>, LinkError> {
+    let mut codes = Vec::with_capacity(chunk.len());
+    while codes.len() < chunk.len() {
+        let id = app.allocator.next_id(&app.db).await?;
+        if let Some(code) = app.codes.code_for_id(id)? {
+            codes.push(code);
+        }
+    }
+    let now = db::now();
+    let models = chunk
+        .iter()
+        .zip(&codes)
+        .map(|((_, new, domain), code)| url_map::ActiveModel {
+            compression_code: Set(code.to_string()),
+            long_url: Set(new.target.to_string()),
+            long_url_digest: Set(url_digest(new.target.as_str())),
+            domain_id: Set(domain.id),
+            description: Set(new.description.clone().filter(|d| !d.is_empty())),
+            url_status: Set(LinkStatus::Active),
+            redirect_status: Set(new.redirect_status.map(|s| s.code() as i16)),
+            expires_at: Set(new.expires_at.map(db::to_stored)),
+            strategy: Set(Strategy::Sequence),
+            creator: Set(Some(actor.name().to_owned())),
+            editor: Set(Some(actor.name().to_owned())),
+            created_at: Set(now),
+            edited_at: Set(now),
+            deleted: Set(false),
+            version: Set(1),
+            ..Default::default()
+        });
+    let txn = app.db.begin().await?;
+    let inserted = async {
+        url_map::Entity::insert_many(models).exec(&txn).await?;
+        let mut stored: HashMap<String, url_map::Model> = url_map::Entity::find()
+            .filter(url_map::Column::CompressionCode.is_in(codes.iter().map(ShortCode::as_str)))
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|link| (link.compression_code.clone(), link))
+            .collect();
+        let links: Vec<url_map::Model> = codes
+            .iter()
+            .map(|code| {
+                stored
+                    .remove(code.as_str())
+                    .ok_or_else(|| DbErr::RecordNotFound(code.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        let entries = links
+            .iter()
+            .map(|link| Entry {
+                action: "link.create",
+                target_kind: "link",
+                target_id: &link.compression_code,
+                before: None,
+                after: Some(snapshot(link)),
+            })
+            .collect();
+        audit::record_many(&txn, actor, entries).await?;
+        Ok::<_, DbErr>(links)
+    }
+    .await;
+    let links = db::finish(txn, inserted).await?;
+    Ok(chunk
+        .iter()
+        .zip(links)
+        .map(|((_, _, domain), link)| SavedLink {
+            link,
+            domain: domain.clone(),
+            outcome: Outcome::Created,
+        })
+        .collect())
 }
 
 async fn create_sequenced(app: &Inklink, draft: &Draft<'_>) -> Result<url_map::Model, LinkError> {

@@ -863,3 +863,55 @@ async fn the_openapi_document_describes_every_path_and_error() {
     assert!(doc["components"]["securitySchemes"]["api_key"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 }
+
+#[actix_web::test]
+async fn a_batch_whose_generated_codes_were_taken_by_custom_codes_still_creates_every_link() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "sms", Role::Operator).await;
+    let first = create_link(&app, "https://example.com/first").await;
+    // The id behind the first generated code; the next ones follow it in this process.
+    let id = (0..100_000u64)
+        .find(|id| {
+            app.core
+                .codes
+                .code_for_id(*id)
+                .unwrap()
+                .map(|c| c.to_string())
+                == Some(first.link.compression_code.clone())
+        })
+        .expect("the first code's id");
+    let mut squatted = HashSet::new();
+    for next in id + 1..id + 4 {
+        let code = app
+            .core
+            .codes
+            .code_for_id(next)
+            .unwrap()
+            .unwrap()
+            .to_string();
+        let reply = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": "https://example.com/squat", "code": code})),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        squatted.insert(code);
+    }
+    let items: Vec<Value> = (0..10)
+        .map(|i| json!({"url": format!("https://example.com/after/{i}")}))
+        .collect();
+    let reply = api
+        .call("POST", "/api/v1/links/batch", Some(json!({"items": items})))
+        .await;
+    assert_eq!(reply.status, 200);
+    let mut codes = HashSet::new();
+    for result in reply.body["results"].as_array().unwrap() {
+        assert_eq!(result["status"], 201, "{result}");
+        let code = result["link"]["code"].as_str().unwrap().to_owned();
+        assert!(!squatted.contains(&code));
+        assert!(codes.insert(code));
+    }
+    assert_eq!(codes.len(), 10);
+}

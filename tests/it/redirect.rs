@@ -409,3 +409,49 @@ async fn healthz_reports_the_database() {
     assert_eq!(status, 200);
     assert!(home.contains("serves short links"));
 }
+
+#[actix_web::test]
+async fn unchanged_links_stay_cached_past_the_ttl_and_changes_still_show_within_it() {
+    let app = spawn_app_with(&["--cache-ttl", "1"]).await;
+    let saved = create_link(&app, "https://example.com/hot").await;
+    let path = format!("/{}", saved.link.compression_code);
+    // Its creation is a change too, handled at the next two looks; after that it is hot.
+    actix_web::rt::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+    let queries = app.state.resolver.queries();
+    // Three TTLs later, nothing changed: the hot link is still answered from the cache.
+    actix_web::rt::time::sleep(Duration::from_millis(3200)).await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+    assert_eq!(
+        app.state.resolver.queries(),
+        queries,
+        "no lookup for an unchanged link"
+    );
+    // A change made elsewhere (not through this instance's cache) shows within the TTL.
+    let code = ShortCode::parse(&saved.link.compression_code).unwrap();
+    links::set_status(&app.core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+        .await
+        .unwrap();
+    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(app.fetch(&path).await.0, 410);
+    // So does a new link for a code that was asked for before it existed.
+    assert_eq!(app.fetch("/LaterCode").await.0, 404);
+    let target = app
+        .core
+        .parse_target("https://example.com/later")
+        .await
+        .unwrap()
+        .unwrap();
+    links::create(
+        &app.core,
+        links::NewLink {
+            custom_code: Some(ShortCode::parse("LaterCode").unwrap()),
+            ..links::NewLink::to(target)
+        },
+        &Actor::Cli,
+    )
+    .await
+    .unwrap();
+    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(app.fetch("/LaterCode").await.0, 302);
+}
