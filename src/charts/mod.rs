@@ -51,32 +51,50 @@ fn render(
     svg
 }
 
+type DayChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A chart with one slot per day along x (labelled about eight times, whatever the range)
+/// and counts from 0 to a little above `max` along y.
+fn day_chart<'a, 'b: 'a>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    days: &[DayRow],
+    max: i64,
+    y_labels: usize,
+) -> Result<DayChart<'a, 'b>, String> {
+    let n = days.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(48)
+        .build_cartesian_2d(-0.5..n - 0.5, 0.0..y_top(max))
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE)
+        .x_labels(days.len().clamp(1, 8))
+        .x_label_formatter(&|x| day_label(days, *x))
+        .y_labels(y_labels)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 12))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(chart)
+}
+
 /// PV, UV and unique IPs per day, as lines (with dots while the days are few enough to see).
 pub fn daily_lines(days: &[DayRow]) -> String {
     render(WIDTH, 280, |root| {
-        let n = days.len().max(1) as f64;
         let max = days
             .iter()
             .map(|d| d.pv.max(d.uv).max(d.ip))
             .max()
             .unwrap_or(0);
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .x_label_area_size(28)
-            .y_label_area_size(48)
-            .build_cartesian_2d(-0.5..n - 0.5, 0.0..y_top(max))
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(WHITE)
-            .x_labels(days.len().clamp(1, 8))
-            .x_label_formatter(&|x| day_label(days, *x))
-            .y_labels(6)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut chart = day_chart(&root, days, max, 6)?;
         for (name, color, pick) in [
             ("PV", PV, (|d: &DayRow| d.pv) as fn(&DayRow) -> i64),
             ("UV", UV, |d: &DayRow| d.uv),
@@ -118,29 +136,12 @@ pub fn daily_lines(days: &[DayRow]) -> String {
 /// Effective and ineffective redirects per day, stacked bars.
 pub fn outcome_bars(days: &[DayRow]) -> String {
     render(WIDTH, 220, |root| {
-        let n = days.len().max(1) as f64;
         let max = days
             .iter()
             .map(|d| d.effective + d.ineffective)
             .max()
             .unwrap_or(0);
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .x_label_area_size(28)
-            .y_label_area_size(48)
-            .build_cartesian_2d(-0.5..n - 0.5, 0.0..y_top(max))
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(WHITE)
-            .x_labels(days.len().clamp(1, 8))
-            .x_label_formatter(&|x| day_label(days, *x))
-            .y_labels(5)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut chart = day_chart(&root, days, max, 5)?;
         let half = 0.4;
         chart
             .draw_series(days.iter().enumerate().map(|(i, d)| {
