@@ -468,7 +468,7 @@ async fn dashboards_fill_as_visitors_click_from_several_devices() {
         .goto(&app.url(&format!("/admin/dashboard?from={today}&to={today}")))
         .await
         .unwrap();
-    wait_for_text(&client, "1 days").await;
+    wait_for_text(&client, "(1 day,").await;
     screenshot(&client, "dashboard-1-day").await;
     client
         .goto(&app.url("/admin/dashboard?from=2026-02-30"))
