@@ -9,6 +9,7 @@ mod m20261121_000003_link_expiry_index;
 mod m20261121_000004_event_keys;
 mod m20261121_000005_api_key_names;
 mod m20261121_000006_link_edited_index;
+mod m20261121_000007_drop_event_link_index;
 
 pub struct Migrator;
 
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000004_event_keys::Migration),
             Box::new(m20261121_000005_api_key_names::Migration),
             Box::new(m20261121_000006_link_edited_index::Migration),
+            Box::new(m20261121_000007_drop_event_link_index::Migration),
         ]
     }
 }

@@ -184,12 +184,17 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
     let Some((start, end)) = day_range(day, tz) else {
         return Ok(());
     };
+    // Counted outside the writing transaction: on SQLite a transaction that reads first
+    // cannot start writing once the click writer has committed meanwhile. Events that land
+    // between counting and replacing are counted at the next refresh (or, for a past day,
+    // when the writer marks it stale after writing them).
+    let (stats, breakdown) = count_day(db, start, end).await?;
     // Two instances recomputing one day at once can deadlock on the unique index; the loser
     // is rolled back and simply does it again.
     let mut attempt = 0;
     loop {
         let txn = db.begin().await?;
-        let result = replace_day(&txn, day, start, end).await;
+        let result = replace_day(&txn, day, &stats, &breakdown).await;
         match crate::db::finish(txn, result).await {
             Err(err) if crate::db::is_retryable(&err) && attempt < 3 => attempt += 1,
             done => return done,
@@ -200,11 +205,10 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
 async fn replace_day(
     txn: &impl ConnectionTrait,
     day: NaiveDate,
-    start: NaiveDateTime,
-    end: NaiveDateTime,
+    stats: &[DayStats],
+    breakdown: &[BreakdownRow],
 ) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    let (stats, breakdown) = count_day(txn, start, end).await?;
     for table in ["visit_statistics", "visit_statistics_breakdown"] {
         let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
         txn.execute_raw(statement(backend, &sql, vec![day.into()]))

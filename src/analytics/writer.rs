@@ -10,7 +10,7 @@ use super::spool::Spool;
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 use sea_orm::sea_query::{OnConflict, Query};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -24,6 +24,8 @@ pub const BATCH: usize = 1000;
 /// make a late commit of the first attempt harmless).
 const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How long a partial batch waits for more events.
+const LINGER: Duration = Duration::from_millis(20);
 /// How often the GeoIP file is looked at (one `stat`) for a newer version.
 const GEOIP_CHECK: Duration = Duration::from_secs(2);
 
@@ -89,6 +91,17 @@ impl Writer {
                 received = queue.recv_many(&mut events, BATCH) => {
                     if received == 0 {
                         break;
+                    }
+                    if events.len() < BATCH {
+                        // A moment for more to arrive: under load, batches fill up and one
+                        // statement (prepared once) carries a thousand events.
+                        tokio::time::sleep(LINGER).await;
+                        while events.len() < BATCH {
+                            match queue.try_recv() {
+                                Ok(event) => events.push(event),
+                                Err(_) => break,
+                            }
+                        }
                     }
                     self.accept(&mut events).await;
                 }
@@ -290,8 +303,35 @@ const COLUMNS: [&str; 22] = [
     "failure_reason",
 ];
 
-/// Inserts `rows` in one statement; rows whose event key is already stored are skipped.
-pub async fn insert_rows(db: &impl ConnectionTrait, rows: &[EventRow]) -> Result<(), DbErr> {
+/// Statement sizes: a batch is split into statements of these many rows, so that each
+/// connection prepares at most four distinct statements and reuses them (SQLite spends
+/// most of a small insert parsing a statement it has not seen).
+const STATEMENT_ROWS: [usize; 4] = [BATCH, 100, 10, 1];
+
+/// Inserts `rows` in one transaction; rows whose event key is already stored are skipped.
+pub async fn insert_rows(db: &DatabaseConnection, rows: &[EventRow]) -> Result<(), DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let txn = db.begin().await?;
+    let mut rest = rows;
+    let inserted = async {
+        while !rest.is_empty() {
+            let size = STATEMENT_ROWS
+                .into_iter()
+                .find(|size| *size <= rest.len())
+                .unwrap_or(1);
+            let (now, later) = rest.split_at(size);
+            insert_statement(&txn, now).await?;
+            rest = later;
+        }
+        Ok(())
+    }
+    .await;
+    crate::db::finish(txn, inserted).await
+}
+
+async fn insert_statement(db: &impl ConnectionTrait, rows: &[EventRow]) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }
