@@ -88,8 +88,9 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_MAX_URL_LENGTH", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(64..=65536), global = true)]
     pub max_url_length: u32,
 
-    /// Seconds a looked-up link stays cached; a change made on another instance shows after
-    /// at most this long (at once on the instance that made it)
+    /// Seconds between looks for links changed elsewhere: a change made on another instance
+    /// shows here after at most this long (at once on the instance that made it); unchanged
+    /// links stay cached
     #[arg(long, env = "INKLINK_CACHE_TTL", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
     pub cache_ttl: u64,
 
