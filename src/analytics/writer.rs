@@ -44,13 +44,27 @@ pub struct Writer {
     db: DatabaseConnection,
     enricher: Enricher,
     metrics: Arc<Metrics>,
+    /// Enriched events not yet written, oldest first; the spool continues it when full.
     memory: VecDeque<EventRow>,
+    /// When the oldest event in `memory` arrived: a partial batch waits `LINGER` for more.
+    memory_since: Option<Instant>,
     spool: Spool,
+    /// The batch being inserted while the writer goes on taking events off the queue.
+    in_flight: Option<InFlight>,
     dirty: DirtyDays,
     config: WriterConfig,
-    /// When the backlog may be tried again; `None` while there is none.
+    /// After a failed insert, nothing is tried before this.
     retry_at: Option<Instant>,
     outage_logged: bool,
+}
+
+type Inserted = (Vec<EventRow>, Result<(), DbErr>, Duration);
+
+struct InFlight {
+    /// Where the rows came from: the spool offset just past them, or memory.
+    spool_offset: Option<u64>,
+    count: usize,
+    task: tokio::task::JoinHandle<Inserted>,
 }
 
 impl Writer {
@@ -62,22 +76,25 @@ impl Writer {
         dirty: DirtyDays,
         config: WriterConfig,
     ) -> Self {
-        let retry_at = (spool.pending() > 0).then(Instant::now);
         metrics.events_backlog.store(spool.pending(), Relaxed);
         Self {
             db,
             enricher,
             metrics,
             memory: VecDeque::new(),
+            memory_since: None,
             spool,
+            in_flight: None,
             dirty,
             config,
-            retry_at,
+            retry_at: None,
             outage_logged: false,
         }
     }
 
-    /// Runs until `stop` fires (or every sender is gone), then drains and returns.
+    /// Runs until `stop` fires (or every sender is gone), then drains and returns. Taking
+    /// events off the queue never waits for the database: while a batch is being inserted,
+    /// new events gather in memory (and beyond `memory_limit`, in the spool).
     pub async fn run(
         mut self,
         mut queue: mpsc::Receiver<ClickEvent>,
@@ -86,27 +103,18 @@ impl Writer {
         let mut events = Vec::with_capacity(BATCH);
         let mut geoip_check = tokio::time::interval(GEOIP_CHECK);
         loop {
-            let retry = self.retry_at;
+            self.start_insert(false);
+            let wake = self.next_attempt();
             tokio::select! {
                 received = queue.recv_many(&mut events, BATCH) => {
                     if received == 0 {
                         break;
                     }
-                    if events.len() < BATCH {
-                        // A moment for more to arrive: under load, batches fill up and one
-                        // statement (prepared once) carries a thousand events.
-                        tokio::time::sleep(LINGER).await;
-                        while events.len() < BATCH {
-                            match queue.try_recv() {
-                                Ok(event) => events.push(event),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    self.accept(&mut events).await;
+                    self.accept(&mut events);
                 }
+                done = in_flight(&mut self.in_flight) => self.inserted(done),
                 _ = &mut stop => break,
-                _ = sleep_until(retry), if retry.is_some() => self.drain_backlog_once().await,
+                _ = sleep_until(wake), if wake.is_some() => {}
                 _ = geoip_check.tick() => self.enricher.refresh_geoip(),
             }
         }
@@ -117,12 +125,23 @@ impl Writer {
         queue.close();
         let mut events = Vec::with_capacity(BATCH);
         while queue.recv_many(&mut events, BATCH).await > 0 {
-            self.accept(&mut events).await;
+            self.accept(&mut events);
         }
         let deadline = Instant::now() + self.config.shutdown_grace;
-        while self.retry_at.is_some() && Instant::now() < deadline {
-            sleep_until(self.retry_at.map(|at| at.min(deadline))).await;
-            self.drain_backlog_once().await;
+        loop {
+            if self.in_flight.is_some() {
+                let done = in_flight(&mut self.in_flight).await;
+                self.inserted(done);
+                continue;
+            }
+            if self.backlog() == 0 || Instant::now() >= deadline {
+                break;
+            }
+            if let Some(at) = self.retry_at.filter(|at| *at > Instant::now()) {
+                tokio::time::sleep_until(at.min(deadline).into()).await;
+                continue;
+            }
+            self.start_insert(true);
         }
         if !self.memory.is_empty() {
             let rows: Vec<EventRow> = self.memory.drain(..).collect();
@@ -140,6 +159,7 @@ impl Writer {
                 }
             }
         }
+        self.update_backlog();
         if self.spool.pending() > 0 {
             tracing::warn!(path = %self.spool.path().display(), events = self.spool.pending(), "the database is unreachable: click events stay in the spool and are written at the next start");
         }
@@ -149,32 +169,116 @@ impl Writer {
         );
     }
 
-    async fn accept(&mut self, events: &mut Vec<ClickEvent>) {
+    fn accept(&mut self, events: &mut Vec<ClickEvent>) {
         let rows: Vec<EventRow> = events.drain(..).map(|e| self.enricher.enrich(e)).collect();
-        if self.retry_at.is_some() {
-            // Older events are waiting: these go behind them, to keep the order.
-            self.hold(rows);
-            return;
-        }
-        if let Err(err) = self.store(&rows).await {
-            self.outage(&err);
-            self.hold(rows);
-        }
+        self.hold(rows);
     }
 
-    async fn store(&mut self, rows: &[EventRow]) -> Result<(), DbErr> {
-        let started = Instant::now();
-        match tokio::time::timeout(INSERT_TIMEOUT, insert_rows(&self.db, rows)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => return Err(err),
-            Err(_) => return Err(DbErr::Custom("inserting click events timed out".into())),
+    fn backlog(&self) -> u64 {
+        self.memory.len() as u64 + self.spool.pending()
+    }
+
+    /// When the loop should look again without news: a retry falling due, or a partial
+    /// batch that has waited long enough.
+    fn next_attempt(&self) -> Option<Instant> {
+        if self.in_flight.is_some() {
+            return None;
         }
-        self.metrics.batch_latency.observe(started.elapsed());
-        self.metrics
-            .events_written
-            .fetch_add(rows.len() as u64, Relaxed);
-        self.mark_late_days(rows);
-        Ok(())
+        if let Some(at) = self.retry_at {
+            return Some(at);
+        }
+        if self.spool.pending() > 0 {
+            return Some(Instant::now());
+        }
+        self.memory_since.map(|since| since + LINGER)
+    }
+
+    /// Starts inserting the oldest batch, if one is due: a full batch, anything from the
+    /// spool, or a partial batch that has lingered (or at once, when `now`).
+    fn start_insert(&mut self, now: bool) {
+        if self.in_flight.is_some() || self.retry_at.is_some_and(|at| at > Instant::now()) {
+            return;
+        }
+        let (rows, spool_offset) = if !self.memory.is_empty() {
+            let lingered = self
+                .memory_since
+                .is_some_and(|since| since.elapsed() >= LINGER);
+            if !(now || lingered || self.memory.len() >= BATCH) {
+                return;
+            }
+            let take = self.memory.len().min(BATCH);
+            let rows: Vec<EventRow> = self.memory.drain(..take).collect();
+            self.memory_since = (!self.memory.is_empty()).then(Instant::now);
+            (rows, None)
+        } else if self.spool.pending() > 0 {
+            match self.spool.peek(BATCH) {
+                Ok((rows, offset)) => (rows, Some(offset)),
+                Err(err) => {
+                    tracing::error!(error = %err, path = %self.spool.path().display(), "cannot read the spool");
+                    self.retry_at = Some(Instant::now() + RETRY_AFTER);
+                    return;
+                }
+            }
+        } else {
+            return;
+        };
+        let db = self.db.clone();
+        let count = rows.len();
+        let task = tokio::spawn(async move {
+            let started = Instant::now();
+            let result = match tokio::time::timeout(INSERT_TIMEOUT, insert_rows(&db, &rows)).await {
+                Ok(result) => result,
+                Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
+            };
+            (rows, result, started.elapsed())
+        });
+        self.in_flight = Some(InFlight {
+            spool_offset,
+            count,
+            task,
+        });
+        self.update_backlog();
+    }
+
+    fn inserted(&mut self, (spool_offset, count, joined): Finished) {
+        let (rows, result, took) = match joined {
+            Ok(done) => done,
+            Err(err) => {
+                tracing::error!(error = %err, events = count, "the click insert task failed: its events are lost");
+                self.metrics.events_dropped.fetch_add(count as u64, Relaxed);
+                return self.update_backlog();
+            }
+        };
+        match result {
+            Ok(()) => {
+                self.metrics.batch_latency.observe(took);
+                self.metrics
+                    .events_written
+                    .fetch_add(rows.len() as u64, Relaxed);
+                self.mark_late_days(&rows);
+                if let Some(offset) = spool_offset
+                    && let Err(err) = self.spool.consume(offset, rows.len() as u64)
+                {
+                    tracing::error!(error = %err, "cannot update the spool");
+                }
+                self.retry_at = None;
+                if self.outage_logged && self.backlog() == 0 {
+                    tracing::info!("the database is back: every held click event is written");
+                    self.outage_logged = false;
+                }
+            }
+            Err(err) => {
+                self.outage(&err);
+                // Spooled rows stay in the spool; rows from memory go back to its front.
+                if spool_offset.is_none() {
+                    for row in rows.into_iter().rev() {
+                        self.memory.push_front(row);
+                    }
+                    self.memory_since.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+        self.update_backlog();
     }
 
     fn outage(&mut self, err: &DbErr) {
@@ -185,12 +289,15 @@ impl Writer {
         self.retry_at = Some(Instant::now() + RETRY_AFTER);
     }
 
+    /// Queues enriched rows behind everything not yet written: in memory while there is room
+    /// and nothing is spooled, else at the end of the spool.
     fn hold(&mut self, rows: Vec<EventRow>) {
-        let count = rows.len() as u64;
-        if self.retry_at.is_none() {
-            self.retry_at = Some(Instant::now());
+        if rows.is_empty() {
+            return;
         }
+        let count = rows.len() as u64;
         if self.spool.pending() == 0 && self.memory.len() + rows.len() <= self.config.memory_limit {
+            self.memory_since.get_or_insert_with(Instant::now);
             self.memory.extend(rows);
         } else {
             match self.spool.append(&rows) {
@@ -206,49 +313,15 @@ impl Writer {
         self.update_backlog();
     }
 
-    /// Writes one batch from the front of the backlog: memory first (older), then the spool.
-    async fn drain_backlog_once(&mut self) {
-        if !self.memory.is_empty() {
-            let take = self.memory.len().min(BATCH);
-            let rows: Vec<EventRow> = self.memory.range(..take).cloned().collect();
-            match self.store(&rows).await {
-                Ok(()) => {
-                    self.memory.drain(..take);
-                }
-                Err(err) => return self.outage(&err),
-            }
-        } else if self.spool.pending() > 0 {
-            let (rows, offset) = match self.spool.peek(BATCH) {
-                Ok(read) => read,
-                Err(err) => {
-                    tracing::error!(error = %err, path = %self.spool.path().display(), "cannot read the spool");
-                    self.retry_at = Some(Instant::now() + RETRY_AFTER);
-                    return;
-                }
-            };
-            if let Err(err) = self.store(&rows).await {
-                return self.outage(&err);
-            }
-            if let Err(err) = self.spool.consume(offset, rows.len() as u64) {
-                tracing::error!(error = %err, "cannot update the spool");
-            }
-        }
-        self.update_backlog();
-        if self.memory.is_empty() && self.spool.pending() == 0 {
-            if self.outage_logged {
-                tracing::info!("the database is back: every held click event is written");
-            }
-            self.retry_at = None;
-            self.outage_logged = false;
-        } else {
-            self.retry_at = Some(Instant::now());
-        }
-    }
-
     fn update_backlog(&self) {
+        let in_memory_flight = self
+            .in_flight
+            .as_ref()
+            .filter(|flight| flight.spool_offset.is_none())
+            .map_or(0, |flight| flight.count as u64);
         self.metrics
             .events_backlog
-            .store(self.memory.len() as u64 + self.spool.pending(), Relaxed);
+            .store(self.backlog() + in_memory_flight, Relaxed);
     }
 
     /// Events of a day that has already ended (late after an outage, or around midnight)
@@ -270,6 +343,19 @@ impl Writer {
             self.dirty.lock().expect("dirty days").extend(late);
         }
     }
+}
+
+/// (spool offset, rows, outcome) of a finished insert.
+type Finished = (Option<u64>, usize, Result<Inserted, tokio::task::JoinError>);
+
+/// Waits for the batch in flight; never finishes when there is none (for `select!`).
+async fn in_flight(slot: &mut Option<InFlight>) -> Finished {
+    let Some(flight) = slot.as_mut() else {
+        return std::future::pending().await;
+    };
+    let joined = (&mut flight.task).await;
+    let flight = slot.take().expect("a batch in flight");
+    (flight.spool_offset, flight.count, joined)
 }
 
 async fn sleep_until(at: Option<Instant>) {
