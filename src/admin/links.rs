@@ -329,11 +329,7 @@ async fn find(state: &AppState, code: &str) -> Result<(url_map::Model, String), 
     let link = links::find_by_code(&state.core.db, &code)
         .await?
         .ok_or(AdminError::NotFound)?;
-    let all: HashMap<i64, domain_conf::Model> = domains::list(&state.core.db)
-        .await?
-        .into_iter()
-        .map(|domain| (domain.id, domain))
-        .collect();
+    let all = domains::by_id(&state.core.db).await?;
     let short_url = domains::effective(&all, link.domain_id)
         .map(|domain| domains::short_url(domain, &link.compression_code))
         .unwrap_or_default();

@@ -31,11 +31,7 @@ const MAX_PAGE: u64 = 10_000_000;
 type Domains = HashMap<i64, domain_conf::Model>;
 
 async fn all_domains(state: &AppState) -> Result<Domains, ApiError> {
-    Ok(domains::list(&state.core.db)
-        .await?
-        .into_iter()
-        .map(|d| (d.id, d))
-        .collect())
+    Ok(domains::by_id(&state.core.db).await?)
 }
 
 fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {

@@ -5,7 +5,6 @@ use super::audit::Actor;
 use super::domains;
 use super::links::{self, NewLink};
 use crate::context::Inklink;
-use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::{DomainHost, ShortCode, TargetUrl, UrlRules};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -14,7 +13,6 @@ use sea_orm::{
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
-use std::collections::HashMap;
 
 pub const MAX_ROWS: usize = 10_000;
 const COLUMNS: [&str; 5] = ["url", "code", "description", "expires_at", "domain"];
@@ -315,11 +313,7 @@ impl LinkFilter {
 
 /// Every link the filter matches, newest first, with the URL each is shown under now.
 pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<String, DbErr> {
-    let all: HashMap<i64, domain_conf::Model> = domains::list(db)
-        .await?
-        .into_iter()
-        .map(|domain| (domain.id, domain))
-        .collect();
+    let all = domains::by_id(db).await?;
     let mut rows = Vec::new();
     let mut before: Option<i64> = None;
     // In pages, so that a large export never asks the database for everything at once.

@@ -26,6 +26,13 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<domain_conf::Model>, Db
         .await
 }
 
+/// Every domain by id: what [`effective`] and [`short_url`] look links' domains up in.
+pub async fn by_id(
+    db: &DatabaseConnection,
+) -> Result<std::collections::HashMap<i64, domain_conf::Model>, DbErr> {
+    Ok(list(db).await?.into_iter().map(|d| (d.id, d)).collect())
+}
+
 pub async fn default_domain(db: &DatabaseConnection) -> Result<Option<domain_conf::Model>, DbErr> {
     domain_conf::Entity::find()
         .filter(domain_conf::Column::IsDefault.eq(true))
