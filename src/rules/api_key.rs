@@ -14,7 +14,9 @@ pub enum KeyNameError {
     Invalid,
 }
 
-/// What a key is called in lists, the audit log and as the creator of its links.
+/// What a key is called in lists, the audit log and as the creator of its links. Lower-case,
+/// so that `CRM` and `crm` are one name on every database (MySQL's collation folds case where
+/// PostgreSQL and SQLite do not, and link ownership compares the name exactly).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyName(String);
 
@@ -26,7 +28,7 @@ impl KeyName {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if valid {
-            Ok(Self(name.to_owned()))
+            Ok(Self(name.to_ascii_lowercase()))
         } else {
             Err(KeyNameError::Invalid)
         }

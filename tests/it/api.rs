@@ -915,3 +915,46 @@ async fn a_batch_whose_generated_codes_were_taken_by_custom_codes_still_creates_
     }
     assert_eq!(codes.len(), 10);
 }
+
+#[actix_web::test]
+async fn key_names_differing_only_in_case_are_one_name_on_every_database() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "CRM", Role::Operator).await;
+    let taken = api_keys::create(
+        &app.core.db,
+        &KeyName::parse("crm").unwrap(),
+        Role::Admin,
+        None,
+        &Actor::System,
+    )
+    .await;
+    assert!(
+        matches!(taken, Err(api_keys::KeyError::NameTaken(ref name)) if name == "crm"),
+        "{:?}",
+        taken.map(|k| k.key.name)
+    );
+    // The key owns what it created, whatever case its name was typed in.
+    let created = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/mine"})),
+        )
+        .await;
+    let code = created.body["code"].as_str().unwrap().to_owned();
+    let edited = api
+        .call(
+            "PATCH",
+            &format!("/api/v1/links/{code}"),
+            Some(json!({"version": 1, "description": "still mine"})),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    let names: Vec<String> = api_keys::list(&app.core.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, vec!["crm".to_owned()]);
+}
