@@ -199,14 +199,25 @@ pub const MAX_DAYS: i64 = 366;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PeriodError {
-    #[error("'{0}' is not a date; use YYYY-MM-DD")]
-    BadDate(String),
+    #[error("{field} '{text}' is not a date; use YYYY-MM-DD")]
+    BadDate { field: &'static str, text: String },
     #[error("the range must be 7, 30 or 90 days, not '{0}'")]
     BadPreset(String),
     #[error("the start {from} is after the end {to}")]
     Reversed { from: NaiveDate, to: NaiveDate },
     #[error("at most {MAX_DAYS} days at a time; this range has {0}")]
     TooLong(i64),
+}
+
+impl PeriodError {
+    /// The parameter the error is about.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::BadDate { field, .. } => field,
+            Self::BadPreset(_) => "range",
+            Self::Reversed { .. } | Self::TooLong(_) => "from",
+        }
+    }
 }
 
 impl Period {
@@ -229,9 +240,11 @@ impl Period {
         to: Option<&str>,
         today: NaiveDate,
     ) -> Result<Self, PeriodError> {
-        let date = |text: &str| {
-            NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .map_err(|_| PeriodError::BadDate(text.to_owned()))
+        let date = |field: &'static str, text: &str| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| PeriodError::BadDate {
+                field,
+                text: text.to_owned(),
+            })
         };
         let (from, to) = (nonempty(from), nonempty(to));
         let range = nonempty(range);
@@ -244,9 +257,12 @@ impl Period {
                 },
             };
         }
-        let to = to.map(date).transpose()?.unwrap_or(today);
+        let to = to
+            .map(|text| date("to", text))
+            .transpose()?
+            .unwrap_or(today);
         let from = match from {
-            Some(text) => date(text)?,
+            Some(text) => date("from", text)?,
             None => to.checked_sub_days(Days::new(6)).unwrap_or(to),
         };
         if from > to {

@@ -533,17 +533,7 @@ pub async fn stats(
     let link = find(&state, &code).await?;
     let tz = state.core.settings.timezone;
     let period = Period::parse(None, query.from.as_deref(), query.to.as_deref(), today(tz))
-        .map_err(|err| {
-            let field = match err {
-                crate::analytics::report::PeriodError::BadDate(ref text)
-                    if query.to.as_deref().map(str::trim) == Some(text.as_str()) =>
-                {
-                    "to"
-                }
-                _ => "from",
-            };
-            ApiError::bad(err.to_string(), Some(field))
-        })?;
+        .map_err(|err| ApiError::bad(err.to_string(), Some(err.field())))?;
     let days = report::daily(&state.core.db, Scope::Link(link.id), period.from, period.to).await?;
     Ok(HttpResponse::Ok().json(LinkStats {
         code: link.compression_code,

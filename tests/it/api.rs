@@ -442,6 +442,17 @@ async fn every_error_is_json_with_its_status() {
     assert_error(
         &api.call(
             "GET",
+            &format!("/api/v1/links/{code}/stats?to=31.01.2026"),
+            None,
+        )
+        .await,
+        400,
+        "bad_request",
+        Some("to"),
+    );
+    assert_error(
+        &api.call(
+            "GET",
             &format!("/api/v1/links/{code}/stats?from=2026-02-01&to=2026-01-01"),
             None,
         )

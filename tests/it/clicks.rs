@@ -371,8 +371,14 @@ fn report_periods_are_parsed_with_clear_errors() {
     );
     assert_eq!(
         Period::parse(None, Some("2026-13-01"), None, today),
-        Err(PeriodError::BadDate("2026-13-01".into()))
+        Err(PeriodError::BadDate {
+            field: "from",
+            text: "2026-13-01".into()
+        })
     );
+    let bad_end = Period::parse(None, None, Some("11/01/2026"), today).unwrap_err();
+    assert_eq!(bad_end.field(), "to");
+    assert!(bad_end.to_string().contains("'11/01/2026'"), "{bad_end}");
     assert_eq!(
         Period::parse(None, Some("2026-11-20"), Some("2026-11-01"), today),
         Err(PeriodError::Reversed {
