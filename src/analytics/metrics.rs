@@ -1,6 +1,7 @@
 //! Counters for `/metrics` (Prometheus text format). Plain relaxed atomics: the redirect path
 //! pays an increment, never a lock.
 
+use super::event::Outcome;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -43,8 +44,8 @@ impl Histogram {
 
 #[derive(Default)]
 pub struct Metrics {
-    /// Redirect requests by outcome: redirected, unknown, disabled, expired.
-    pub redirects: [AtomicU64; 4],
+    /// Redirect requests, in the order of [`OUTCOMES`].
+    redirects: [AtomicU64; 4],
     pub redirect_latency: Histogram,
     pub events_queued: AtomicU64,
     pub events_written: AtomicU64,
@@ -55,7 +56,12 @@ pub struct Metrics {
     pub batch_latency: Histogram,
 }
 
-pub const OUTCOMES: [&str; 4] = ["redirected", "unknown", "disabled", "expired"];
+const OUTCOMES: [(Outcome, &str); 4] = [
+    (Outcome::Redirected, "redirected"),
+    (Outcome::Unknown, "unknown"),
+    (Outcome::Disabled, "disabled"),
+    (Outcome::Expired, "expired"),
+];
 
 pub struct Gauges {
     pub queue_depth: usize,
@@ -65,6 +71,16 @@ pub struct Gauges {
 }
 
 impl Metrics {
+    /// One answered request to a short code.
+    pub fn redirect(&self, outcome: Outcome, took: Duration) {
+        let slot = OUTCOMES
+            .iter()
+            .position(|(known, _)| *known == outcome)
+            .expect("every outcome is listed");
+        self.redirects[slot].fetch_add(1, Relaxed);
+        self.redirect_latency.observe(took);
+    }
+
     pub fn render(&self, gauges: &Gauges) -> String {
         let mut out = String::with_capacity(4096);
         let counter = |out: &mut String, name: &str, help: &str, value: u64| {
@@ -83,7 +99,7 @@ impl Metrics {
             out,
             "# HELP inklink_redirect_requests_total Requests to short codes, by outcome\n# TYPE inklink_redirect_requests_total counter"
         );
-        for (outcome, count) in OUTCOMES.iter().zip(&self.redirects) {
+        for ((_, outcome), count) in OUTCOMES.iter().zip(&self.redirects) {
             let _ = writeln!(
                 out,
                 "inklink_redirect_requests_total{{outcome=\"{outcome}\"}} {}",

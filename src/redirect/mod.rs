@@ -11,7 +11,6 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use resolver::LinkState;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 const NO_CACHE: HeaderValue = HeaderValue::from_static("private, max-age=0");
@@ -35,9 +34,7 @@ pub async fn follow(
             link_id,
             outcome,
         ));
-        let metrics = analytics.metrics();
-        metrics.redirects[outcome as usize].fetch_add(1, Relaxed);
-        metrics.redirect_latency.observe(started.elapsed());
+        analytics.metrics().redirect(outcome, started.elapsed());
     }
     answer
 }

@@ -3,9 +3,9 @@
 //! A hit costs no database query and no lock shared by all workers (the cache is sharded). A
 //! miss joins a queue of lookups; one task drains the queue into `IN (...)` queries, so a flood
 //! of unknown codes costs one query per batch, not one per request. Unknown codes are cached
-//! too. Every `ttl` a watcher asks the database which links changed (any instance's edits,
+//! too. Every `watch_every` a watcher asks the database which links changed (any instance's edits,
 //! creations, disables) and drops exactly those entries, so a change shows everywhere within
-//! `ttl` while unchanged hot links stay cached (entries are refreshed after `MAX_AGE` at the
+//! `watch_every` while unchanged hot links stay cached (entries are refreshed after `MAX_AGE` at the
 //! latest, in case a change was missed). While the database is unreachable, expired entries
 //! keep answering.
 
@@ -90,7 +90,6 @@ pub struct LookupFailed;
 
 pub struct LinkResolver {
     cache: Arc<Cache<Box<str>, Entry>>,
-    ttl: Duration,
     lookups: mpsc::Sender<Lookup>,
     started: Instant,
     /// Milliseconds since `started` of the last failed lookup, 0 if none.
@@ -101,11 +100,11 @@ pub struct LinkResolver {
 }
 
 impl LinkResolver {
-    /// Starts the lookup task on the current runtime.
+    /// Starts the lookup task and the change watcher on the current runtime.
     pub fn start(
         db: DatabaseConnection,
         capacity: usize,
-        ttl: Duration,
+        watch_every: Duration,
         default_status: RedirectStatus,
     ) -> Self {
         let cache = Arc::new(Cache::new(capacity));
@@ -123,10 +122,9 @@ impl LinkResolver {
             queries: queries.clone(),
         };
         tokio::spawn(batcher.run(receiver));
-        tokio::spawn(watch_changes(db_for_watch, cache.clone(), ttl));
+        tokio::spawn(watch_changes(db_for_watch, cache.clone(), watch_every));
         Self {
             cache,
-            ttl: MAX_AGE,
             lookups: sender,
             started,
             last_failure_ms,
@@ -154,7 +152,7 @@ impl LinkResolver {
     pub async fn resolve(&self, code: &ShortCode) -> Result<Found, LookupFailed> {
         let cached = self.cache.get(code.as_str());
         if let Some(entry) = &cached
-            && (entry.fetched.elapsed() < self.ttl || self.in_outage())
+            && (entry.fetched.elapsed() < MAX_AGE || self.in_outage())
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(entry.link.clone());
