@@ -622,3 +622,33 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
     assert!(metrics.contains("inklink_click_events_dropped_total 0"));
     assert!(metrics.contains("inklink_redirect_requests_total{outcome=\"disabled\"} 1"));
 }
+
+#[actix_web::test]
+async fn dashboards_of_a_service_without_visits_show_zeros_and_empty_states() {
+    let app = spawn_app_with(&[]).await;
+    let link = create_link(&app, "https://example.com/quiet").await;
+    let mut browser = signed_in(&app).await;
+    let page = browser.get("/admin/dashboard?range=30").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<dd id=\"total-pv\">0</dd>"));
+    assert!(page.body.contains("No link was visited in this range."));
+    assert!(page.body.contains("No page views in this range."));
+    assert!(
+        page.body.contains("<svg"),
+        "empty charts still draw their axes"
+    );
+    let csv = browser.get("/admin/dashboard.csv?range=30").await;
+    let rows = csv_rows(&csv.body);
+    assert_eq!(rows.len(), 30);
+    assert!(rows.iter().all(|(_, row)| *row == (0, 0, 0, 0, 0)));
+    let code = &link.link.compression_code;
+    let page = browser
+        .get(&format!("/admin/links/{code}/stats?range=7"))
+        .await;
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        browser.get("/admin/links/NoSuchCode/stats").await.status,
+        404
+    );
+    assert_eq!(browser.get("/admin/dashboard?range=12").await.status, 400);
+}

@@ -117,6 +117,16 @@ fn assert_error(reply: &Reply, status: u16, code: &str, field: Option<&str>) {
 async fn shorten_restore_list_edit_revoke_and_stats() {
     let app = spawn_app().await;
     let api = Api::with_role(&app, "crm", Role::Operator).await;
+    let empty = api.call("GET", "/api/v1/links", None).await;
+    assert_eq!(
+        (empty.status, &empty.body),
+        (
+            200,
+            &json!({"items": [], "total": 0, "page": 1, "per_page": 20})
+        )
+    );
+    let beyond = api.call("GET", "/api/v1/links?page=9", None).await;
+    assert_eq!(beyond.body["items"], json!([]));
 
     let created = api
         .call(
