@@ -303,9 +303,29 @@ pub async fn event_span(
         .map(|(f, l)| (local_day(f, tz), local_day(l, tz))))
 }
 
-/// Keeps the statistics current: the current day every `every`, a day once more after it
-/// ends, and any day the writer reports late events for.
-pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, dirty: DirtyDays) {
+/// Clicks per second above which the click writer is busy. Recounting a day reads every one
+/// of its events (at a million events, about a minute of one core and a few hundred MB): during
+/// a burst that would take the cores the redirects and the writer need.
+pub const BUSY_CLICKS_PER_SECOND: f64 = 1000.0;
+/// While busy, today's refresh waits, but at most this many intervals.
+pub const BUSY_DEFER_INTERVALS: u32 = 10;
+
+/// Whether the next refresh waits another interval: clicks have been arriving at `rate` per
+/// second, and the last refresh was `since` ago.
+pub fn defer_refresh(rate: f64, since: Duration, every: Duration) -> bool {
+    rate > BUSY_CLICKS_PER_SECOND && since < every * BUSY_DEFER_INTERVALS
+}
+
+/// Keeps the statistics current: the current day every `every` (less often during a burst of
+/// clicks, see [`defer_refresh`]), a day once more after it ends, and any day the writer
+/// reports late events for. `written` counts the clicks written so far.
+pub async fn run_schedule(
+    db: DatabaseConnection,
+    tz: Tz,
+    every: Duration,
+    dirty: DirtyDays,
+    written: impl Fn() -> u64,
+) {
     let mut last_today: Option<NaiveDate> = None;
     loop {
         let started = std::time::Instant::now();
@@ -337,6 +357,18 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, dirty
                 "daily statistics are slow to count; refreshing less often"
             );
         }
-        tokio::time::sleep(every.max(took * 20)).await;
+        let mut since = took;
+        let mut pause = every.max(took * 20);
+        loop {
+            let before = written();
+            tokio::time::sleep(pause).await;
+            since += pause;
+            let rate = written().saturating_sub(before) as f64 / pause.as_secs_f64();
+            if !defer_refresh(rate, since, every) {
+                break;
+            }
+            tracing::debug!(rate, "clicks are arriving fast; today's statistics wait");
+            pause = every;
+        }
     }
 }

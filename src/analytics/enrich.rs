@@ -2,7 +2,7 @@
 //! OS, device, from the user agent by woothee), from where (GeoIP, referrer host).
 
 use super::capture::clip;
-use super::event::{ClickEvent, EventRow};
+use super::event::{ClickEvent, EventRow, FAILURE, SUCCESS, Text};
 use super::geoip::{GeoIp, Place};
 use siphasher::sip128::{Hasher128, SipHasher24};
 use std::collections::HashMap;
@@ -12,11 +12,11 @@ use std::net::IpAddr;
 /// What a user agent says about the visitor's software.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Agent {
-    pub browser: Option<String>,
-    pub browser_version: Option<String>,
-    pub os: Option<String>,
-    pub os_version: Option<String>,
-    pub device: Option<String>,
+    pub browser: Option<Text>,
+    pub browser_version: Option<Text>,
+    pub os: Option<Text>,
+    pub os_version: Option<Text>,
+    pub device: Option<Text>,
     pub is_bot: bool,
 }
 
@@ -75,7 +75,7 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
     };
     let known = |value: &str| {
         (!value.is_empty() && value != woothee::woothee::VALUE_UNKNOWN)
-            .then(|| clip(value, MAX_NAME).to_owned())
+            .then(|| Text::from(clip(value, MAX_NAME)))
     };
     let lower = ua.to_ascii_lowercase();
     let marked_bot = BOT_MARKERS.iter().any(|marker| lower.contains(marker));
@@ -87,7 +87,7 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
     };
     let is_bot = marked_bot || parsed.category == "crawler";
     let (browser, browser_version) = match in_app(ua) {
-        Some((app, version)) => (Some(app.to_owned()), known(version)),
+        Some((app, version)) => (Some(Text::from(app)), known(version)),
         None => (known(parsed.name), known(parsed.version)),
     };
     let device = if is_bot {
@@ -107,7 +107,7 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
         browser_version,
         os: known(parsed.os),
         os_version: known(&parsed.os_version),
-        device: Some(device.to_owned()),
+        device: Some(Text::from(device)),
         is_bot,
     }
 }
@@ -124,24 +124,33 @@ fn in_app(ua: &str) -> Option<(&'static str, &str)> {
 }
 
 /// The host a referer points at, lower-cased; `None` for anything that is not a URL.
-pub fn referer_host(referer: &str) -> Option<String> {
+pub fn referer_host(referer: &str) -> Option<Text> {
     let url = url::Url::parse(referer).ok()?;
     url.host_str()
-        .map(|host| clip(&host.to_ascii_lowercase(), 255).to_owned())
+        .map(|host| Text::from(clip(&host.to_ascii_lowercase(), 255)))
 }
 
 /// Caches are cleared when full: the working set (a few thousand user agents and addresses at
 /// a time) fits easily, and a flood of distinct values costs parsing, not memory.
 const CACHE_LIMIT: usize = 50_000;
 
+/// The longest country, province or city name kept (the columns' width).
+const MAX_PLACE: usize = 128;
+
 /// Enriches events one after another; owned by the writer task, so nothing here is shared.
+/// Everything a row shares with other rows (its user agent and what it says, its address
+/// and where that is, its host, its outcome) is allocated once per distinct value.
 pub struct Enricher {
     geo: GeoIp,
     visitor_key: [u8; 16],
     instance: u64,
     sequence: u64,
-    agents: HashMap<Box<str>, Agent>,
-    places: HashMap<IpAddr, Place>,
+    agents: HashMap<Text, Agent>,
+    places: HashMap<IpAddr, (Text, Place)>,
+    hosts: HashMap<Text, ()>,
+    success: Text,
+    failure: Text,
+    reasons: HashMap<&'static str, Text>,
 }
 
 impl Enricher {
@@ -156,6 +165,10 @@ impl Enricher {
             sequence: 0,
             agents: HashMap::new(),
             places: HashMap::new(),
+            hosts: HashMap::new(),
+            success: Text::from(SUCCESS),
+            failure: Text::from(FAILURE),
+            reasons: HashMap::new(),
         }
     }
 
@@ -167,7 +180,7 @@ impl Enricher {
     }
 
     /// The same visitor (address and user agent) gets the same identity on every instance.
-    pub fn visitor(&self, ip: IpAddr, user_agent: Option<&str>) -> String {
+    pub fn visitor(&self, ip: IpAddr, user_agent: Option<&str>) -> Text {
         let mut hasher = SipHasher24::new_with_key(&self.visitor_key);
         match ip {
             IpAddr::V4(v4) => hasher.write(&v4.octets()),
@@ -175,62 +188,113 @@ impl Enricher {
         }
         hasher.write_u8(0);
         hasher.write(user_agent.unwrap_or_default().as_bytes());
-        format!("{:032x}", hasher.finish128().as_u128())
+        hex(hasher.finish128().as_u128())
     }
 
     pub fn enrich(&mut self, event: ClickEvent) -> EventRow {
         self.sequence += 1;
-        let event_key = format!("{:016x}{:016x}", self.instance, self.sequence);
-        let ua = event.user_agent.as_deref();
-        let agent = match ua {
+        let event_key = hex(u128::from(self.instance) << 64 | u128::from(self.sequence));
+        let unique_identity = self.visitor(event.client_ip, event.user_agent.as_deref());
+        let (user_agent, agent) = match event.user_agent {
             Some(ua) => {
-                if let Some(agent) = self.agents.get(ua) {
-                    agent.clone()
-                } else {
-                    if self.agents.len() >= CACHE_LIMIT {
-                        self.agents.clear();
-                    }
-                    let agent = parse_agent(Some(ua));
-                    self.agents.insert(ua.into(), agent.clone());
-                    agent
+                let (ua, agent) = interned(&mut self.agents, ua, |ua| parse_agent(Some(ua)));
+                (Some(ua), agent)
+            }
+            None => (None, parse_agent(None)),
+        };
+        let (client_ip, place) = match self.places.get(&event.client_ip) {
+            Some(found) => found.clone(),
+            None => {
+                if self.places.len() >= CACHE_LIMIT {
+                    self.places.clear();
                 }
+                let found = (
+                    Text::from(event.client_ip.to_string()),
+                    clipped(self.geo.lookup(event.client_ip)),
+                );
+                self.places.insert(event.client_ip, found.clone());
+                found
             }
-            None => parse_agent(None),
         };
-        let place = if let Some(place) = self.places.get(&event.client_ip) {
-            place.clone()
-        } else {
-            if self.places.len() >= CACHE_LIMIT {
-                self.places.clear();
+        let host = event
+            .host
+            .map(|host| interned(&mut self.hosts, host, |_| ()).0);
+        let (transform_status, failure_reason) = match event.outcome.reason() {
+            None => (self.success.clone(), None),
+            Some(reason) => {
+                let reason = self
+                    .reasons
+                    .entry(reason)
+                    .or_insert_with(|| Text::from(reason))
+                    .clone();
+                (self.failure.clone(), Some(reason))
             }
-            let place = self.geo.lookup(event.client_ip);
-            self.places.insert(event.client_ip, place.clone());
-            place
         };
-        let clip_name = |name: Option<String>| name.map(|n| clip(&n, 128).to_owned());
         EventRow {
             event_key,
             record_time: event.at,
             compression_code: event.code.into(),
             url_map_id: event.link_id,
-            host: event.host.map(Into::into),
-            client_ip: event.client_ip.to_string(),
-            unique_identity: self.visitor(event.client_ip, ua),
+            host,
+            client_ip,
+            unique_identity,
             referer_host: event.referer.as_deref().and_then(referer_host),
-            user_agent: event.user_agent.map(Into::into),
+            user_agent,
             referer: event.referer.map(Into::into),
             query_string: event.query.map(Into::into),
-            country: clip_name(place.country),
-            province: clip_name(place.province),
-            city: clip_name(place.city),
+            country: place.country,
+            province: place.province,
+            city: place.city,
             browser: agent.browser,
             browser_version: agent.browser_version,
             os: agent.os,
             os_version: agent.os_version,
             device: agent.device,
             is_bot: agent.is_bot,
-            transform_status: event.outcome.status().to_owned(),
-            failure_reason: event.outcome.reason().map(str::to_owned),
+            transform_status,
+            failure_reason,
         }
     }
+}
+
+/// The cached copy of `key` and what `make` derives from it, made on the first sight of `key`.
+fn interned<V: Clone>(
+    cache: &mut HashMap<Text, V>,
+    key: Box<str>,
+    make: impl FnOnce(&str) -> V,
+) -> (Text, V) {
+    if let Some((key, value)) = cache.get_key_value(&*key) {
+        return (key.clone(), value.clone());
+    }
+    if cache.len() >= CACHE_LIMIT {
+        cache.clear();
+    }
+    let value = make(&key);
+    let key = Text::from(key);
+    cache.insert(key.clone(), value.clone());
+    (key, value)
+}
+
+fn clipped(place: Place) -> Place {
+    let clip_name = |name: Option<Text>| {
+        name.map(|name| match clip(&name, MAX_PLACE) {
+            kept if kept.len() == name.len() => name,
+            kept => Text::from(kept),
+        })
+    };
+    Place {
+        country: clip_name(place.country),
+        province: clip_name(place.province),
+        city: clip_name(place.city),
+    }
+}
+
+/// 32 lower-case hex digits, without going through the formatting machinery.
+fn hex(value: u128) -> Text {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = DIGITS[(value >> (124 - 4 * i) & 0xf) as usize];
+    }
+    Text::from(std::str::from_utf8(&out).expect("hex digits are ASCII"))
 }

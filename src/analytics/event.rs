@@ -4,6 +4,7 @@
 use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// How a request to a short code ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,29 +52,35 @@ pub struct ClickEvent {
     pub outcome: Outcome,
 }
 
-/// One `transform_event_record` row, ready to insert (and to spool as a JSON line).
+/// Shared text: the enricher hands out one allocation per distinct user agent, address,
+/// place or browser name, and every row that carries it holds a reference. Binding one to a
+/// statement is a reference count too (sqlx copies `String`s, not `Arc<str>`s).
+pub type Text = Arc<str>;
+
+/// One `transform_event_record` row, ready to insert (and to spool as a JSON line; the line
+/// format is the same as when these fields were `String`s, so older spools still replay).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventRow {
-    pub event_key: String,
+    pub event_key: Text,
     pub record_time: NaiveDateTime,
-    pub compression_code: String,
+    pub compression_code: Text,
     pub url_map_id: Option<i64>,
-    pub host: Option<String>,
-    pub client_ip: String,
-    pub unique_identity: String,
-    pub user_agent: Option<String>,
-    pub referer: Option<String>,
-    pub referer_host: Option<String>,
-    pub query_string: Option<String>,
-    pub country: Option<String>,
-    pub province: Option<String>,
-    pub city: Option<String>,
-    pub browser: Option<String>,
-    pub browser_version: Option<String>,
-    pub os: Option<String>,
-    pub os_version: Option<String>,
-    pub device: Option<String>,
+    pub host: Option<Text>,
+    pub client_ip: Text,
+    pub unique_identity: Text,
+    pub user_agent: Option<Text>,
+    pub referer: Option<Text>,
+    pub referer_host: Option<Text>,
+    pub query_string: Option<Text>,
+    pub country: Option<Text>,
+    pub province: Option<Text>,
+    pub city: Option<Text>,
+    pub browser: Option<Text>,
+    pub browser_version: Option<Text>,
+    pub os: Option<Text>,
+    pub os_version: Option<Text>,
+    pub device: Option<Text>,
     pub is_bot: bool,
-    pub transform_status: String,
-    pub failure_reason: Option<String>,
+    pub transform_status: Text,
+    pub failure_reason: Option<Text>,
 }

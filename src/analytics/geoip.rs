@@ -1,6 +1,7 @@
 //! Country, province and city of an address, from a MaxMind-format city database
 //! (GeoLite2-City, DB-IP City Lite, …), re-opened when the file changes on disk.
 
+use super::event::Text;
 use maxminddb::Reader;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -10,9 +11,9 @@ use std::time::SystemTime;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Place {
-    pub country: Option<String>,
-    pub province: Option<String>,
-    pub city: Option<String>,
+    pub country: Option<Text>,
+    pub province: Option<Text>,
+    pub city: Option<Text>,
 }
 
 /// The fields of a city record we read; names are kept for every language in the file.
@@ -33,11 +34,11 @@ struct Named<'a> {
 }
 
 impl Named<'_> {
-    fn name(&self, lang: &str) -> Option<String> {
+    fn name(&self, lang: &str) -> Option<Text> {
         self.names
             .get(lang)
             .or_else(|| self.names.get("en"))
-            .map(|name| (*name).to_owned())
+            .map(|name| Text::from(*name))
     }
 }
 

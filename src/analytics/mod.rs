@@ -12,6 +12,7 @@ pub mod capture;
 pub mod enrich;
 pub mod event;
 pub mod geoip;
+pub mod insert;
 pub mod metrics;
 pub mod queue;
 pub mod report;
@@ -55,25 +56,42 @@ impl Analytics {
         getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
         let enricher = enrich::Enricher::new(geo, core.visitor_key, u64::from_le_bytes(instance));
         let dirty = writer::DirtyDays::default();
-        let writer = writer::Writer::new(
-            core.db.clone(),
-            enricher,
-            metrics.clone(),
-            spool,
-            dirty.clone(),
-            writer::WriterConfig {
-                memory_limit: settings.click_buffer as usize,
-                shutdown_grace: Duration::from_secs(10),
-                timezone: settings.timezone,
-            },
-        );
+        let shared_db = core.db.clone();
+        let database_url = settings.database_url.clone();
+        let writer_config = writer::WriterConfig {
+            memory_limit: settings.click_buffer as usize,
+            shutdown_grace: Duration::from_secs(10),
+            timezone: settings.timezone,
+        };
+        let writer_metrics = metrics.clone();
+        let writer_dirty = dirty.clone();
         let (stop, stopped) = oneshot::channel();
-        let writer = tokio::spawn(writer.run(queue, stopped));
+        let writer = tokio::spawn(async move {
+            let db = crate::db::click_writer_connection(&shared_db, &database_url).await;
+            writer::Writer::new(
+                db,
+                enricher,
+                writer_metrics,
+                spool,
+                writer_dirty,
+                writer_config,
+            )
+            .run(queue, stopped)
+            .await
+        });
         let schedule = tokio::spawn(aggregate::run_schedule(
             core.db.clone(),
             settings.timezone,
             Duration::from_secs(settings.stats_interval),
             dirty,
+            {
+                let metrics = metrics.clone();
+                move || {
+                    metrics
+                        .events_written
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                }
+            },
         ));
         Ok(Self {
             sink,

@@ -9,23 +9,24 @@ use super::metrics::Metrics;
 use super::spool::Spool;
 use chrono::NaiveDate;
 use chrono_tz::Tz;
-use sea_orm::sea_query::{OnConflict, Query};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, TransactionTrait};
+use sea_orm::{DatabaseConnection, DbErr};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
-/// Rows per insert: 1,000 rows of 23 values stays under every backend's parameter limit
-/// (SQLite's 32,766 is the lowest).
-pub const BATCH: usize = 1000;
+pub use super::insert::{BATCH, insert_rows};
 /// A batch that takes longer has met a stalled connection; it is retried (its event keys
 /// make a late commit of the first attempt harmless).
 const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How long a partial batch waits for more events.
 const LINGER: Duration = Duration::from_millis(20);
+/// While clicks keep coming, the writer collects them on this tick instead of being woken
+/// for each one: a wake-up costs the sending worker a system call and the writer a context
+/// switch, which at tens of thousands of clicks a second is more than the insert itself.
+const DRAIN_TICK: Duration = Duration::from_millis(5);
 /// How often the GeoIP file is looked at (one `stat`) for a newer version.
 const GEOIP_CHECK: Duration = Duration::from_secs(2);
 
@@ -102,15 +103,27 @@ impl Writer {
     ) {
         let mut events = Vec::with_capacity(BATCH);
         let mut geoip_check = tokio::time::interval(GEOIP_CHECK);
+        // Set while clicks are arriving: the next time the queue is drained without a wake-up.
+        let mut drain_at: Option<Instant> = None;
         loop {
             self.start_insert(false);
             let wake = self.next_attempt();
             tokio::select! {
-                received = queue.recv_many(&mut events, BATCH) => {
+                received = queue.recv_many(&mut events, BATCH), if drain_at.is_none() => {
                     if received == 0 {
                         break;
                     }
                     self.accept(&mut events);
+                    drain_at = Some(Instant::now() + DRAIN_TICK);
+                }
+                _ = sleep_until(drain_at), if drain_at.is_some() => {
+                    let closed = drain(&mut queue, &mut events);
+                    // A quiet tick returns to waiting for the next click.
+                    drain_at = (!events.is_empty()).then(|| Instant::now() + DRAIN_TICK);
+                    self.accept(&mut events);
+                    if closed {
+                        break;
+                    }
                 }
                 done = in_flight(&mut self.in_flight) => self.inserted(done),
                 _ = &mut stop => break,
@@ -161,7 +174,7 @@ impl Writer {
         }
         self.update_backlog();
         if self.spool.pending() > 0 {
-            tracing::warn!(path = %self.spool.path().display(), events = self.spool.pending(), "the database is unreachable: click events stay in the spool and are written at the next start");
+            tracing::warn!(path = %self.spool.path().display(), events = self.spool.pending(), "click events not written before shutdown (the database was unreachable or behind) stay in the spool and are written at the next start");
         }
         tracing::info!(
             written = self.metrics.events_written.load(Relaxed),
@@ -358,104 +371,20 @@ async fn in_flight(slot: &mut Option<InFlight>) -> Finished {
     (flight.spool_offset, flight.count, joined)
 }
 
+/// Takes what the queue holds without waiting (and without asking to be woken); true when
+/// every sender is gone and the queue is empty.
+fn drain(queue: &mut mpsc::Receiver<ClickEvent>, events: &mut Vec<ClickEvent>) -> bool {
+    loop {
+        match queue.try_recv() {
+            Ok(event) => events.push(event),
+            Err(mpsc::error::TryRecvError::Empty) => return false,
+            Err(mpsc::error::TryRecvError::Disconnected) => return true,
+        }
+    }
+}
+
 async fn sleep_until(at: Option<Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at.into()).await;
     }
-}
-
-const COLUMNS: [&str; 22] = [
-    "event_key",
-    "record_time",
-    "compression_code",
-    "url_map_id",
-    "host",
-    "client_ip",
-    "unique_identity",
-    "user_agent",
-    "referer",
-    "referer_host",
-    "query_string",
-    "country",
-    "province",
-    "city",
-    "browser",
-    "browser_version",
-    "os",
-    "os_version",
-    "device",
-    "is_bot",
-    "transform_status",
-    "failure_reason",
-];
-
-/// Statement sizes: a batch is split into statements of these many rows, so that each
-/// connection prepares at most four distinct statements and reuses them (SQLite spends
-/// most of a small insert parsing a statement it has not seen).
-const STATEMENT_ROWS: [usize; 4] = [BATCH, 100, 10, 1];
-
-/// Inserts `rows` in one transaction; rows whose event key is already stored are skipped.
-pub async fn insert_rows(db: &DatabaseConnection, rows: &[EventRow]) -> Result<(), DbErr> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let txn = db.begin().await?;
-    let mut rest = rows;
-    let inserted = async {
-        while !rest.is_empty() {
-            let size = STATEMENT_ROWS
-                .into_iter()
-                .find(|size| *size <= rest.len())
-                .unwrap_or(1);
-            let (now, later) = rest.split_at(size);
-            insert_statement(&txn, now).await?;
-            rest = later;
-        }
-        Ok(())
-    }
-    .await;
-    crate::db::finish(txn, inserted).await
-}
-
-async fn insert_statement(db: &impl ConnectionTrait, rows: &[EventRow]) -> Result<(), DbErr> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut insert = Query::insert();
-    insert
-        .into_table("transform_event_record")
-        .columns(COLUMNS)
-        // MySQL has no DO NOTHING; this spells it as a no-op update of the key there.
-        .on_conflict(
-            OnConflict::column("event_key")
-                .do_nothing_on(["event_key"])
-                .to_owned(),
-        );
-    for row in rows {
-        insert.values_panic([
-            row.event_key.clone().into(),
-            row.record_time.into(),
-            row.compression_code.clone().into(),
-            row.url_map_id.into(),
-            row.host.clone().into(),
-            row.client_ip.clone().into(),
-            row.unique_identity.clone().into(),
-            row.user_agent.clone().into(),
-            row.referer.clone().into(),
-            row.referer_host.clone().into(),
-            row.query_string.clone().into(),
-            row.country.clone().into(),
-            row.province.clone().into(),
-            row.city.clone().into(),
-            row.browser.clone().into(),
-            row.browser_version.clone().into(),
-            row.os.clone().into(),
-            row.os_version.clone().into(),
-            row.device.clone().into(),
-            row.is_bot.into(),
-            row.transform_status.clone().into(),
-            row.failure_reason.clone().into(),
-        ]);
-    }
-    db.execute(&insert).await.map(drop)
 }

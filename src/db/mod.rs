@@ -34,6 +34,24 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
     Database::connect(options).await
 }
 
+/// The click writer's connection. On SQLite it gets one of its own: in WAL mode a write by any
+/// other connection empties a connection's page cache, and a pool hands out a different
+/// connection each time, so a writer sharing the pool would begin every batch reading the
+/// table's pages afresh. Servers keep their caches themselves; there the pool is shared.
+pub async fn click_writer_connection(db: &DatabaseConnection, url: &str) -> DatabaseConnection {
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    if db.get_database_backend() != sea_orm::DbBackend::Sqlite || in_memory {
+        return db.clone();
+    }
+    match connect(url, 1).await {
+        Ok(own) => own,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot open a connection for the click writer; it shares the pool");
+            db.clone()
+        }
+    }
+}
+
 /// Applies pending migrations. Several instances may start at once on one database: the
 /// loser of that race fails on a table the winner just made, so it waits and looks again
 /// until the winner has finished (or gives up after about 30 seconds).

@@ -652,3 +652,25 @@ async fn dashboards_of_a_service_without_visits_show_zeros_and_empty_states() {
     );
     assert_eq!(browser.get("/admin/dashboard?range=12").await.status, 400);
 }
+
+#[test]
+fn a_burst_of_clicks_defers_the_refresh_of_today_but_not_for_long() {
+    let every = std::time::Duration::from_secs(60);
+    let busy = aggregate::BUSY_CLICKS_PER_SECOND + 1.0;
+    let quiet = aggregate::BUSY_CLICKS_PER_SECOND;
+    assert!(
+        !aggregate::defer_refresh(quiet, every, every),
+        "a quiet minute refreshes"
+    );
+    assert!(!aggregate::defer_refresh(0.0, every, every));
+    assert!(
+        aggregate::defer_refresh(busy, every, every),
+        "a burst waits"
+    );
+    let longest = every * aggregate::BUSY_DEFER_INTERVALS;
+    assert!(aggregate::defer_refresh(busy, longest - every, every));
+    assert!(
+        !aggregate::defer_refresh(busy, longest, every),
+        "never staler than {longest:?}"
+    );
+}

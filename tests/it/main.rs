@@ -9,6 +9,7 @@ mod browser;
 mod cli;
 mod clicks;
 mod codes;
+mod event_insert;
 mod links;
 mod redirect;
 mod rules;

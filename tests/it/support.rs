@@ -269,14 +269,14 @@ pub async fn spawn_via(db: Arc<TestDb>, url: &str, extra: &[&str]) -> TestApp {
 
 /// Creates a link through the same service every front end uses.
 pub async fn create_link(app: &TestApp, url: &str) -> inklink::services::links::SavedLink {
-    let target = app
-        .core
-        .parse_target(url)
-        .await
-        .unwrap()
-        .expect("a valid URL");
+    create_link_in(&app.core, url).await
+}
+
+/// Like [`create_link`], without a server.
+pub async fn create_link_in(core: &Inklink, url: &str) -> inklink::services::links::SavedLink {
+    let target = core.parse_target(url).await.unwrap().expect("a valid URL");
     inklink::services::links::create(
-        &app.core,
+        core,
         inklink::services::links::NewLink::to(target),
         &inklink::services::Actor::Cli,
     )
