@@ -7,8 +7,8 @@ use crate::analytics::{Outcome, capture};
 use crate::rules::ShortCode;
 use crate::web::AppState;
 use crate::web::pages::PageError;
-use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, web};
 use resolver::LinkState;
 use std::time::Instant;
@@ -20,7 +20,9 @@ pub async fn follow(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let started = Instant::now();
-    let raw = req.match_info().get("code").unwrap_or_default();
+    let Some(raw) = code_in_path(&req) else {
+        return Err(PageError::NotFound);
+    };
     // Not a code at all (bad characters, too long): a stray request, not a visit.
     let code = ShortCode::parse(raw).map_err(|_| PageError::NotFound)?;
     let (answer, link_id, outcome) = answer(&req, &state, &code).await;
@@ -37,6 +39,16 @@ pub async fn follow(
         analytics.metrics().redirect(outcome, started.elapsed());
     }
     answer
+}
+
+/// The code a `GET` or `HEAD` of `/{code}` asks for (percent-decoded); `None` for any other
+/// method or path, which no link can answer.
+fn code_in_path(req: &HttpRequest) -> Option<&str> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return None;
+    }
+    let code = req.match_info().as_str().strip_prefix('/')?;
+    (!code.is_empty() && !code.contains('/')).then_some(code)
 }
 
 /// The response, the link it concerned, and how the visit is recorded (`None`: not at all,

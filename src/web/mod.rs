@@ -33,11 +33,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(pages::home))
         .route("/healthz", read().to(health::healthz))
         .route("/metrics", read().to(health::metrics))
-        .route("/static/{file}", read().to(assets::serve))
+        // A scope is matched by its prefix, a `/static/{file}` route by a regular expression
+        // that every redirect would run first.
+        .service(web::scope("/static").route("/{file}", read().to(assets::serve)))
         .route("/robots.txt", read().to(assets::robots))
         .route("/favicon.ico", read().to(assets::favicon))
-        .route("/{code}", read().to(redirect::follow))
-        .default_service(web::to(pages::not_found));
+        // Every other path: a short code or not found. The redirect is the default service,
+        // not a `/{code}` route, for the same reason.
+        .default_service(web::to(redirect::follow));
 }
 
 pub struct Application {

@@ -255,6 +255,59 @@ async fn codes_are_case_sensitive() {
     assert_eq!(app.fetch("/Abc").await.0, 404);
 }
 
+/// The redirect answers any path no other route claims, so it must claim only `GET` and
+/// `HEAD` of exactly one segment; the fixed routes beside it keep working.
+#[actix_web::test]
+async fn only_get_or_head_of_one_segment_is_a_redirect() {
+    let app = spawn_app().await;
+    let code = create_link(&app, "https://example.com/one")
+        .await
+        .link
+        .compression_code;
+    let encoded: String = code.bytes().map(|b| format!("%{b:02X}")).collect();
+    assert_eq!(
+        app.fetch(&format!("/{encoded}")).await.0,
+        302,
+        "percent-encoded"
+    );
+    for path in [
+        format!("/{code}/"),
+        format!("/{code}/x"),
+        format!("//{code}"),
+        format!("/static/{code}"),
+    ] {
+        assert_eq!(app.fetch(&path).await.0, 404, "{path}");
+    }
+    for method in [
+        actix_web::http::Method::POST,
+        actix_web::http::Method::PUT,
+        actix_web::http::Method::DELETE,
+        actix_web::http::Method::OPTIONS,
+    ] {
+        let response = app
+            .client
+            .request(method.clone(), app.url(&format!("/{code}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{method}");
+    }
+    let metrics = app.state.analytics.metrics();
+    assert_eq!(
+        metrics
+            .events_queued
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "only the redirect was recorded"
+    );
+    let (status, _, css) = app.fetch("/static/inklink.css").await;
+    assert_eq!(status, 200);
+    assert!(!css.is_empty());
+    assert_eq!(app.fetch("/static").await.0, 404);
+    assert_eq!(app.fetch("/robots.txt").await.0, 200);
+    assert_eq!(app.fetch("/healthz").await.0, 200);
+}
+
 #[actix_web::test]
 async fn malformed_paths_get_4xx_never_5xx() {
     let app = spawn_app().await;
