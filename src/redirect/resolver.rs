@@ -309,8 +309,14 @@ async fn watch_changes(
     let overlap = chrono::TimeDelta::from_std(OVERLAP.max(every * 2)).expect("a short duration");
     let mut seen_until: Option<NaiveDateTime> = None;
     let mut handled: HashMap<(String, NaiveDateTime), u8> = HashMap::new();
+    // A bulk change (an import) clears the whole cache, twice like any change; changes up to
+    // the first of those clears are then done with. Without this floor the overlap would show
+    // the same import again at every look and keep the cache empty for minutes.
+    let mut floor: Option<NaiveDateTime> = None;
+    let mut cleared_at: Option<NaiveDateTime> = None;
     loop {
         ticker.tick().await;
+        let looked_at = crate::db::now();
         let Some(since) = seen_until else {
             // Everything cached so far was read after this point.
             seen_until = Some(crate::db::now() - overlap);
@@ -320,7 +326,10 @@ async fn watch_changes(
             .select_only()
             .column(url_map::Column::CompressionCode)
             .column(url_map::Column::EditedAt)
-            .filter(url_map::Column::EditedAt.gt(since - overlap))
+            .filter(
+                url_map::Column::EditedAt
+                    .gt(floor.map_or(since - overlap, |floor| floor.max(since - overlap))),
+            )
             .order_by_asc(url_map::Column::EditedAt)
             .limit(MAX_CHANGES + 1)
             .into_tuple::<(String, NaiveDateTime)>()
@@ -335,7 +344,11 @@ async fn watch_changes(
         };
         if changed.len() as u64 > MAX_CHANGES {
             cache.clear();
+            if let Some(first) = cleared_at.replace(looked_at) {
+                floor = Some(floor.map_or(first, |floor| floor.max(first)));
+            }
         } else {
+            cleared_at = None;
             // Each change drops its entry twice: when first seen, and at the next look, in
             // case a lookup that started before the change cached the old answer meanwhile.
             // After that the link is cached normally again.

@@ -508,3 +508,32 @@ async fn unchanged_links_stay_cached_past_the_ttl_and_changes_still_show_within_
     actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(app.fetch("/LaterCode").await.0, 302);
 }
+
+/// An import of more links than the watcher reads one by one clears the cache, and must not
+/// go on clearing it at every look while the import is recent.
+#[actix_web::test]
+async fn after_a_bulk_import_the_cache_fills_again_at_once() {
+    let app = spawn_app_with(&["--cache-ttl", "1"]).await;
+    let target = app
+        .core
+        .parse_target("https://example.com/bulk")
+        .await
+        .unwrap()
+        .unwrap();
+    let created =
+        links::create_many(&app.core, vec![NewLink::to(target); 10_050], &Actor::Cli).await;
+    let code = created[0].as_ref().unwrap().link.compression_code.clone();
+    let path = format!("/{code}");
+    // The import is seen (and the cache cleared) at the next two looks.
+    actix_web::rt::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+    let queries = app.state.resolver.queries();
+    // Well within the import's overlap window (ten seconds), the link stays cached.
+    actix_web::rt::time::sleep(Duration::from_millis(3200)).await;
+    assert_eq!(app.fetch(&path).await.0, 302);
+    assert_eq!(
+        app.state.resolver.queries(),
+        queries,
+        "the imported link is answered from the cache"
+    );
+}
