@@ -5,8 +5,10 @@
 //! - SQLite and MySQL: multi-row `INSERT … VALUES` statements whose text is built once per
 //!   size and prepared once per connection. Rows bind their shared `Arc<str>` texts, which
 //!   sqlx passes on without copying (a `String` or `&str` would be copied per value).
-//! - PostgreSQL: one `INSERT … SELECT FROM UNNEST(…)` per batch, with one array per column,
-//!   so the server parses and plans a 22-parameter statement rather than 22,000 parameters.
+//! - PostgreSQL: `COPY … FROM STDIN`, PostgreSQL's bulk path, which costs the server about a
+//!   quarter less CPU per row than the `INSERT … SELECT FROM UNNEST(…)` it replaced. `COPY`
+//!   cannot skip a row that is already stored, so a batch that meets a stored event key (rare:
+//!   only a retry does) is written again through that `INSERT … ON CONFLICT DO NOTHING`.
 //!
 //! A row whose event key is already stored is skipped, so a batch written twice (a retry
 //! after a commit whose answer was lost, a spool replayed after a crash) is stored once.
@@ -15,6 +17,7 @@ use super::event::{EventRow, Text};
 use chrono::{Datelike, NaiveDateTime, Timelike};
 use sea_orm::sqlx::{self, MySqlPool, PgPool, SqlitePool};
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, RuntimeErr};
+use std::io::Write;
 use std::sync::{Arc, LazyLock};
 
 /// Rows per batch: 1,000 rows of 22 values stays under every backend's parameter limit
@@ -58,7 +61,7 @@ pub async fn insert_rows(db: &DatabaseConnection, rows: &[EventRow]) -> Result<(
     let inserted = match db.get_database_backend() {
         DbBackend::Sqlite => insert_sqlite(db.get_sqlite_connection_pool(), rows).await,
         DbBackend::MySql => insert_mysql(db.get_mysql_connection_pool(), rows).await,
-        DbBackend::Postgres => insert_postgres(db.get_postgres_connection_pool(), rows).await,
+        DbBackend::Postgres => copy_postgres(db.get_postgres_connection_pool(), rows).await,
         other => return Err(DbErr::Custom(format!("no event writer for {other:?}"))),
     };
     inserted.map_err(|err| DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err))))
@@ -229,15 +232,162 @@ async fn insert_postgres(pool: &PgPool, rows: &[EventRow]) -> Result<(), sqlx::E
         .map(drop)
 }
 
+static POSTGRES_COPY_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "COPY transform_event_record ({}) FROM STDIN",
+        COLUMNS.join(", ")
+    )
+});
+
+/// `COPY` in one go (it is atomic on its own); when the batch holds a stored event key the
+/// whole copy fails, and the rows go again through the statement that skips stored keys.
+async fn copy_postgres(pool: &PgPool, rows: &[EventRow]) -> Result<(), sqlx::Error> {
+    use sqlx::postgres::PgPoolCopyExt;
+    let mut copy = pool.copy_in_raw(POSTGRES_COPY_SQL.as_str()).await?;
+    copy.send(copy_text(rows)).await?;
+    match copy.finish().await {
+        Ok(_) => Ok(()),
+        Err(err)
+            if err
+                .as_database_error()
+                .is_some_and(|err| err.is_unique_violation()) =>
+        {
+            insert_postgres(pool, rows).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `rows` in `COPY`'s text format: one line per row, columns in [`COLUMNS`] order separated
+/// by tabs, `\N` for NULL, and backslash escapes for the characters the format reserves.
+fn copy_text(rows: &[EventRow]) -> Vec<u8> {
+    let mut out = CopyText {
+        out: Vec::with_capacity(rows.len() * 400),
+        line_started: false,
+    };
+    for row in rows {
+        out.text(&row.event_key);
+        out.time(row.record_time);
+        out.text(&row.compression_code);
+        match row.url_map_id {
+            Some(id) => out.number(id),
+            None => out.null(),
+        }
+        out.optional(&row.host);
+        out.text(&row.client_ip);
+        out.text(&row.unique_identity);
+        for text in [
+            &row.user_agent,
+            &row.referer,
+            &row.referer_host,
+            &row.query_string,
+        ] {
+            out.optional(text);
+        }
+        for text in [&row.country, &row.province, &row.city] {
+            out.optional(text);
+        }
+        for text in [&row.browser, &row.browser_version, &row.os, &row.os_version] {
+            out.optional(text);
+        }
+        out.optional(&row.device);
+        out.field(if row.is_bot { b"t" } else { b"f" });
+        out.text(&row.transform_status);
+        out.optional(&row.failure_reason);
+        out.end_row();
+    }
+    out.out
+}
+
+struct CopyText {
+    out: Vec<u8>,
+    line_started: bool,
+}
+
+impl CopyText {
+    /// Starts a field: a tab unless it is the first of its line.
+    fn next(&mut self) {
+        if self.line_started {
+            self.out.push(b'\t');
+        }
+        self.line_started = true;
+    }
+
+    fn field(&mut self, raw: &[u8]) {
+        self.next();
+        self.out.extend_from_slice(raw);
+    }
+
+    fn number(&mut self, number: i64) {
+        self.next();
+        write!(self.out, "{number}").expect("a Vec takes every write");
+    }
+
+    /// Truncated to microseconds, as sqlx binds a time (PostgreSQL would round the rest).
+    fn time(&mut self, at: NaiveDateTime) {
+        self.next();
+        let at = at
+            .with_nanosecond(at.nanosecond() / 1000 * 1000)
+            .unwrap_or(at);
+        match time_digits(at) {
+            Some((digits, len)) => self.out.extend_from_slice(&digits[..len]),
+            None => {
+                write!(self.out, "{}", at.format(TIME_FORMAT)).expect("a Vec takes every write")
+            }
+        }
+    }
+
+    fn null(&mut self) {
+        self.field(br"\N");
+    }
+
+    fn text(&mut self, text: &str) {
+        self.next();
+        for &byte in text.as_bytes() {
+            match byte {
+                b'\\' => self.out.extend_from_slice(br"\\"),
+                b'\t' => self.out.extend_from_slice(br"\t"),
+                b'\n' => self.out.extend_from_slice(br"\n"),
+                b'\r' => self.out.extend_from_slice(br"\r"),
+                _ => self.out.push(byte),
+            }
+        }
+    }
+
+    fn optional(&mut self, text: &Option<Text>) {
+        match text {
+            Some(text) => self.text(text),
+            None => self.null(),
+        }
+    }
+
+    fn end_row(&mut self) {
+        self.out.push(b'\n');
+        self.line_started = false;
+    }
+}
+
 /// A time as SQLite stores it: exactly the text sqlx writes for a `NaiveDateTime`
 /// (`%F %T%.f`: the fraction has 0, 3, 6 or 9 digits, as few as hold it), so that events
 /// and the ranges they are queried with compare alike. Made without the formatting
 /// machinery, which cost more than the insert itself.
 pub fn sqlite_time(at: NaiveDateTime) -> Text {
+    match time_digits(at) {
+        Some((digits, len)) => Text::from(
+            std::str::from_utf8(&digits[..len]).expect("digits and separators are ASCII"),
+        ),
+        None => Text::from(at.format(TIME_FORMAT).to_string()),
+    }
+}
+
+const TIME_FORMAT: &str = "%F %T%.f";
+
+/// `at` in [`TIME_FORMAT`], and its length; `None` beyond four-digit years and for leap
+/// seconds, rare enough for the general formatter.
+fn time_digits(at: NaiveDateTime) -> Option<([u8; 29], usize)> {
     let (year, nanos) = (at.year(), at.nanosecond());
     if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
-        // Beyond four-digit years, and leap seconds: rare enough for the general path.
-        return Text::from(at.format("%F %T%.f").to_string());
+        return None;
     }
     let mut out = [0u8; 29];
     let mut put = |at: usize, value: u32, digits: usize| {
@@ -274,5 +424,5 @@ pub fn sqlite_time(at: NaiveDateTime) -> Text {
     out[13] = b':';
     out[16] = b':';
     out[19] = b'.';
-    Text::from(std::str::from_utf8(&out[..len]).expect("digits and separators are ASCII"))
+    Some((out, len))
 }
