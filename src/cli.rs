@@ -56,6 +56,12 @@ async fn serve(core: Inklink) -> Result<(), String> {
             users::FIRST_ADMIN
         );
     }
+    if core.settings.admin_hosts.is_restricted() {
+        tracing::info!(
+            hosts = %core.settings.admin_hosts,
+            "the admin UI and the API answer only on these hosts"
+        );
+    }
     let app = Application::build(core)
         .await
         .map_err(|err: StartupError| err.to_string())?;

@@ -117,6 +117,12 @@ pub struct Settings {
     )]
     pub trusted_proxies: crate::web::client::TrustedProxies,
 
+    /// Hosts (comma-separated, such as admin.example.com) on which the admin UI and the API
+    /// answer; on every other host their paths are unknown short codes. A host without a port
+    /// matches on any port. Unset: every host
+    #[arg(long, env = "INKLINK_ADMIN_HOSTS", default_value = "", global = true)]
+    pub admin_hosts: crate::web::hosts::AdminHosts,
+
     /// Always mark the admin session cookie Secure (it is marked anyway when a trusted proxy
     /// says the request came over https) (set this when the admin UI is served over https)
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]

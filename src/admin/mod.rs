@@ -14,6 +14,7 @@ pub mod qr;
 pub mod session_store;
 pub mod users;
 
+use crate::web::hosts::AdminHosts;
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
 use actix_web::cookie::{Key, SameSite};
@@ -59,9 +60,16 @@ pub fn session_middleware(
         .build()
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig, store: DbSessionStore, key: Key, secure_cookie: bool) {
+pub fn routes(
+    cfg: &mut web::ServiceConfig,
+    hosts: &AdminHosts,
+    store: DbSessionStore,
+    key: Key,
+    secure_cookie: bool,
+) {
     cfg.service(
         web::scope("/admin")
+            .guard(hosts.guard())
             .wrap(session_middleware(store, key, secure_cookie))
             .wrap(security_headers())
             .wrap(actix_web::middleware::from_fn(secure_cookie_over_https))

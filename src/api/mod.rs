@@ -9,6 +9,7 @@ pub mod links;
 pub mod model;
 pub mod openapi;
 
+use crate::web::hosts::AdminHosts;
 use actix_web::{HttpRequest, web};
 use error::ApiError;
 
@@ -28,9 +29,10 @@ async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
     ))
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
     cfg.service(
         web::scope("/api")
+            .guard(hosts.guard())
             .app_data(web::QueryConfig::default().error_handler(|err, _| {
                 ApiError::bad(format!("a query parameter is not valid: {err}"), None).into()
             }))

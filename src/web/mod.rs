@@ -3,6 +3,7 @@
 pub mod assets;
 pub mod client;
 pub mod health;
+pub mod hosts;
 pub mod pages;
 
 use crate::admin::{self, session_store::DbSessionStore};
@@ -72,6 +73,7 @@ impl Application {
         tokio::spawn(purge_sessions(store.clone()));
         let key = Key::from(&core.cookie_key);
         let secure_cookie = settings.secure_cookie;
+        let admin_hosts = settings.admin_hosts.clone();
         let port = listener.local_addr()?.port();
         let analytics = Arc::new(Analytics::start(&core, port)?);
         let state = web::Data::new(AppState {
@@ -84,8 +86,10 @@ impl Application {
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
-                .configure(|cfg| admin::routes(cfg, store.clone(), key.clone(), secure_cookie))
-                .configure(api::routes)
+                .configure(|cfg| {
+                    admin::routes(cfg, &admin_hosts, store.clone(), key.clone(), secure_cookie)
+                })
+                .configure(|cfg| api::routes(cfg, &admin_hosts))
                 .configure(routes)
         })
         .listen(listener)?;

@@ -483,6 +483,7 @@ fn help_documents_commands_options_and_environment() {
         "INKLINK_CODE_CHECK_CHAR",
         "INKLINK_REDIRECT_STATUS",
         "INKLINK_CACHE_TTL",
+        "INKLINK_ADMIN_HOSTS",
         "inklink.toml",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}");
