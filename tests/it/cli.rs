@@ -50,6 +50,21 @@ fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &
     }
 }
 
+/// [`inklink`] for a test that also runs a server: the CLI waits on a blocking thread, so that
+/// the server's background tasks, which live on the test's runtime, keep running. Blocking
+/// the runtime instead would freeze a write transaction one of them has open (the click
+/// writer's, say), and the CLI would wait for its lock until SQLite gives up.
+pub async fn inklink_live(db: &Arc<TestDb>, args: &[&str]) -> Run {
+    let db = db.clone();
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    actix_web::rt::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        inklink(&db, &args)
+    })
+    .await
+    .expect("the CLI thread finishes")
+}
+
 pub fn inklink(db: &TestDb, args: &[&str]) -> Run {
     inklink_with(db, args, None, &[])
 }
@@ -72,7 +87,7 @@ fn fails(run: Run, message: &str) {
 async fn link_add_prints_a_short_url_that_redirects_and_disable_enable_work() {
     let db = Arc::new(TestDb::create().await);
     let app = spawn_on(db.clone(), &["--cache-ttl", "1"]).await;
-    let short = ok(inklink(&db, &["link", "add", "https://example.com/a?x=1"]));
+    let short = ok(inklink_live(&db, &["link", "add", "https://example.com/a?x=1"]).await);
     let short = short.trim();
     let prefix = format!("http://localhost:{}/", app.port);
     assert!(short.starts_with(&prefix), "{short}");
@@ -85,14 +100,14 @@ async fn link_add_prints_a_short_url_that_redirects_and_disable_enable_work() {
         (302, Some("https://example.com/a?x=1"))
     );
 
-    assert!(ok(inklink(&db, &["link", "disable", code])).contains("disabled"));
+    assert!(ok(inklink_live(&db, &["link", "disable", code]).await).contains("disabled"));
     actix_web::rt::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(app.fetch(&path).await.0, 410);
-    ok(inklink(&db, &["link", "enable", code]));
+    ok(inklink_live(&db, &["link", "enable", code]).await);
     actix_web::rt::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(app.fetch(&path).await.0, 302);
 
-    let custom = ok(inklink(
+    let custom = ok(inklink_live(
         &db,
         &[
             "link",
@@ -107,20 +122,23 @@ async fn link_add_prints_a_short_url_that_redirects_and_disable_enable_work() {
             "--redirect-status",
             "301",
         ],
-    ));
+    )
+    .await);
     assert_eq!(custom.trim(), format!("{prefix}Promo"));
     let response = app.get("/Promo").await;
     assert_eq!(response.status().as_u16(), 301);
-    let hashed_a = ok(inklink(
+    let hashed_a = ok(inklink_live(
         &db,
         &["link", "add", "https://example.com/h", "--strategy", "hash"],
-    ));
-    let hashed_b = ok(inklink(
+    )
+    .await);
+    let hashed_b = ok(inklink_live(
         &db,
         &["link", "add", "https://example.com/h", "--strategy", "hash"],
-    ));
+    )
+    .await);
     assert_eq!(hashed_a, hashed_b);
-    let reused = inklink(&db, &["link", "add", "https://example.com/b", "--reuse"]);
+    let reused = inklink_live(&db, &["link", "add", "https://example.com/b", "--reuse"]).await;
     assert_eq!(reused.stdout.trim(), format!("{prefix}Promo"));
     assert!(reused.stderr.contains("reusing"));
 }
@@ -605,7 +623,7 @@ async fn apikey_add_prints_a_working_key_once() {
             "in the past",
         ),
     ] {
-        let run = inklink(&db, args);
+        let run = inklink_live(&db, args).await;
         assert_ne!(run.code, 0, "{args:?}");
         assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "no key printed on failure");

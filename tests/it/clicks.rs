@@ -2,7 +2,7 @@
 //! that appears later, and rebuilding statistics from the command line.
 
 use crate::analytics::{GEOIP, wait_written};
-use crate::cli::{inklink, ok};
+use crate::cli::{inklink, inklink_live, ok};
 use crate::support::{Backend, TcpProxy, TestApp, TestDb, create_link, spawn_on, spawn_via};
 use inklink::analytics::{ClickEvent, Outcome};
 use sea_orm::{ConnectionTrait, Database, Statement};
@@ -288,7 +288,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
     }
     wait_written(&app, 3).await;
     // 23:30 UTC is the next day in Shanghai.
-    let run = inklink(
+    let run = inklink_live(
         &db,
         &[
             "stats",
@@ -300,7 +300,8 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
             "--timezone",
             "Asia/Shanghai",
         ],
-    );
+    )
+    .await;
     assert!(ok(run).contains("recomputed 3 days"));
     let days = inklink::analytics::report::daily(
         &app.core.db,
@@ -322,7 +323,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
             ("2026-03-16".to_owned(), 0, 0)
         ]
     );
-    let reversed = inklink(
+    let reversed = inklink_live(
         &db,
         &[
             "stats",
@@ -332,10 +333,11 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
             "--to",
             "2026-03-14",
         ],
-    );
+    )
+    .await;
     assert_ne!(reversed.code, 0);
     assert!(reversed.stderr.contains("is after"), "{}", reversed.stderr);
-    let bad = inklink(&db, &["stats", "rebuild", "--from", "14/03/2026"]);
+    let bad = inklink_live(&db, &["stats", "rebuild", "--from", "14/03/2026"]).await;
     assert_ne!(bad.code, 0);
     assert!(bad.stderr.contains("--from"), "{}", bad.stderr);
 }
