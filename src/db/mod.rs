@@ -6,7 +6,9 @@ pub mod entities;
 use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
-use sea_orm::{ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr};
+use sea_orm::{
+    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr,
+};
 use std::time::Duration;
 
 pub use sea_orm::DatabaseConnection as Db;
@@ -31,7 +33,38 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 // keep long after the query.
                 .pragma("temp_store", "FILE")
         });
-    Database::connect(options).await
+    // Two processes opening one new SQLite file at once both switch it to WAL; SQLite answers
+    // the loser "database is locked" at once, without waiting (waiting could deadlock). The
+    // winner finishes within milliseconds, so the loser opens again.
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match Database::connect(options.clone()).await {
+            Err(err) if is_sqlite_busy(&err) && std::time::Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            connected => return connected,
+        }
+    }
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, in any of their extended forms.
+fn is_sqlite_busy(err: &DbErr) -> bool {
+    let (DbErr::Conn(RuntimeErr::SqlxError(sqlx_err))
+    | DbErr::Exec(RuntimeErr::SqlxError(sqlx_err))
+    | DbErr::Query(RuntimeErr::SqlxError(sqlx_err))) = err
+    else {
+        return false;
+    };
+    let sea_orm::sqlx::Error::Database(db_err) = sqlx_err.as_ref() else {
+        return false;
+    };
+    db_err
+        .try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>()
+        .is_some()
+        && db_err
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
 /// The click writer's connection. On SQLite it gets one of its own: in WAL mode a write by any

@@ -13,13 +13,12 @@ async fn instances_starting_together_share_one_secret_and_one_first_domain() {
     // No --secret: it must be generated once and stored.
     let mut config = settings(&db, "127.0.0.1:18080", &[]);
     config.secret = None;
-    let mut opened = futures_util::future::join_all([
-        Inklink::open(config.clone()),
-        Inklink::open(config.clone()),
-    ])
-    .await;
-    let b = opened.pop().unwrap().unwrap();
-    let a = opened.pop().unwrap().unwrap();
+    // Several at once: on a new SQLite file they race to switch it to WAL, which SQLite
+    // refuses the losers at once ("database is locked") instead of making them wait.
+    let opened =
+        futures_util::future::join_all((0..6).map(|_| Inklink::open(config.clone()))).await;
+    let opened: Vec<Inklink> = opened.into_iter().map(Result::unwrap).collect();
+    let (a, b) = (&opened[0], &opened[5]);
     let secrets = settings_table::Entity::find().all(&a.db).await.unwrap();
     assert_eq!(secrets.len(), 1);
     assert_eq!(secrets[0].value.len(), 64);
