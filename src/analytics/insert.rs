@@ -281,16 +281,17 @@ fn copy_text(rows: &[EventRow]) -> Vec<u8> {
             &row.referer,
             &row.referer_host,
             &row.query_string,
+            &row.country,
+            &row.province,
+            &row.city,
+            &row.browser,
+            &row.browser_version,
+            &row.os,
+            &row.os_version,
+            &row.device,
         ] {
             out.optional(text);
         }
-        for text in [&row.country, &row.province, &row.city] {
-            out.optional(text);
-        }
-        for text in [&row.browser, &row.browser_version, &row.os, &row.os_version] {
-            out.optional(text);
-        }
-        out.optional(&row.device);
         out.field(if row.is_bot { b"t" } else { b"f" });
         out.text(&row.transform_status);
         out.optional(&row.failure_reason);

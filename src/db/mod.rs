@@ -49,22 +49,14 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
 
 /// SQLITE_BUSY or SQLITE_LOCKED, in any of their extended forms.
 fn is_sqlite_busy(err: &DbErr) -> bool {
-    let (DbErr::Conn(RuntimeErr::SqlxError(sqlx_err))
-    | DbErr::Exec(RuntimeErr::SqlxError(sqlx_err))
-    | DbErr::Query(RuntimeErr::SqlxError(sqlx_err))) = err
-    else {
-        return false;
-    };
-    let sea_orm::sqlx::Error::Database(db_err) = sqlx_err.as_ref() else {
-        return false;
-    };
-    db_err
-        .try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>()
-        .is_some()
-        && db_err
-            .code()
-            .and_then(|code| code.parse::<i32>().ok())
-            .is_some_and(|code| matches!(code & 0xff, 5 | 6))
+    database_error(err)
+        .filter(|db| {
+            db.try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>()
+                .is_some()
+        })
+        .and_then(|db| db.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
 /// The click writer's connection. On SQLite it gets one of its own: in WAL mode a write by any
@@ -132,16 +124,19 @@ pub fn is_unique_violation(err: &DbErr) -> bool {
 /// A failure the database asks us to retry: a deadlock or serialization failure (SQLSTATE
 /// 40001, MySQL 1213; PostgreSQL 40P01), in which the whole transaction was rolled back.
 pub fn is_retryable(err: &DbErr) -> bool {
-    let runtime = match err {
-        DbErr::Exec(runtime) | DbErr::Query(runtime) | DbErr::Conn(runtime) => runtime,
-        _ => return false,
-    };
-    let sea_orm::RuntimeErr::SqlxError(sqlx) = runtime else {
-        return false;
-    };
-    sqlx.as_database_error()
+    database_error(err)
         .and_then(|db| db.code())
         .is_some_and(|code| code == "40001" || code == "40P01")
+}
+
+/// The error the database server (or SQLite) answered, when that is what `err` carries.
+fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {
+    match err {
+        DbErr::Exec(RuntimeErr::SqlxError(sqlx))
+        | DbErr::Query(RuntimeErr::SqlxError(sqlx))
+        | DbErr::Conn(RuntimeErr::SqlxError(sqlx)) => sqlx.as_database_error(),
+        _ => None,
+    }
 }
 
 /// Ends `txn` by `result`: commit on success, rollback on failure, both at once. A transaction
