@@ -349,6 +349,19 @@ impl ConfigError {
     }
 }
 
+/// A setting that lists values with commas (`a, b,c`): each item trimmed, empty items
+/// skipped, and the first that `parse` refuses named in the error.
+pub fn comma_separated<T>(
+    text: &str,
+    parse: impl FnMut(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(parse)
+        .collect()
+}
+
 /// Parses `args` (program name first), reading the config file they or INKLINK_CONFIG name.
 pub fn parse_from<I, T>(args: I) -> Result<Cli, ConfigError>
 where

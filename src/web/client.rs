@@ -15,18 +15,12 @@ impl FromStr for TrustedProxies {
 
     /// Comma-separated CIDRs or single addresses: `127.0.0.1, 10.0.0.0/8, ::1`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|part| !part.is_empty())
-            .map(|part| {
-                part.parse::<IpNet>()
-                    .or_else(|_| part.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        format!("'{part}' is not an IP address or CIDR such as 10.0.0.0/8")
-                    })
-            })
-            .collect::<Result<_, _>>()
-            .map(Self)
+        crate::config::comma_separated(text, |part| {
+            part.parse::<IpNet>()
+                .or_else(|_| part.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| format!("'{part}' is not an IP address or CIDR such as 10.0.0.0/8"))
+        })
+        .map(Self)
     }
 }
 

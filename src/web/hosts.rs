@@ -18,12 +18,10 @@ impl FromStr for AdminHosts {
 
     /// Comma-separated hosts: `admin.example.com, localhost:8080`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|part| !part.is_empty())
-            .map(|part| DomainHost::parse(part).map_err(|err| format!("'{part}': {err}")))
-            .collect::<Result<Vec<_>, _>>()
-            .map(|hosts| Self(hosts.into()))
+        crate::config::comma_separated(text, |part| {
+            DomainHost::parse(part).map_err(|err| format!("'{part}': {err}"))
+        })
+        .map(|hosts| Self(hosts.into()))
     }
 }
 
