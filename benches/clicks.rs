@@ -244,11 +244,11 @@ async fn run() {
             + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
         batch.push(enricher.enrich(synthetic(&mut rng, &links, at)));
         if batch.len() == BATCH {
-            insert_rows(&core.db, &batch).await.unwrap();
-            batch.clear();
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            insert_rows(&core.db, full.into()).await.unwrap();
         }
     }
-    insert_rows(&core.db, &batch).await.unwrap();
+    insert_rows(&core.db, batch.into()).await.unwrap();
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let aggregating = Instant::now();
     let tz = core.settings.timezone;

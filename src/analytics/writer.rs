@@ -59,7 +59,7 @@ pub struct Writer {
     outage_logged: bool,
 }
 
-type Inserted = (Vec<EventRow>, Result<(), DbErr>, Duration);
+type Inserted = (Arc<[EventRow]>, Result<(), DbErr>, Duration);
 
 struct InFlight {
     /// Where the rows came from: the spool offset just past them, or memory.
@@ -237,9 +237,11 @@ impl Writer {
         };
         let db = self.db.clone();
         let count = rows.len();
+        let rows: Arc<[EventRow]> = rows.into();
         let task = tokio::spawn(async move {
             let started = Instant::now();
-            let result = match tokio::time::timeout(INSERT_TIMEOUT, insert_rows(&db, &rows)).await {
+            let inserting = insert_rows(&db, rows.clone());
+            let result = match tokio::time::timeout(INSERT_TIMEOUT, inserting).await {
                 Ok(result) => result,
                 Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
             };
@@ -284,8 +286,8 @@ impl Writer {
                 self.outage(&err);
                 // Spooled rows stay in the spool; rows from memory go back to its front.
                 if spool_offset.is_none() {
-                    for row in rows.into_iter().rev() {
-                        self.memory.push_front(row);
+                    for row in rows.iter().rev() {
+                        self.memory.push_front(row.clone());
                     }
                     self.memory_since.get_or_insert_with(Instant::now);
                 }

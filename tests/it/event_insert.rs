@@ -164,12 +164,16 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
         .unwrap();
     // 1,234 rows: statements of 1,000, 100, 10 and 1 rows in one transaction.
     let batch = rows(1234, start, link);
-    insert_rows(&core.db, &batch[..600]).await.unwrap();
+    insert_rows(&core.db, batch[..600].into()).await.unwrap();
     // A batch of which some rows are stored (a spool replayed after a partial write), a retry
     // of a batch whose commit was not acknowledged, and one that overlaps it.
-    insert_rows(&core.db, &batch).await.unwrap();
-    insert_rows(&core.db, &batch).await.unwrap();
-    insert_rows(&core.db, &batch[1200..]).await.unwrap();
+    insert_rows(&core.db, batch.as_slice().into())
+        .await
+        .unwrap();
+    insert_rows(&core.db, batch.as_slice().into())
+        .await
+        .unwrap();
+    insert_rows(&core.db, batch[1200..].into()).await.unwrap();
 
     let got = stored(&core.db).await;
     assert_eq!(got.len(), 1234, "each event once");
