@@ -2,9 +2,16 @@
 //! only a proxy listed in INKLINK_TRUSTED_PROXIES is believed about the client behind it.
 
 use actix_web::HttpRequest;
+use actix_web::http::header::HeaderName;
 use ipnet::IpNet;
 use std::net::IpAddr;
 use std::str::FromStr;
+
+// Named once: looking a header up by a `&str` that is not a standard header's name parses the
+// name and copies it to the heap, on every redirect.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
 /// Networks whose `X-Forwarded-For`, `X-Real-IP` and `X-Forwarded-Proto` are believed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,18 +82,18 @@ impl TrustedProxies {
 
     pub fn client_ip_of(&self, req: &HttpRequest) -> Option<IpAddr> {
         let peer = req.peer_addr()?.ip();
-        let header = |name| {
+        let header = |name: HeaderName| {
             req.headers()
                 .get(name)
                 .and_then(|value| value.to_str().ok())
         };
-        Some(self.client_ip(peer, header("x-forwarded-for"), header("x-real-ip")))
+        Some(self.client_ip(peer, header(X_FORWARDED_FOR), header(X_REAL_IP)))
     }
 
     pub fn is_https(&self, req: &HttpRequest) -> bool {
         let proto = req
             .headers()
-            .get("x-forwarded-proto")
+            .get(X_FORWARDED_PROTO)
             .and_then(|v| v.to_str().ok());
         req.peer_addr()
             .is_some_and(|peer| self.forwarded_https(peer.ip(), proto))
