@@ -21,9 +21,11 @@ pub fn channel(capacity: usize, metrics: Arc<Metrics>) -> (ClickSink, mpsc::Rece
 impl ClickSink {
     pub fn record(&self, event: ClickEvent) {
         match self.sender.try_send(event) {
-            Ok(()) => self.metrics.events_queued.fetch_add(1, Relaxed),
-            Err(_) => self.metrics.events_dropped.fetch_add(1, Relaxed),
-        };
+            Ok(()) => self.metrics.events_queued.add(1),
+            Err(_) => {
+                self.metrics.events_dropped.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     pub fn depth(&self) -> usize {

@@ -9,6 +9,7 @@
 //! latest, in case a change was missed). While the database is unreachable, expired entries
 //! keep answering.
 
+use crate::analytics::metrics::Counter;
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::{RedirectStatus, ShortCode};
 use actix_web::http::header::HeaderValue;
@@ -95,8 +96,8 @@ pub struct LinkResolver {
     /// Milliseconds since `started` of the last failed lookup, 0 if none.
     last_failure_ms: Arc<AtomicU64>,
     queries: Arc<AtomicU64>,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    hits: Counter,
+    misses: Counter,
 }
 
 impl LinkResolver {
@@ -129,19 +130,19 @@ impl LinkResolver {
             started,
             last_failure_ms,
             queries,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            hits: Counter::default(),
+            misses: Counter::default(),
         }
     }
 
     /// Lookups answered from the cache since start.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.get()
     }
 
     /// Lookups that had to ask the database (batched into fewer queries).
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.misses.get()
     }
 
     /// Database queries made for lookups since start.
@@ -154,10 +155,10 @@ impl LinkResolver {
         if let Some(entry) = &cached
             && (entry.fetched.elapsed() < MAX_AGE || self.in_outage())
         {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.hits.add(1);
             return Ok(entry.link.clone());
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        self.misses.add(1);
         let (reply, answer) = oneshot::channel();
         let lookup = Lookup {
             code: code.as_str().into(),

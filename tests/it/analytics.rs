@@ -674,3 +674,21 @@ fn a_burst_of_clicks_defers_the_refresh_of_today_but_not_for_long() {
         "never staler than {longest:?}"
     );
 }
+
+/// The redirect path's counters are split per thread; what `/metrics` reads is every thread's
+/// count, however many threads there are (more than the stripes, too).
+#[test]
+fn counters_sum_what_every_thread_added() {
+    let counter = inklink::analytics::metrics::Counter::default();
+    std::thread::scope(|scope| {
+        for thread in 0..40u64 {
+            let counter = &counter;
+            scope.spawn(move || {
+                for _ in 0..1_000 {
+                    counter.add(thread + 1);
+                }
+            });
+        }
+    });
+    assert_eq!(counter.get(), 1_000 * (1..=40).sum::<u64>());
+}

@@ -294,9 +294,7 @@ async fn only_get_or_head_of_one_segment_is_a_redirect() {
     }
     let metrics = app.state.analytics.metrics();
     assert_eq!(
-        metrics
-            .events_queued
-            .load(std::sync::atomic::Ordering::Relaxed),
+        metrics.events_queued.get(),
         1,
         "only the redirect was recorded"
     );
