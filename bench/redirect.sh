@@ -5,16 +5,18 @@
 #   bash bench/redirect.sh                      # SQLite
 #   bash bench/redirect.sh --db postgres://postgres@127.0.0.1:5432/postgres
 #   bash bench/redirect.sh --db mysql://root@127.0.0.1:3306/mysql
+#   bash bench/redirect.sh --ceiling             # also bench/ceiling: bare actix-web, a fixed 302
 #
 # With --db, a fresh database is created on that server for the run and dropped after it.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SERVER_URL=""
+SERVER_URL="" CEILING=""
 while [ $# -gt 0 ]; do
   case $1 in
     --db) SERVER_URL=$2; shift 2 ;;
-    *) echo "usage: $0 [--db postgres://...|mysql://...]" >&2; exit 2 ;;
+    --ceiling) CEILING=1; shift ;;
+    *) echo "usage: $0 [--db postgres://...|mysql://...] [--ceiling]" >&2; exit 2 ;;
   esac
 done
 LINKS=${LINKS:-100000}
@@ -22,6 +24,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 INKLINK_PORT=${INKLINK_PORT:-18281}
 NGINX_PORT=${NGINX_PORT:-18282}
+CEILING_PORT=${CEILING_PORT:-18283}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
@@ -30,11 +33,13 @@ if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
 fi
 cargo build --release --quiet
 BIN="$CARGO_TARGET_DIR/release/inklink"
+[ -n "$CEILING" ] && cargo build --release --quiet --manifest-path bench/ceiling/Cargo.toml
 WORK=$(mktemp -d)
-INKLINK_PID="" NGINX_PID="" BENCH_DB=""
+INKLINK_PID="" NGINX_PID="" CEILING_PID="" BENCH_DB=""
 cleanup() {
   [ -n "$INKLINK_PID" ] && kill "$INKLINK_PID" 2>/dev/null || true
   [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+  [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   case $SERVER_URL in
     postgres*) [ -n "$BENCH_DB" ] && psql -q "$SERVER_URL" -c "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" >/dev/null 2>&1 || true ;;
@@ -161,16 +166,18 @@ http {
 NGINX
 nginx -c "$WORK/nginx.conf" -g "daemon off;" & NGINX_PID=$!
 "$BIN" & INKLINK_PID=$!
+[ -n "$CEILING" ] && { "$CARGO_TARGET_DIR/release/ceiling" "$CEILING_PORT" & CEILING_PID=$!; }
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$INKLINK_PORT/healthz" >/dev/null && curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break
   sleep 0.1
 done
 
-# Warm both (inklink's cache fills as it would during a campaign).
+# Warm them (inklink's cache fills as it would during a campaign).
 wrk -t2 -c64 -d5s -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" >/dev/null
 wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$NGINX_PORT" >/dev/null
+[ -n "$CEILING" ] && wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$CEILING_PORT" >/dev/null
 
-# One wrk run: "requests/s p50_ms p99_ms non2xx3xx".
+# One wrk run: "requests/s p50_ms p99_ms non2xx3xx requests".
 measure() {
   local args=$1 port=$2
   wrk $args -d"$DURATION" --latency -s "$WORK/random.lua" "http://127.0.0.1:$port" | awk '
@@ -179,18 +186,36 @@ measure() {
     /^ +50%/ { p50 = ms($2) }
     /^ +99%/ { p99 = ms($2) }
     /Non-2xx or 3xx/ { bad = $5 }
-    END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad + 0 }'
+    / requests in / { total = $1 }
+    END { printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, bad + 0, total }'
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# CPU ticks (1/100 s) spent so far: by the whole process (threads that ended included), by
+# its actix threads (the HTTP workers and the acceptor, which serve the redirects), and by the
+# whole machine (busy, wrk included). The rest of the process is the click pipeline and the
+# other background tasks; on SQLite the database's work is in that rest too.
+cpu_ticks() {
+  local serving=0 t
+  for t in /proc/"$INKLINK_PID"/task/*; do
+    case $(cat "$t/comm" 2>/dev/null) in
+      actix-*) serving=$((serving + $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }'))) ;;
+    esac
+  done
+  echo "$(sed 's/.*) //' "/proc/$INKLINK_PID/stat" | awk '{ print $12 + $13 }') $serving" \
+    "$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)"
+}
 
 declare -A RESULT
 for args in "-t1 -c32" "-t2 -c128"; do
-  : > "$WORK/ink" ; : > "$WORK/ngx"
+  : > "$WORK/ink" ; : > "$WORK/ngx" ; : > "$WORK/bare"
   for round in $(seq 1 "$ROUNDS"); do
     measure "$args" "$NGINX_PORT" >> "$WORK/ngx"
+    [ -n "$CEILING" ] && measure "$args" "$CEILING_PORT" >> "$WORK/bare"
+    before=$(cpu_ticks)
     measure "$args" "$INKLINK_PORT" >> "$WORK/ink"
+    echo "$before $(cpu_ticks) $(tail -1 "$WORK/ink" | awk '{ print $5 }')" >> "$WORK/cpu $args"
   done
-  for who in ink ngx; do
+  for who in ink ngx $([ -n "$CEILING" ] && echo bare); do
     RESULT[$who,$args,rps]=$(awk '{print $1}' "$WORK/$who" | median)
     RESULT[$who,$args,p50]=$(awk '{print $2}' "$WORK/$who" | median)
     RESULT[$who,$args,p99]=$(awk '{print $3}' "$WORK/$who" | median)
@@ -210,11 +235,16 @@ echo
 echo "inklink redirect benchmark — $BACKEND, $LINKS links, $ROUNDS rounds of $DURATION, medians"
 printf '%-12s %-8s %12s %10s %10s %10s\n' "wrk" "server" "requests/s" "p50 ms" "p99 ms" "not 3xx"
 for args in "-t1 -c32" "-t2 -c128"; do
-  for who in ngx ink; do
-    name=$([ $who = ink ] && echo inklink || echo nginx)
+  for who in ngx $([ -n "$CEILING" ] && echo bare) ink; do
+    case $who in ink) name=inklink ;; ngx) name=nginx ;; bare) name=actix ;; esac
     printf '%-12s %-8s %12s %10s %10s %10s\n' "$args" "$name" "${RESULT[$who,$args,rps]}" "${RESULT[$who,$args,p50]}" "${RESULT[$who,$args,p99]}" "${RESULT[$who,$args,bad]}"
   done
+  [ -n "$CEILING" ] && python3 -c "print(f'{\"$args\":<12} actix    {${RESULT[bare,$args,rps]} / ${RESULT[ngx,$args,rps]}:>12.2f}x of nginx; inklink {${RESULT[ink,$args,rps]} / ${RESULT[bare,$args,rps]}:.2f}x of actix')"
   python3 -c "print(f'{\"$args\":<12} ratio    {${RESULT[ink,$args,rps]} / ${RESULT[ngx,$args,rps]}:>12.2f}x {${RESULT[ink,$args,p50]} / max(${RESULT[ngx,$args,p50]}, 1e-9):>9.2f}x {${RESULT[ink,$args,p99]} / max(${RESULT[ngx,$args,p99]}, 1e-9):>9.2f}x')"
 done
+# µs of CPU per request, over every inklink round of the busiest load.
+awk '{ p += $4 - $1; s += $5 - $2; m += $6 - $3; n += $7 }
+  END { if (n) printf "CPU per request at -t2 -c128: inklink %.1f us (HTTP workers %.1f, click pipeline and background %.1f); whole machine %.1f us, wrk included\n",
+    p * 1e4 / n, s * 1e4 / n, (p - s) * 1e4 / n, m * 1e4 / n }' "$WORK/cpu -t2 -c128"
 echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
