@@ -142,8 +142,8 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_CLICK_QUEUE", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(16..), global = true)]
     pub click_queue: u32,
 
-    /// Clicks kept in memory while the database is unavailable; beyond this they go to the
-    /// spool file
+    /// Clicks kept in memory while the database is unavailable or behind; beyond this they go
+    /// to the spool file
     #[arg(long, env = "INKLINK_CLICK_BUFFER", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(0..), global = true)]
     pub click_buffer: u32,
 
