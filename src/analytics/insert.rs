@@ -19,6 +19,7 @@ use super::event::{EventRow, Text};
 use chrono::{Datelike, NaiveDateTime, Timelike};
 use sea_orm::sqlx::{self, MySqlPool, PgPool};
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, RuntimeErr};
+use sqlx::mysql::MySqlArguments;
 use std::io::Write;
 use std::sync::{Arc, LazyLock};
 
@@ -68,7 +69,11 @@ pub async fn insert_rows(db: &DatabaseConnection, rows: Arc<[EventRow]>) -> Resu
         DbBackend::Postgres => copy_postgres(db.get_postgres_connection_pool(), &rows).await,
         other => return Err(DbErr::Custom(format!("no event writer for {other:?}"))),
     };
-    inserted.map_err(|err| DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err))))
+    inserted.map_err(from_sqlx)
+}
+
+fn from_sqlx(err: sqlx::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
 }
 
 /// `INSERT … VALUES (?, …), …` for `rows` rows, with the backend's way of skipping a row whose
@@ -107,33 +112,33 @@ fn chunks<'r>(
     })
 }
 
-/// Binds one row's values in [`COLUMNS`] order; `$time` is how the backend takes the time.
-macro_rules! bind_row {
-    ($query:expr, $row:expr, $time:expr) => {
-        $query
-            .bind($row.event_key.clone())
-            .bind($time)
-            .bind($row.compression_code.clone())
-            .bind($row.url_map_id)
-            .bind($row.host.clone())
-            .bind($row.client_ip.clone())
-            .bind($row.unique_identity.clone())
-            .bind($row.user_agent.clone())
-            .bind($row.referer.clone())
-            .bind($row.referer_host.clone())
-            .bind($row.query_string.clone())
-            .bind($row.country.clone())
-            .bind($row.province.clone())
-            .bind($row.city.clone())
-            .bind($row.browser.clone())
-            .bind($row.browser_version.clone())
-            .bind($row.os.clone())
-            .bind($row.os_version.clone())
-            .bind($row.device.clone())
-            .bind($row.is_bot)
-            .bind($row.transform_status.clone())
-            .bind($row.failure_reason.clone())
-    };
+type MySqlQuery<'q> = sqlx::query::Query<'q, sqlx::MySql, MySqlArguments>;
+
+/// Binds one row's values in [`COLUMNS`] order.
+fn bind_row<'q>(query: MySqlQuery<'q>, row: &EventRow) -> MySqlQuery<'q> {
+    query
+        .bind(row.event_key.clone())
+        .bind(row.record_time)
+        .bind(row.compression_code.clone())
+        .bind(row.url_map_id)
+        .bind(row.host.clone())
+        .bind(row.client_ip.clone())
+        .bind(row.unique_identity.clone())
+        .bind(row.user_agent.clone())
+        .bind(row.referer.clone())
+        .bind(row.referer_host.clone())
+        .bind(row.query_string.clone())
+        .bind(row.country.clone())
+        .bind(row.province.clone())
+        .bind(row.city.clone())
+        .bind(row.browser.clone())
+        .bind(row.browser_version.clone())
+        .bind(row.os.clone())
+        .bind(row.os_version.clone())
+        .bind(row.device.clone())
+        .bind(row.is_bot)
+        .bind(row.transform_status.clone())
+        .bind(row.failure_reason.clone())
 }
 
 async fn insert_mysql(pool: &MySqlPool, rows: &[EventRow]) -> Result<(), sqlx::Error> {
@@ -141,7 +146,7 @@ async fn insert_mysql(pool: &MySqlPool, rows: &[EventRow]) -> Result<(), sqlx::E
     for (sql, chunk) in chunks(&MYSQL_SQL, rows) {
         let mut query = sqlx::query(sql);
         for row in chunk {
-            query = bind_row!(query, row, row.record_time);
+            query = bind_row(query, row);
         }
         query.execute(&mut *txn).await?;
     }

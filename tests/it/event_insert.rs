@@ -162,7 +162,8 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
         .unwrap()
         .and_hms_micro_opt(10, 0, 0, 250_000)
         .unwrap();
-    // 1,234 rows: statements of 1,000, 100, 10 and 1 rows in one transaction.
+    // 1,234 rows in one transaction: on MySQL statements of 1,000, 100, 10 and 1 rows, on
+    // SQLite one stepped insert per row, on PostgreSQL one COPY.
     let batch = rows(1234, start, link);
     insert_rows(&core.db, batch[..600].into()).await.unwrap();
     // A batch of which some rows are stored (a spool replayed after a partial write), a retry

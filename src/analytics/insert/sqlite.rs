@@ -13,11 +13,11 @@
 //!
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
 
-use super::{COLUMNS, sqlite_time, time_digits};
+use super::{COLUMNS, from_sqlx, sqlite_time, time_digits};
 use crate::analytics::event::{EventRow, Text};
 use libsqlite3_sys as ffi;
-use sea_orm::sqlx::{self, SqlitePool};
-use sea_orm::{DbErr, RuntimeErr};
+use sea_orm::DbErr;
+use sea_orm::sqlx::SqlitePool;
 use std::ffi::{CStr, CString, c_int};
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, LazyLock};
@@ -46,10 +46,6 @@ pub async fn insert(pool: &SqlitePool, rows: Arc<[EventRow]>) -> Result<(), DbEr
     })
     .await
     .map_err(|err| DbErr::Custom(format!("the click insert thread failed: {err}")))?
-}
-
-fn from_sqlx(err: sqlx::Error) -> DbErr {
-    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
 }
 
 /// A connection handle that nothing else uses while this exists.
