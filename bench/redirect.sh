@@ -195,13 +195,14 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # whole machine (busy, wrk included). The rest of the process is the click pipeline and the
 # other background tasks; on SQLite the database's work is in that rest too.
 cpu_ticks() {
-  local serving=0 t
+  local serving=0 t stat
   for t in /proc/"$INKLINK_PID"/task/*; do
     case $(cat "$t/comm" 2>/dev/null) in
-      actix-*) serving=$((serving + $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }'))) ;;
+      actix-*) stat=$(cat "$t/stat" 2>/dev/null) || continue
+               serving=$((serving + $(awk '{ sub(/.*\) /, ""); print $12 + $13 }' <<< "$stat"))) ;;
     esac
   done
-  echo "$(sed 's/.*) //' "/proc/$INKLINK_PID/stat" | awk '{ print $12 + $13 }') $serving" \
+  echo "$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$INKLINK_PID/stat") $serving" \
     "$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)"
 }
 
