@@ -12,12 +12,11 @@
 //! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000).
 
 use chrono::Duration;
-use inklink::Inklink;
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::geoip::GeoIp;
 use inklink::analytics::writer::{BATCH, insert_rows};
 use inklink::analytics::{ClickEvent, Outcome, aggregate};
-use inklink::web::Application;
+use inklink::startup::Application;
 use sea_orm::{ConnectionTrait, Database};
 use std::net::{IpAddr, TcpListener};
 use std::sync::Arc;
@@ -160,7 +159,7 @@ async fn run() {
     let spool = std::env::temp_dir().join(format!("inklink-bench-spool-{}", std::process::id()));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let settings = inklink::config::parse_from([
+    let settings = inklink::cli::parse_from([
         "inklink",
         "--database-url",
         &url,
@@ -188,7 +187,7 @@ async fn run() {
     } else {
         "SQLite"
     };
-    let core = Arc::new(Inklink::open(settings).await.unwrap());
+    let core = Arc::new(inklink::startup::open(settings).await.unwrap());
     inklink::services::users::ensure_admin(&core.db, Some("bench-password"))
         .await
         .unwrap();
@@ -199,11 +198,12 @@ async fn run() {
 
     let mut links = Vec::new();
     for i in 0..link_count {
-        let target = core
-            .parse_target(&format!("https://example.com/campaign/{i}"))
-            .await
-            .unwrap()
-            .unwrap();
+        let target = inklink::services::links::parse_target(
+            &core,
+            &format!("https://example.com/campaign/{i}"),
+        )
+        .await
+        .unwrap();
         let saved = inklink::services::links::create(
             &core,
             inklink::services::links::NewLink::to(target),

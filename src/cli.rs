@@ -1,41 +1,218 @@
 //! The command line: each subcommand parses its arguments into domain types, calls a service,
 //! and prints the result. Errors come back as text for `main` to print.
 
-use crate::config::{
-    ApikeyAction, Cli, Command, DomainAction, LinkAction, MigrateAction, StatsAction, UserAction,
-};
-use crate::context::{self, Inklink, StartupError};
+use crate::config::{self, ConfigError, Settings};
 use crate::db::entities::url_map::LinkStatus;
+use crate::db::entities::url_map::Strategy;
 use crate::rules::{DomainHost, Password, Protocol, ShortCode, Username};
+use crate::rules::{RedirectStatus, Role};
 use crate::services::bulk;
 use crate::services::links::{self, NewLink, Outcome};
 use crate::services::{Actor, domains, users};
-use crate::web::Application;
+use crate::startup::{self, Application, StartupError};
+use crate::state::Inklink;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use migration::{Migrator, MigratorTrait};
+use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Every option can also be set in the environment (INKLINK_DATABASE_URL, INKLINK_LISTEN, ...) or in
+inklink.toml (database_url = \"...\", listen = \"...\"), looked for in the working directory or at
+INKLINK_CONFIG. A flag beats a variable, a variable beats the file.
+
+Run without a command to serve. On first start inklink migrates the database, stores a generated
+secret in it (unless INKLINK_SECRET is set), adds the domain localhost:<port> (http) when there
+is none, and creates the admin user 'admin' when there is no user.";
+
+#[derive(Parser, Debug)]
+#[command(name = "inklink", version, about = "Self-hosted short links: fast redirects, analytics, admin UI and REST API", after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub settings: Settings,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Serve redirects (the default)
+    Serve,
+    /// Apply, revert or list database migrations (default: up)
+    Migrate {
+        #[command(subcommand)]
+        action: Option<MigrateAction>,
+    },
+    /// Manage the people who sign in to the admin UI
+    User {
+        #[command(subcommand)]
+        action: UserAction,
+    },
+    /// Create, disable and enable short links
+    Link {
+        #[command(subcommand)]
+        action: LinkAction,
+    },
+    /// Manage the domains short links are served on
+    Domain {
+        #[command(subcommand)]
+        action: DomainAction,
+    },
+    /// Issue API keys for the REST API
+    Apikey {
+        #[command(subcommand)]
+        action: ApikeyAction,
+    },
+    /// Daily visit statistics
+    Stats {
+        #[command(subcommand)]
+        action: StatsAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum ApikeyAction {
+    /// Create a key and print its secret (shown this once; only a digest is stored)
+    Add {
+        /// A name for the key, e.g. the system that uses it (1-64 of A-Z a-z 0-9 . _ -)
+        name: String,
+        #[arg(long, value_enum)]
+        role: Role,
+        /// Expiry as an RFC 3339 date-time, e.g. 2027-06-30T00:00:00Z (default: never)
+        #[arg(long)]
+        expires: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, Copy)]
+pub enum StatsAction {
+    /// Recompute the daily statistics of a range of days (in INKLINK_TIMEZONE) from the
+    /// stored click events; the result is the same however often it runs
+    Rebuild {
+        /// First day, YYYY-MM-DD (default: the day of the oldest stored click)
+        #[arg(long)]
+        from: Option<chrono::NaiveDate>,
+        /// Last day, YYYY-MM-DD (default: today)
+        #[arg(long)]
+        to: Option<chrono::NaiveDate>,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, Copy)]
+pub enum MigrateAction {
+    /// Apply every pending migration
+    Up,
+    /// Revert the most recent migration
+    Down,
+    /// List migrations and whether each is applied
+    Status,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum UserAction {
+    /// Add a user; the password is read from standard input
+    Add {
+        name: String,
+        #[arg(long, value_enum)]
+        role: Role,
+    },
+    /// Set a user's password, read from standard input
+    Passwd { name: String },
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum LinkAction {
+    /// Shorten URL and print the short URL
+    Add {
+        url: String,
+        /// Custom code: 1-64 of A-Z a-z 0-9 - _
+        #[arg(long)]
+        code: Option<String>,
+        /// Domain to serve the link on (default: the default domain)
+        #[arg(long)]
+        domain: Option<String>,
+        /// Expiry as an RFC 3339 date-time, e.g. 2026-12-31T23:59:59+08:00
+        #[arg(long)]
+        expires: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// How to make the code when no --code is given
+        #[arg(long, value_enum, default_value = "sequence")]
+        strategy: Strategy,
+        /// Redirect status for this link (default: INKLINK_REDIRECT_STATUS)
+        #[arg(long)]
+        redirect_status: Option<RedirectStatus>,
+        /// Print the existing active link for the same URL and domain instead of a new one
+        #[arg(long)]
+        reuse: bool,
+    },
+    /// Create links from a CSV file (columns: url, and optionally code, description,
+    /// expires_at, domain); writes every row's short URL or error as CSV
+    Import {
+        file: PathBuf,
+        /// Write the results here instead of to standard output
+        #[arg(long)]
+        results: Option<PathBuf>,
+    },
+    /// Disable a link: it answers 410 Gone
+    Disable { code: String },
+    /// Enable a disabled link again
+    Enable { code: String },
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum DomainAction {
+    /// Add a host (with optional port) that serves short links
+    Add {
+        host: String,
+        /// Short URLs on this host use http:// (default https://)
+        #[arg(long)]
+        http: bool,
+        /// Make it the default domain for new links
+        #[arg(long)]
+        default: bool,
+    },
+}
+
+/// Parses `args` (program name first), reading the config file they or INKLINK_CONFIG name.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, ConfigError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let command = config::with_file_defaults(Cli::command(), &args)?;
+    let matches = command.try_get_matches_from(args)?;
+    Ok(Cli::from_arg_matches(&matches)?)
+}
+
+pub fn parse() -> Result<Cli, ConfigError> {
+    parse_from(std::env::args_os())
+}
 
 pub async fn run(cli: Cli) -> Result<(), String> {
     let settings = cli.settings;
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(Inklink::open(settings).await.map_err(text)?).await,
+        Command::Serve => serve(startup::open(settings).await.map_err(text)?).await,
         Command::Migrate { action } => {
-            let db = context::connect(&settings).await.map_err(text)?;
+            let db = startup::connect(&settings).await.map_err(text)?;
             migrate(&db, action.unwrap_or(MigrateAction::Up)).await
         }
         Command::User { action } => {
-            user(&Inklink::open(settings).await.map_err(text)?, action).await
+            user(&startup::open(settings).await.map_err(text)?, action).await
         }
         Command::Link { action } => {
-            link(&Inklink::open(settings).await.map_err(text)?, action).await
+            link(&startup::open(settings).await.map_err(text)?, action).await
         }
         Command::Domain { action } => {
-            domain(&Inklink::open(settings).await.map_err(text)?, action).await
+            domain(&startup::open(settings).await.map_err(text)?, action).await
         }
         Command::Apikey { action } => {
-            apikey(&Inklink::open(settings).await.map_err(text)?, action).await
+            apikey(&startup::open(settings).await.map_err(text)?, action).await
         }
         Command::Stats { action } => {
-            stats(&Inklink::open(settings).await.map_err(text)?, action).await
+            stats(&startup::open(settings).await.map_err(text)?, action).await
         }
     }
 }
@@ -140,7 +317,7 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
             redirect_status,
             reuse,
         } => {
-            let target = core.parse_target(&url).await.map_err(text)?.map_err(text)?;
+            let target = links::parse_target(core, &url).await.map_err(text)?;
             let expires_at = expires
                 .map(|value| {
                     chrono::DateTime::parse_from_rfc3339(&value)
@@ -203,7 +380,7 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
         }
         LinkAction::Disable { code } => {
             let code = ShortCode::parse(&code).map_err(text)?;
-            links::set_status(&core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+            links::set_status(core, &code, LinkStatus::Disabled, &Actor::Cli)
                 .await
                 .map_err(text)?;
             println!(
@@ -212,7 +389,7 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
         }
         LinkAction::Enable { code } => {
             let code = ShortCode::parse(&code).map_err(text)?;
-            links::set_status(&core.db, &code, LinkStatus::Active, &Actor::Cli)
+            links::set_status(core, &code, LinkStatus::Active, &Actor::Cli)
                 .await
                 .map_err(text)?;
             println!("enabled {code}");

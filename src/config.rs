@@ -2,31 +2,12 @@
 //! order of precedence: a flag beats a variable, a variable beats the file, the file beats the
 //! built-in default.
 
-use crate::db::entities::url_map::Strategy;
-use crate::rules::{RedirectStatus, Role};
+use crate::rules::RedirectStatus;
 use clap::builder::BoolishValueParser;
-use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{ArgAction, Args};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-
-const AFTER_HELP: &str = "\
-Every option can also be set in the environment (INKLINK_DATABASE_URL, INKLINK_LISTEN, ...) or in
-inklink.toml (database_url = \"...\", listen = \"...\"), looked for in the working directory or at
-INKLINK_CONFIG. A flag beats a variable, a variable beats the file.
-
-Run without a command to serve. On first start inklink migrates the database, stores a generated
-secret in it (unless INKLINK_SECRET is set), adds the domain localhost:<port> (http) when there
-is none, and creates the admin user 'admin' when there is no user.";
-
-#[derive(Parser, Debug)]
-#[command(name = "inklink", version, about = "Self-hosted short links: fast redirects, analytics, admin UI and REST API", after_help = AFTER_HELP)]
-pub struct Cli {
-    #[command(flatten)]
-    pub settings: Settings,
-    #[command(subcommand)]
-    pub command: Option<Command>,
-}
 
 #[derive(Args, Debug, Clone)]
 pub struct Settings {
@@ -115,13 +96,13 @@ pub struct Settings {
         default_value = "",
         global = true
     )]
-    pub trusted_proxies: crate::web::client::TrustedProxies,
+    pub trusted_proxies: crate::net::client::TrustedProxies,
 
     /// Hosts (comma-separated, such as admin.example.com) on which the admin UI and the API
     /// answer; on every other host their paths are unknown short codes. A host without a port
     /// matches on any port. Unset: every host
     #[arg(long, env = "INKLINK_ADMIN_HOSTS", default_value = "", global = true)]
-    pub admin_hosts: crate::web::hosts::AdminHosts,
+    pub admin_hosts: crate::net::hosts::AdminHosts,
 
     /// Always mark the admin session cookie Secure (it is marked anyway when a trusted proxy
     /// says the request came over https) (set this when the admin UI is served over https)
@@ -179,146 +160,6 @@ pub struct Settings {
     pub config: PathBuf,
 }
 
-#[derive(Subcommand, Debug, Clone)]
-pub enum Command {
-    /// Serve redirects (the default)
-    Serve,
-    /// Apply, revert or list database migrations (default: up)
-    Migrate {
-        #[command(subcommand)]
-        action: Option<MigrateAction>,
-    },
-    /// Manage the people who sign in to the admin UI
-    User {
-        #[command(subcommand)]
-        action: UserAction,
-    },
-    /// Create, disable and enable short links
-    Link {
-        #[command(subcommand)]
-        action: LinkAction,
-    },
-    /// Manage the domains short links are served on
-    Domain {
-        #[command(subcommand)]
-        action: DomainAction,
-    },
-    /// Issue API keys for the REST API
-    Apikey {
-        #[command(subcommand)]
-        action: ApikeyAction,
-    },
-    /// Daily visit statistics
-    Stats {
-        #[command(subcommand)]
-        action: StatsAction,
-    },
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum ApikeyAction {
-    /// Create a key and print its secret (shown this once; only a digest is stored)
-    Add {
-        /// A name for the key, e.g. the system that uses it (1-64 of A-Z a-z 0-9 . _ -)
-        name: String,
-        #[arg(long, value_enum)]
-        role: Role,
-        /// Expiry as an RFC 3339 date-time, e.g. 2027-06-30T00:00:00Z (default: never)
-        #[arg(long)]
-        expires: Option<String>,
-    },
-}
-
-#[derive(Subcommand, Debug, Clone, Copy)]
-pub enum StatsAction {
-    /// Recompute the daily statistics of a range of days (in INKLINK_TIMEZONE) from the
-    /// stored click events; the result is the same however often it runs
-    Rebuild {
-        /// First day, YYYY-MM-DD (default: the day of the oldest stored click)
-        #[arg(long)]
-        from: Option<chrono::NaiveDate>,
-        /// Last day, YYYY-MM-DD (default: today)
-        #[arg(long)]
-        to: Option<chrono::NaiveDate>,
-    },
-}
-
-#[derive(Subcommand, Debug, Clone, Copy)]
-pub enum MigrateAction {
-    /// Apply every pending migration
-    Up,
-    /// Revert the most recent migration
-    Down,
-    /// List migrations and whether each is applied
-    Status,
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum UserAction {
-    /// Add a user; the password is read from standard input
-    Add {
-        name: String,
-        #[arg(long, value_enum)]
-        role: Role,
-    },
-    /// Set a user's password, read from standard input
-    Passwd { name: String },
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum LinkAction {
-    /// Shorten URL and print the short URL
-    Add {
-        url: String,
-        /// Custom code: 1-64 of A-Z a-z 0-9 - _
-        #[arg(long)]
-        code: Option<String>,
-        /// Domain to serve the link on (default: the default domain)
-        #[arg(long)]
-        domain: Option<String>,
-        /// Expiry as an RFC 3339 date-time, e.g. 2026-12-31T23:59:59+08:00
-        #[arg(long)]
-        expires: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-        /// How to make the code when no --code is given
-        #[arg(long, value_enum, default_value = "sequence")]
-        strategy: Strategy,
-        /// Redirect status for this link (default: INKLINK_REDIRECT_STATUS)
-        #[arg(long)]
-        redirect_status: Option<RedirectStatus>,
-        /// Print the existing active link for the same URL and domain instead of a new one
-        #[arg(long)]
-        reuse: bool,
-    },
-    /// Create links from a CSV file (columns: url, and optionally code, description,
-    /// expires_at, domain); writes every row's short URL or error as CSV
-    Import {
-        file: PathBuf,
-        /// Write the results here instead of to standard output
-        #[arg(long)]
-        results: Option<PathBuf>,
-    },
-    /// Disable a link: it answers 410 Gone
-    Disable { code: String },
-    /// Enable a disabled link again
-    Enable { code: String },
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum DomainAction {
-    /// Add a host (with optional port) that serves short links
-    Add {
-        host: String,
-        /// Short URLs on this host use http:// (default https://)
-        #[arg(long)]
-        http: bool,
-        /// Make it the default domain for new links
-        #[arg(long)]
-        default: bool,
-    },
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(transparent)]
@@ -349,28 +190,13 @@ impl ConfigError {
     }
 }
 
-/// A setting that lists values with commas (`a, b,c`): each item trimmed, empty items
-/// skipped, and the first that `parse` refuses named in the error.
-pub fn comma_separated<T>(
-    text: &str,
-    parse: impl FnMut(&str) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(parse)
-        .collect()
-}
-
-/// Parses `args` (program name first), reading the config file they or INKLINK_CONFIG name.
-pub fn parse_from<I, T>(args: I) -> Result<Cli, ConfigError>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let (path, explicit) = config_path(&args);
-    let mut command = Cli::command();
+/// Makes every key of the config file (inklink.toml, or the file `args` or INKLINK_CONFIG
+/// name) the default of its option in `command`, so that flags and variables still beat it.
+pub fn with_file_defaults(
+    mut command: clap::Command,
+    args: &[OsString],
+) -> Result<clap::Command, ConfigError> {
+    let (path, explicit) = config_path(args);
     if let Some(settings) = read_toml(&path, explicit)? {
         let shown = path.display().to_string();
         for (key, value) in settings {
@@ -393,12 +219,7 @@ where
             command = command.mut_arg(id, |arg| arg.default_value(text));
         }
     }
-    let matches = command.try_get_matches_from(args)?;
-    Ok(Cli::from_arg_matches(&matches)?)
-}
-
-pub fn parse() -> Result<Cli, ConfigError> {
-    parse_from(std::env::args_os())
+    Ok(command)
 }
 
 fn config_path(args: &[OsString]) -> (PathBuf, bool) {

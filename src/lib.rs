@@ -1,23 +1,49 @@
 //! inklink: a self-hosted short-link service.
 //!
-//! Where things live: `rules` (codes, URL and host rules: pure functions), `db` (schema
-//! entities, connections, the id allocator), `services` (operations on stored data shared by
-//! every front end), `redirect` (the public hot path), `web` (the HTTP server and public pages), `admin` (the admin UI),
-//! `cli` (the command line), `config` (flags, environment, inklink.toml).
+//! Where things live, lowest layer first (a module uses only modules listed before it; the
+//! `.ci/layers` check keeps it so):
+//! - `digest`, `rules`: pure functions and the types that carry validated input (codes, URLs,
+//!   hosts, names, statuses);
+//! - `net`: client address, admin host list, rate limits; `config`: flags, environment and
+//!   inklink.toml; `telemetry`: logging;
+//! - `db`: entities, connections, the id allocator;
+//! - `analytics`: click capture, the writer, daily aggregation and the reports;
+//! - `resolver`: code → link through this process's cache;
+//! - `state`: what every front end shares (`Inklink`) and a running server adds (`AppState`);
+//! - `services`: every operation on stored data, with its transaction, audit entry and cache
+//!   invalidation; the CLI, the admin UI and the API all call these;
+//! - `charts`: SVG charts;
+//! - front ends: `redirect` (the public hot path), `public` (home, health, assets, error
+//!   pages), `api` (REST), `admin` (the web UI);
+//! - `routes`: the one route table; `startup`: opening the core and building the server with
+//!   its background tasks; `cli`: the command line.
+
+pub mod digest;
+pub mod rules;
+
+pub mod config;
+pub mod net;
+pub mod telemetry;
+
+pub mod db;
+
+pub mod analytics;
+pub mod resolver;
+pub mod state;
+
+pub mod services;
+
+pub mod charts;
+
+pub mod api;
+pub mod public;
+pub mod redirect;
 
 pub mod admin;
-pub mod analytics;
-pub mod api;
-pub mod charts;
-pub mod cli;
-pub mod config;
-pub mod context;
-pub mod db;
-pub mod digest;
-pub mod redirect;
-pub mod rules;
-pub mod services;
-pub mod telemetry;
-pub mod web;
 
-pub use context::Inklink;
+pub mod routes;
+pub mod startup;
+
+pub mod cli;
+
+pub use state::Inklink;

@@ -1,8 +1,8 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = inklink::config::parse().unwrap_or_else(|err| err.exit());
-    let serving = matches!(cli.command, None | Some(inklink::config::Command::Serve));
+    let cli = inklink::cli::parse().unwrap_or_else(|err| err.exit());
+    let serving = matches!(cli.command, None | Some(inklink::cli::Command::Serve));
     let filter = cli
         .settings
         .log

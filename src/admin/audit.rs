@@ -4,7 +4,7 @@ use super::auth::AdminUser;
 use super::error::AdminError;
 use super::pages::{Frame, render};
 use crate::db::entities::audit_log;
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;

@@ -1,13 +1,13 @@
 //! Signing in and out, the signed-in user, CSRF tokens and sign-in throttling.
 
 use super::error::AdminError;
-use super::pages::render;
+use super::pages::{Frame, render};
 use crate::db::entities::{login_failures, users};
 use crate::rules::{Role, Username};
 use crate::services::audit::{self, Actor, Entry};
 use crate::services::secret::random_hex;
 use crate::services::users::verify_password;
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_session::{Session, SessionExt};
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
@@ -339,4 +339,16 @@ pub async fn logout(
     // Deletes the stored session: the old cookie opens nothing any more.
     user.session.purge();
     Ok(super::pages::see_other("/admin/login"))
+}
+
+impl Frame {
+    pub fn new(user: &CurrentUser, flash: Option<String>, section: &'static str) -> Self {
+        Self {
+            user: user.name.clone(),
+            is_admin: user.is_admin(),
+            csrf: user.csrf.clone(),
+            flash,
+            section,
+        }
+    }
 }

@@ -2,9 +2,10 @@
 
 use super::auth::CurrentUser;
 use super::error::AdminError;
+use super::links::FilterForm;
 use super::pages::{Frame, render};
-use crate::services::bulk::{self, LinkFilter, RowOutcome};
-use crate::web::AppState;
+use crate::services::bulk::{self, RowOutcome};
+use crate::state::AppState;
 use actix_multipart::Multipart;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -96,14 +97,6 @@ pub async fn upload(
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    for outcome in &outcomes {
-        if let Ok(short) = &outcome.result {
-            // A code probed before the import may sit in the cache as unknown.
-            if let Some(code) = short.rsplit('/').next() {
-                state.resolver.forget(code);
-            }
-        }
-    }
     let failed = outcomes.iter().filter(|row| row.result.is_err()).count();
     let csv = bulk::results_csv(&outcomes);
     let report = Report {
@@ -131,10 +124,9 @@ pub async fn upload(
 pub async fn export(
     _user: CurrentUser,
     state: web::Data<AppState>,
-    filter: web::Query<LinkFilter>,
+    form: web::Query<FilterForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let filter = filter.into_inner();
-    let csv = bulk::export_csv(&state.core.db, &filter).await?;
+    let csv = bulk::export_csv(&state.core.db, &form.filter()).await?;
     let name = format!(
         "inklink-links-{}.csv",
         chrono::Utc::now().format("%Y%m%d-%H%M")

@@ -6,10 +6,11 @@ use super::error::AdminError;
 use super::pages::{Frame, render};
 use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, DayRow, LinkTotal, PRESETS, Period, Scope, Share};
+use crate::analytics::visits::Visits;
 use crate::charts;
 use crate::rules::ShortCode;
 use crate::services::links;
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpResponse, web};
@@ -36,14 +37,6 @@ impl RangeQuery {
     }
 }
 
-pub struct Totals {
-    pub pv: i64,
-    pub uv: i64,
-    pub ip: i64,
-    pub effective: i64,
-    pub ineffective: i64,
-}
-
 pub struct Breakdown {
     pub title: &'static str,
     pub chart: String,
@@ -62,7 +55,7 @@ struct DashboardPage {
     /// Each preset and whether it is the one shown.
     presets: Vec<(u32, bool)>,
     timezone: String,
-    totals: Totals,
+    totals: Visits,
     days: Vec<DayRow>,
     daily_chart: String,
     outcome_chart: String,
@@ -102,13 +95,7 @@ async fn page(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let totals = Totals {
-        pv: days.iter().map(|d| d.pv).sum(),
-        uv: days.iter().map(|d| d.uv).sum(),
-        ip: days.iter().map(|d| d.ip).sum(),
-        effective: days.iter().map(|d| d.effective).sum(),
-        ineffective: days.iter().map(|d| d.ineffective).sum(),
-    };
+    let totals: Visits = days.iter().map(|d| d.visits).sum();
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
         .into_iter()
@@ -212,11 +199,11 @@ fn daily_csv(days: &[DayRow], name: &str) -> Result<HttpResponse, AdminError> {
     for d in days {
         out.write_record([
             d.day.to_string(),
-            d.pv.to_string(),
-            d.uv.to_string(),
-            d.ip.to_string(),
-            d.effective.to_string(),
-            d.ineffective.to_string(),
+            d.visits.pv.to_string(),
+            d.visits.uv.to_string(),
+            d.visits.ip.to_string(),
+            d.visits.effective.to_string(),
+            d.visits.ineffective.to_string(),
         ])
         .map_err(failed)?;
     }

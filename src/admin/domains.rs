@@ -8,7 +8,7 @@ use super::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
 use crate::rules::{DomainHost, Protocol};
 use crate::services::domains::{self, DomainChangeError, DomainError};
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;

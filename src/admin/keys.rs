@@ -7,7 +7,7 @@ use super::pages::{Frame, render, see_other};
 use crate::rules::{KeyName, Role};
 use crate::services::api_keys::{self, KeyError};
 use crate::services::bulk::parse_expiry;
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;

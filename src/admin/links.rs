@@ -7,23 +7,64 @@ use super::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{DomainHost, RedirectStatus, ShortCode, TargetUrl};
-use crate::services::bulk::LinkFilter;
 use crate::services::domains;
 use crate::services::links::{self, LinkChanges, LinkError, NewLink};
-use crate::web::AppState;
+use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
+use crate::state::AppState;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use std::collections::HashMap;
 
 const PAGE_SIZE: u64 = 50;
 
+/// The list's filter as its form and query string carry it; [`FilterForm::filter`] reads it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct FilterForm {
+    pub q: String,
+    /// "active", "disabled", "expired", or anything else for all.
+    pub status: String,
+    /// A domain id, or empty for all.
+    pub domain: String,
+    pub creator: String,
+    /// "expiry" for soonest expiry first; newest first otherwise.
+    pub sort: String,
+}
+
+impl FilterForm {
+    pub fn filter(&self) -> LinkFilter {
+        LinkFilter {
+            text: listing::text(&self.q),
+            status: match self.status.as_str() {
+                "active" => Some(StatusFilter::Active),
+                "disabled" => Some(StatusFilter::Disabled),
+                "expired" => Some(StatusFilter::Expired),
+                _ => None,
+            },
+            domain_id: self.domain.trim().parse().ok(),
+            creator: listing::text(&self.creator),
+            by_expiry: self.sort == "expiry",
+        }
+    }
+
+    /// The filter as a query string, for links to further pages and to the export.
+    pub fn query_string(&self) -> String {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", self.q.trim())
+            .append_pair("status", &self.status)
+            .append_pair("domain", &self.domain)
+            .append_pair("creator", self.creator.trim())
+            .append_pair("sort", &self.sort)
+            .finish()
+    }
+}
+
 #[derive(serde::Deserialize, Default)]
 pub struct ListQuery {
     #[serde(flatten)]
-    filter: LinkFilter,
+    filter: FilterForm,
     /// Newest first pages by keyset: links with a smaller id than this. Stays fast at any
     /// depth, unlike OFFSET.
     #[serde(default)]
@@ -54,7 +95,7 @@ pub struct DomainOption {
 struct ListPage {
     frame: Frame,
     rows: Vec<Row>,
-    filter: LinkFilter,
+    filter: FilterForm,
     filtered: bool,
     domains: Vec<DomainOption>,
     next: Option<String>,
@@ -68,37 +109,26 @@ pub async fn list(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let ListQuery {
-        filter,
+        filter: form,
         before,
         page,
     } = query.into_inner();
-    let mut select = url_map::Entity::find().filter(filter.condition());
+    let filter = form.filter();
+    let order = filter.page_order();
+    let numbered = order != Order::Newest;
     let page_number = page.parse::<u64>().unwrap_or(1).max(1);
-    if filter.by_expiry() {
-        select = select
-            .order_by_asc(url_map::Column::ExpiresAt)
-            .order_by_asc(url_map::Column::Id);
-    } else if filter.recently_expired() {
-        select = select
-            .order_by_desc(url_map::Column::ExpiresAt)
-            .order_by_desc(url_map::Column::Id);
-    } else {
-        if let Ok(before) = before.parse::<i64>() {
-            select = select.filter(url_map::Column::Id.lt(before));
-        }
-        select = select.order_by_desc(url_map::Column::Id);
-    }
-    if filter.numbered_pages() {
-        select = select.offset((page_number - 1) * PAGE_SIZE);
-    }
-    let mut links = select.limit(PAGE_SIZE + 1).all(db).await?;
+    let paging = match numbered {
+        true => Paging::Offset((page_number - 1) * PAGE_SIZE),
+        false => Paging::Before(before.parse::<i64>().ok()),
+    };
+    let mut links = listing::list(db, &filter, order, paging, PAGE_SIZE + 1).await?;
     let more = links.len() as u64 > PAGE_SIZE;
     links.truncate(PAGE_SIZE as usize);
-    let next = more.then(|| match filter.numbered_pages() {
-        true => format!("{}&page={}", filter.query_string(), page_number + 1),
+    let next = more.then(|| match numbered {
+        true => format!("{}&page={}", form.query_string(), page_number + 1),
         false => format!(
             "{}&before={}",
-            filter.query_string(),
+            form.query_string(),
             links.last().map_or(0, |link| link.id)
         ),
     });
@@ -131,16 +161,12 @@ pub async fn list(
             code: link.compression_code,
         })
         .collect();
-    let filtered = !(filter.q.trim().is_empty()
-        && filter.status.is_empty()
-        && filter.domain.is_empty()
-        && filter.creator.trim().is_empty());
     let page = ListPage {
         frame: Frame::new(&user, user.take_flash(), "links"),
         rows,
-        export: filter.query_string(),
-        filter,
-        filtered,
+        export: form.query_string(),
+        filtered: filter.narrows(),
+        filter: form,
         domains: options,
         next,
     };
@@ -228,8 +254,9 @@ struct Parsed {
 
 async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, AdminError> {
     let mut errors: HashMap<&'static str, String> = HashMap::new();
-    let target = match state.core.parse_target(&form.url).await? {
+    let target = match links::parse_target(&state.core, &form.url).await {
         Ok(target) => Some(target),
+        Err(LinkError::Db(err)) => return Err(err.into()),
         Err(err) => {
             errors.insert("url", err.to_string());
             None
@@ -309,7 +336,6 @@ pub async fn create(
         };
         match links::create(&state.core, new, &user.actor()).await {
             Ok(saved) => {
-                state.resolver.forget(&saved.link.compression_code);
                 user.flash(format!("Created {}", saved.short_url()));
                 return Ok(see_other("/admin/links"));
             }
@@ -433,9 +459,8 @@ pub async fn update(
             redirect_status: parsed.redirect_status,
         };
         let code = ShortCode::parse(&link.compression_code).map_err(|_| AdminError::NotFound)?;
-        match links::update(&state.core.db, &code, version, changes, &user.actor()).await {
+        match links::update(&state.core, &code, version, changes, &user.actor()).await {
             Ok(_) => {
-                state.resolver.forget(code.as_str());
                 user.flash(format!("Saved {short_url}"));
                 return Ok(see_other("/admin/links"));
             }
@@ -491,8 +516,7 @@ pub async fn delete(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
     let code = ShortCode::parse(&code).map_err(|_| AdminError::NotFound)?;
-    links::delete(&state.core.db, &code, &user.actor()).await?;
-    state.resolver.forget(code.as_str());
+    links::delete(&state.core, &code, &user.actor()).await?;
     user.flash(format!("Deleted {code}"));
     Ok(see_other("/admin/links"))
 }
@@ -549,9 +573,7 @@ async fn change_status(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(csrf)?;
     let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
-    links::set_status(&state.core.db, &code, status, &user.actor()).await?;
-    // At once on this instance; elsewhere within the cache TTL.
-    state.resolver.forget(code.as_str());
+    links::set_status(&state.core, &code, status, &user.actor()).await?;
     let verb = match status {
         LinkStatus::Active => "Enabled",
         LinkStatus::Disabled => "Disabled",

@@ -14,7 +14,7 @@ pub mod qr;
 pub mod session_store;
 pub mod users;
 
-use crate::web::hosts::AdminHosts;
+use crate::net::hosts::AdminHosts;
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
 use actix_web::cookie::{Key, SameSite};
@@ -140,7 +140,7 @@ async fn secure_cookie_over_https(
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
 ) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
     let https = req
-        .app_data::<web::Data<crate::web::AppState>>()
+        .app_data::<web::Data<crate::state::AppState>>()
         .is_some_and(|state| state.core.settings.trusted_proxies.is_https(req.request()));
     let mut response = next.call(req).await?;
     if https {

@@ -1,30 +1,18 @@
 //! Rendering admin pages: the shared frame (navigation, flash message, sign-out form) and the
 //! plain message page.
 
-use super::auth::CurrentUser;
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use askama::Template;
 
-/// What every signed-in page shows around its content.
+/// What every signed-in page shows around its content (built from the signed-in user by
+/// `Frame::new` in `auth`).
 pub struct Frame {
     pub user: String,
     pub is_admin: bool,
     pub csrf: String,
     pub flash: Option<String>,
     pub section: &'static str,
-}
-
-impl Frame {
-    pub fn new(user: &CurrentUser, flash: Option<String>, section: &'static str) -> Self {
-        Self {
-            user: user.name.clone(),
-            is_admin: user.is_admin(),
-            csrf: user.csrf.clone(),
-            flash,
-            section,
-        }
-    }
 }
 
 #[derive(Template)]

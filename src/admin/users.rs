@@ -7,7 +7,7 @@ use super::pages::see_other;
 use super::pages::{Frame, render};
 use crate::rules::{Password, Role, Username};
 use crate::services::users::{self, UserChange, UserChangeError, UserError};
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;

@@ -6,8 +6,9 @@
 //! counts distinct visitor identities and IP distinct client addresses among page views;
 //! effective counts every successful redirect (bots included), ineffective every failure.
 
-use super::writer::DirtyDays;
-use chrono::{Days, NaiveDate, NaiveDateTime, TimeZone, Utc};
+pub use super::days::{DirtyDays, day_range, day_start, local_day, today};
+use super::visits::Visits;
+use chrono::{Days, NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sea_orm::sea_query::{Query, Value};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait};
@@ -30,31 +31,6 @@ pub const DIMENSIONS: [(&str, &str); 7] = [
     ("device", "device"),
     ("referrer", "referer_host"),
 ];
-
-pub fn today(tz: Tz) -> NaiveDate {
-    Utc::now().with_timezone(&tz).date_naive()
-}
-
-pub fn local_day(utc: NaiveDateTime, tz: Tz) -> NaiveDate {
-    tz.from_utc_datetime(&utc).date_naive()
-}
-
-/// The UTC instant at which `day` begins in `tz`. Where a clock change skips midnight, the
-/// day begins at the first minute that exists.
-pub fn day_start(day: NaiveDate, tz: Tz) -> Option<NaiveDateTime> {
-    let midnight = day.and_hms_opt(0, 0, 0)?;
-    (0..=180)
-        .find_map(|minutes| {
-            let local = midnight + chrono::Duration::minutes(minutes);
-            tz.from_local_datetime(&local).earliest()
-        })
-        .map(|at| at.naive_utc())
-}
-
-/// `[start, end)` of `day` in UTC.
-pub fn day_range(day: NaiveDate, tz: Tz) -> Option<(NaiveDateTime, NaiveDateTime)> {
-    Some((day_start(day, tz)?, day_start(day.succ_opt()?, tz)?))
-}
 
 /// SQL written with `?` placeholders, numbered for PostgreSQL.
 pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
@@ -80,11 +56,7 @@ const VIEW: &str = "transform_status = 'success' AND is_bot = FALSE";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DayStats {
     pub url_map_id: i64,
-    pub pv: i64,
-    pub uv: i64,
-    pub ip_count: i64,
-    pub effective: i64,
-    pub ineffective: i64,
+    pub visits: Visits,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,13 +105,9 @@ pub async fn count_day(
         for row in db.query_all_raw(statement(backend, &sql, range())).await? {
             let stat = DayStats {
                 url_map_id: id(&row, fixed)?,
-                pv: row.try_get_by_index(at)?,
-                uv: row.try_get_by_index(at + 1)?,
-                ip_count: row.try_get_by_index(at + 2)?,
-                effective: row.try_get_by_index(at + 3)?,
-                ineffective: row.try_get_by_index(at + 4)?,
+                visits: Visits::read(&row, at)?,
             };
-            if stat.effective + stat.ineffective > 0 {
+            if stat.visits.requests() > 0 {
                 stats.push(stat);
             }
         }
@@ -231,11 +199,11 @@ async fn replace_day(
             insert.values_panic([
                 day.into(),
                 s.url_map_id.into(),
-                s.pv.into(),
-                s.uv.into(),
-                s.ip_count.into(),
-                s.effective.into(),
-                s.ineffective.into(),
+                s.visits.pv.into(),
+                s.visits.uv.into(),
+                s.visits.ip.into(),
+                s.visits.effective.into(),
+                s.visits.ineffective.into(),
                 now.into(),
             ]);
         }

@@ -2,7 +2,7 @@
 //! expensive parts (GeoIP, user-agent parsing, hashing) happen in the writer.
 
 use super::event::{ClickEvent, Outcome};
-use crate::web::client::TrustedProxies;
+use crate::net::client::TrustedProxies;
 use actix_web::HttpRequest;
 use actix_web::http::header::{self, HeaderName};
 use std::net::{IpAddr, Ipv4Addr};

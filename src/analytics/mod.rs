@@ -9,6 +9,7 @@
 
 pub mod aggregate;
 pub mod capture;
+pub mod days;
 pub mod enrich;
 pub mod event;
 pub mod geoip;
@@ -17,13 +18,15 @@ pub mod metrics;
 pub mod queue;
 pub mod report;
 pub mod spool;
+pub mod visits;
 pub mod writer;
 
 pub use event::{ClickEvent, Outcome};
 
-use crate::Inklink;
+use crate::config::Settings;
 use metrics::Metrics;
 use queue::ClickSink;
+use sea_orm::DatabaseConnection;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -42,8 +45,12 @@ pub struct Analytics {
 impl Analytics {
     /// Starts the writer and the statistics schedule on the current runtime. `port` names
     /// this instance's spool file, so that a restart on the same port finds it again.
-    pub fn start(core: &Inklink, port: u16) -> std::io::Result<Self> {
-        let settings = &core.settings;
+    pub fn start(
+        settings: &Settings,
+        db: DatabaseConnection,
+        visitor_key: [u8; 16],
+        port: u16,
+    ) -> std::io::Result<Self> {
         let metrics = Arc::new(Metrics::default());
         let (sink, queue) = queue::channel(settings.click_queue as usize, metrics.clone());
         let spool = spool::Spool::open(
@@ -54,9 +61,9 @@ impl Analytics {
         let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
         let mut instance = [0u8; 8];
         getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
-        let enricher = enrich::Enricher::new(geo, core.visitor_key, u64::from_le_bytes(instance));
-        let dirty = writer::DirtyDays::default();
-        let shared_db = core.db.clone();
+        let enricher = enrich::Enricher::new(geo, visitor_key, u64::from_le_bytes(instance));
+        let dirty = days::DirtyDays::default();
+        let shared_db = db.clone();
         let database_url = settings.database_url.clone();
         let writer_config = writer::WriterConfig {
             memory_limit: settings.click_buffer as usize,
@@ -80,7 +87,7 @@ impl Analytics {
             .await
         });
         let schedule = tokio::spawn(aggregate::run_schedule(
-            core.db.clone(),
+            db,
             settings.timezone,
             Duration::from_secs(settings.stats_interval),
             dirty,

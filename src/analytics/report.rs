@@ -1,6 +1,7 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
 use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
+use super::visits::Visits;
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -26,11 +27,7 @@ impl Scope {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DayRow {
     pub day: NaiveDate,
-    pub pv: i64,
-    pub uv: i64,
-    pub ip: i64,
-    pub effective: i64,
-    pub ineffective: i64,
+    pub visits: Visits,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -78,11 +75,7 @@ pub async fn daily(
             day,
             DayRow {
                 day,
-                pv: row.try_get_by_index(1)?,
-                uv: row.try_get_by_index(2)?,
-                ip: row.try_get_by_index(3)?,
-                effective: row.try_get_by_index(4)?,
-                ineffective: row.try_get_by_index(5)?,
+                visits: Visits::read(&row, 1)?,
             },
         );
     }

@@ -3,6 +3,7 @@
 //! memory, then in the spool file, and writes them in order once it is back. At shutdown it
 //! drains the queue before the process exits.
 
+use super::days::{self, DirtyDays};
 use super::enrich::Enricher;
 use super::event::{ClickEvent, EventRow};
 use super::metrics::Metrics;
@@ -11,8 +12,8 @@ use chrono::NaiveDate;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -29,9 +30,6 @@ const LINGER: Duration = Duration::from_millis(20);
 const DRAIN_TICK: Duration = Duration::from_millis(5);
 /// How often the GeoIP file is looked at (one `stat`) for a newer version.
 const GEOIP_CHECK: Duration = Duration::from_secs(2);
-
-/// Days (in the stats time zone) that received events after they ended, for the aggregator.
-pub type DirtyDays = Arc<Mutex<BTreeSet<NaiveDate>>>;
 
 pub struct WriterConfig {
     /// Events held in memory while the database is away, before the spool takes over.
@@ -342,17 +340,14 @@ impl Writer {
     /// Events of a day that has already ended (late after an outage, or around midnight)
     /// make that day's statistics stale.
     fn mark_late_days(&self, rows: &[EventRow]) {
-        let today = crate::analytics::aggregate::today(self.config.timezone);
-        let Some(today_start) = crate::analytics::aggregate::day_start(today, self.config.timezone)
-        else {
+        let today = days::today(self.config.timezone);
+        let Some(today_start) = days::day_start(today, self.config.timezone) else {
             return;
         };
         let late: BTreeSet<NaiveDate> = rows
             .iter()
             .filter(|row| row.record_time < today_start)
-            .map(|row| {
-                crate::analytics::aggregate::local_day(row.record_time, self.config.timezone)
-            })
+            .map(|row| days::local_day(row.record_time, self.config.timezone))
             .collect();
         if !late.is_empty() {
             self.dirty.lock().expect("dirty days").extend(late);

@@ -5,15 +5,12 @@ use super::error::ApiError;
 use crate::db::entities::api_keys;
 use crate::rules::{ApiToken, Role};
 use crate::services::{Actor, api_keys as keys};
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{FromRequest, HttpRequest, web};
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
-use std::time::Instant;
 
 /// A caller whose key is valid and within its rate limit.
 pub struct ApiCaller {
@@ -73,42 +70,15 @@ impl FromRequest for ApiCaller {
                     )
                 })?;
             let key = keys::authenticate(&state.core.db, &token).await??;
-            state.api_limits.take(key.id)?;
+            state
+                .api_limits
+                .take(key.id)
+                .map_err(|wait| ApiError::RateLimited(wait.0))?;
             if let Err(err) = keys::touch(&state.core.db, &key).await {
                 tracing::warn!(error = %err, "could not record API key use");
             }
             let role = keys::role(&key);
             Ok(ApiCaller { key, role })
         })
-    }
-}
-
-/// A token bucket per key: `per_minute` requests, refilled evenly, bursts up to the same.
-pub struct RateLimits {
-    per_minute: f64,
-    buckets: Mutex<HashMap<i64, (f64, Instant)>>,
-}
-
-impl RateLimits {
-    pub fn new(per_minute: u32) -> Self {
-        Self {
-            per_minute: f64::from(per_minute),
-            buckets: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn take(&self, key: i64) -> Result<(), ApiError> {
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().expect("rate limits");
-        let (tokens, at) = buckets.entry(key).or_insert((self.per_minute, now));
-        let refill = now.duration_since(*at).as_secs_f64() * self.per_minute / 60.0;
-        *tokens = (*tokens + refill).min(self.per_minute);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            return Ok(());
-        }
-        let wait = ((1.0 - *tokens) * 60.0 / self.per_minute).ceil().max(1.0);
-        Err(ApiError::RateLimited(wait as u64))
     }
 }

@@ -5,7 +5,7 @@ use super::error::{ApiError, ErrorBody};
 use super::model::Domain;
 use crate::db::entities::domain_conf::DomainStatus;
 use crate::services::domains;
-use crate::web::AppState;
+use crate::state::AppState;
 use actix_web::{HttpResponse, web};
 use std::collections::HashMap;
 

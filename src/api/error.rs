@@ -156,6 +156,7 @@ impl From<LinkError> for ApiError {
             LinkError::DescriptionTooLong(_) => {
                 Self::invalid("invalid_value", message, "description")
             }
+            LinkError::InvalidUrl(_) => Self::invalid("invalid_url", message, "url"),
             LinkError::InvalidCode(_) => Self::invalid("invalid_code", message, "code"),
             LinkError::Exhausted(_) | LinkError::NoFreeCode => Self::Conflict {
                 code: "no_free_code",

@@ -11,15 +11,14 @@ use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{DomainHost, OwnHost, RedirectStatus, ShortCode, UrlRules};
-use crate::services::bulk::LinkFilter;
+use crate::rules::{DomainHost, OwnHost, ShortCode, UrlRules};
 use crate::services::domains;
-use crate::services::links::{self, LinkChanges, NewLink, Outcome};
-use crate::web::AppState;
+use crate::services::links::{self, LinkChanges, LinkEdit, NewLink, Outcome};
+use crate::services::listing::{self, LinkFilter, Order, Paging};
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use chrono::{DateTime, TimeZone, Utc};
-use sea_orm::{EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
 use std::collections::HashMap;
 
 /// One link's JSON is small; a batch of 1,000 with long URLs is not.
@@ -41,12 +40,10 @@ fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {
 pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link {
     let made_for = domains.get(&link.domain_id);
     let shown_on = domains::effective(domains, link.domain_id);
-    let status = match link.url_status {
-        LinkStatus::Disabled => LinkState::Disabled,
-        LinkStatus::Active if link.expires_at.is_some_and(|at| at <= crate::db::now()) => {
-            LinkState::Expired
-        }
-        LinkStatus::Active => LinkState::Active,
+    let status = match link.state(crate::db::now()) {
+        url_map::LinkState::Live => LinkState::Active,
+        url_map::LinkState::Disabled => LinkState::Disabled,
+        url_map::LinkState::Expired => LinkState::Expired,
     };
     Link {
         code: link.compression_code.clone(),
@@ -57,8 +54,7 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
         domain: made_for.map(|d| d.host.clone()).unwrap_or_default(),
         status,
         redirect_status: link
-            .redirect_status
-            .and_then(|code| RedirectStatus::from_code(code as u16).ok())
+            .redirect()
             .unwrap_or(state.core.settings.redirect_status)
             .code(),
         description: link.description.clone(),
@@ -69,11 +65,7 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
 }
 
 async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, ApiError> {
-    state
-        .core
-        .parse_target(url)
-        .await?
-        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "url"))
+    Ok(links::parse_target(&state.core, url).await?)
 }
 
 /// Checks one create request against the rules (no database needed beyond `rules`).
@@ -101,9 +93,7 @@ fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError
         domain,
         description: input.description.filter(|d| !d.trim().is_empty()),
         expires_at: input.expires_at.map(|at| at.0),
-        redirect_status: input
-            .redirect_status
-            .map(|code| RedirectStatus::from_code(code.0).expect("validated when parsed")),
+        redirect_status: input.redirect_status.map(|code| code.0),
         strategy: match input.strategy {
             Some(CodeStrategy::Hash) => Strategy::Hash,
             _ => Strategy::Sequence,
@@ -158,8 +148,6 @@ pub async fn create(
     let own_hosts = url_rules_hosts(&state).await?;
     let new = new_link(input, &rules(&state, &own_hosts))?;
     let saved = links::create(&state.core, new, &caller.actor()).await?;
-    // An unknown-code answer for this code may be cached from before it existed.
-    state.resolver.forget(&saved.link.compression_code);
     let domains = all_domains(&state).await?;
     Ok(HttpResponse::build(created_status(&saved)).json(view(&saved.link, &domains, &state)))
 }
@@ -227,15 +215,12 @@ pub async fn batch(
                 .map_err(ApiError::from)
         });
         results.push(match outcome {
-            Ok(saved) => {
-                state.resolver.forget(&saved.link.compression_code);
-                BatchResult {
-                    index,
-                    status: created_status(&saved).as_u16(),
-                    link: Some(view(&saved.link, &domains, &state)),
-                    error: None,
-                }
-            }
+            Ok(saved) => BatchResult {
+                index,
+                status: created_status(&saved).as_u16(),
+                link: Some(view(&saved.link, &domains, &state)),
+                error: None,
+            },
             Err(err) => {
                 if let ApiError::Unavailable(db) = &err {
                     tracing::error!(error = %db, "batch item failed on the database");
@@ -322,14 +307,14 @@ pub async fn list(
         .map(str::trim)
         .filter(|d| !d.is_empty())
     {
-        None => String::new(),
+        None => None,
         Some(host) => {
             let host = DomainHost::parse(host)
                 .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))?;
             domains
                 .values()
                 .find(|d| d.host == host.to_string())
-                .map(|d| d.id.to_string())
+                .map(|d| Some(d.id))
                 .ok_or_else(|| {
                     ApiError::invalid(
                         "unknown_domain",
@@ -340,26 +325,25 @@ pub async fn list(
         }
     };
     let filter = LinkFilter {
-        q: query.q.clone().unwrap_or_default(),
-        status: match query.status {
-            Some(StatusFilter::Active) => "active",
-            Some(StatusFilter::Disabled) => "disabled",
-            Some(StatusFilter::Expired) => "expired",
-            None => "",
-        }
-        .to_owned(),
-        domain,
+        text: query.q.as_deref().and_then(listing::text),
+        status: query.status.map(|status| match status {
+            StatusFilter::Active => listing::StatusFilter::Active,
+            StatusFilter::Disabled => listing::StatusFilter::Disabled,
+            StatusFilter::Expired => listing::StatusFilter::Expired,
+        }),
+        domain_id: domain,
         ..LinkFilter::default()
     };
-    let select = url_map::Entity::find().filter(filter.condition());
-    let total = select.clone().count(&state.core.db).await?;
+    let total = listing::count(&state.core.db, &filter).await?;
     let offset = (page - 1).saturating_mul(per_page);
-    let rows = select
-        .order_by_desc(url_map::Column::Id)
-        .offset(offset)
-        .limit(per_page)
-        .all(&state.core.db)
-        .await?;
+    let rows = listing::list(
+        &state.core.db,
+        &filter,
+        Order::Newest,
+        Paging::Offset(offset),
+        per_page,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(LinkPage {
         items: rows.iter().map(|l| view(l, &domains, &state)).collect(),
         total,
@@ -411,52 +395,42 @@ pub async fn update(
         || patch.description.is_some()
         || patch.expires_at.is_some()
         || patch.redirect_status.is_some();
-    let mut current = link.clone();
-    if content_changes {
-        let target = match &patch.url {
-            Some(url) => target(&state, url).await?,
-            None => target(&state, &link.long_url).await?,
-        };
-        let expires_at = match &patch.expires_at {
-            Some(Some(at)) => Some(at.0),
-            Some(None) => None,
-            None => link.expires_at.map(utc),
-        };
-        let redirect_status = match patch.redirect_status {
-            Some(Some(code)) => Some(RedirectStatus::from_code(code.0).expect("validated")),
-            Some(None) => None,
-            None => link
-                .redirect_status
-                .and_then(|code| RedirectStatus::from_code(code as u16).ok()),
-        };
-        let changes = LinkChanges {
-            target,
+    let changes = match content_changes {
+        false => None,
+        true => Some(LinkChanges {
+            target: match &patch.url {
+                Some(url) => target(&state, url).await?,
+                None => target(&state, &link.long_url).await?,
+            },
             description: match patch.description {
                 Some(value) => value,
                 None => link.description.clone(),
             },
-            expires_at,
-            redirect_status,
-        };
-        current = links::update(
-            &state.core.db,
-            &short,
-            link.version,
-            changes,
-            &caller.actor(),
-        )
-        .await?;
-    }
-    if let Some(status) = patch.status {
-        let wanted = match status {
-            SetState::Active => LinkStatus::Active,
-            SetState::Disabled => LinkStatus::Disabled,
-        };
-        if wanted != current.url_status {
-            current = links::set_status(&state.core.db, &short, wanted, &caller.actor()).await?;
-        }
-    }
-    state.resolver.forget(&current.compression_code);
+            expires_at: match &patch.expires_at {
+                Some(Some(at)) => Some(at.0),
+                Some(None) => None,
+                None => link.expires_at.map(utc),
+            },
+            redirect_status: match patch.redirect_status {
+                Some(Some(code)) => Some(code.0),
+                Some(None) => None,
+                None => link.redirect(),
+            },
+        }),
+    };
+    let status = patch.status.map(|status| match status {
+        SetState::Active => LinkStatus::Active,
+        SetState::Disabled => LinkStatus::Disabled,
+    });
+    let edit = LinkEdit { changes, status };
+    let current = links::edit(
+        &state.core,
+        &short,
+        Some(link.version),
+        edit,
+        &caller.actor(),
+    )
+    .await?;
     let domains = all_domains(&state).await?;
     Ok(HttpResponse::Ok().json(view(&current, &domains, &state)))
 }
@@ -487,16 +461,9 @@ pub async fn revoke(
     let link = match link.url_status {
         LinkStatus::Disabled => link,
         LinkStatus::Active => {
-            links::set_status(
-                &state.core.db,
-                &short,
-                LinkStatus::Disabled,
-                &caller.actor(),
-            )
-            .await?
+            links::set_status(&state.core, &short, LinkStatus::Disabled, &caller.actor()).await?
         }
     };
-    state.resolver.forget(&link.compression_code);
     let domains = all_domains(&state).await?;
     Ok(HttpResponse::Ok().json(view(&link, &domains, &state)))
 }
@@ -544,11 +511,11 @@ pub async fn stats(
             .into_iter()
             .map(|d| DayStats {
                 date: d.day,
-                pv: d.pv,
-                uv: d.uv,
-                ip: d.ip,
-                effective: d.effective,
-                ineffective: d.ineffective,
+                pv: d.visits.pv,
+                uv: d.visits.uv,
+                ip: d.visits.ip,
+                effective: d.visits.effective,
+                ineffective: d.visits.ineffective,
             })
             .collect(),
     }))

@@ -9,7 +9,7 @@ pub mod links;
 pub mod model;
 pub mod openapi;
 
-use crate::web::hosts::AdminHosts;
+use crate::net::hosts::AdminHosts;
 use actix_web::{HttpRequest, web};
 use error::ApiError;
 

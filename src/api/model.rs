@@ -1,6 +1,7 @@
 //! The JSON the API takes and gives. Their schemas, derived here, are the OpenAPI document's:
 //! what the code accepts and what the contract says cannot drift apart.
 
+use crate::rules::RedirectStatus;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -40,26 +41,22 @@ pub enum SetState {
 /// whole-numbered float is accepted too.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(try_from = "f64", into = "u16")]
-pub struct RedirectCode(pub u16);
+pub struct RedirectCode(pub RedirectStatus);
 
 impl TryFrom<f64> for RedirectCode {
     type Error = String;
     fn try_from(code: f64) -> Result<Self, String> {
-        match code {
-            301.0 => Ok(Self(301)),
-            302.0 => Ok(Self(302)),
-            307.0 => Ok(Self(307)),
-            308.0 => Ok(Self(308)),
-            other => Err(format!(
-                "{other} is not a redirect status; use 301, 302, 307 or 308"
-            )),
-        }
+        RedirectStatus::ALL
+            .into_iter()
+            .find(|status| f64::from(status.code()) == code)
+            .map(Self)
+            .ok_or_else(|| format!("{code} is not a redirect status; use 301, 302, 307 or 308"))
     }
 }
 
 impl From<RedirectCode> for u16 {
     fn from(code: RedirectCode) -> u16 {
-        code.0
+        code.0.code()
     }
 }
 
@@ -68,7 +65,7 @@ impl utoipa::PartialSchema for RedirectCode {
         use utoipa::openapi::schema::{ObjectBuilder, Type};
         ObjectBuilder::new()
             .schema_type(Type::Integer)
-            .enum_values(Some([301, 302, 307, 308]))
+            .enum_values(Some(RedirectStatus::ALL.map(RedirectStatus::code)))
             .description(Some("A redirect status: 301, 302, 307 or 308"))
             .into()
     }

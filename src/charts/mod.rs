@@ -91,14 +91,14 @@ pub fn daily_lines(days: &[DayRow]) -> String {
     render(WIDTH, 280, |root| {
         let max = days
             .iter()
-            .map(|d| d.pv.max(d.uv).max(d.ip))
+            .map(|d| d.visits.pv.max(d.visits.uv).max(d.visits.ip))
             .max()
             .unwrap_or(0);
         let mut chart = day_chart(&root, days, max, 6)?;
         for (name, color, pick) in [
-            ("PV", PV, (|d: &DayRow| d.pv) as fn(&DayRow) -> i64),
-            ("UV", UV, |d: &DayRow| d.uv),
-            ("IP", IP, |d: &DayRow| d.ip),
+            ("PV", PV, (|d: &DayRow| d.visits.pv) as fn(&DayRow) -> i64),
+            ("UV", UV, |d: &DayRow| d.visits.uv),
+            ("IP", IP, |d: &DayRow| d.visits.ip),
         ] {
             let points: Vec<(f64, f64)> = days
                 .iter()
@@ -136,18 +136,14 @@ pub fn daily_lines(days: &[DayRow]) -> String {
 /// Effective and ineffective redirects per day, stacked bars.
 pub fn outcome_bars(days: &[DayRow]) -> String {
     render(WIDTH, 220, |root| {
-        let max = days
-            .iter()
-            .map(|d| d.effective + d.ineffective)
-            .max()
-            .unwrap_or(0);
+        let max = days.iter().map(|d| d.visits.requests()).max().unwrap_or(0);
         let mut chart = day_chart(&root, days, max, 5)?;
         let half = 0.4;
         chart
             .draw_series(days.iter().enumerate().map(|(i, d)| {
                 let x = i as f64;
                 Rectangle::new(
-                    [(x - half, 0.0), (x + half, d.effective as f64)],
+                    [(x - half, 0.0), (x + half, d.visits.effective as f64)],
                     GOOD.filled(),
                 )
             }))
@@ -157,9 +153,12 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
         chart
             .draw_series(days.iter().enumerate().map(|(i, d)| {
                 let x = i as f64;
-                let base = d.effective as f64;
+                let base = d.visits.effective as f64;
                 Rectangle::new(
-                    [(x - half, base), (x + half, base + d.ineffective as f64)],
+                    [
+                        (x - half, base),
+                        (x + half, base + d.visits.ineffective as f64),
+                    ],
                     BAD.filled(),
                 )
             }))

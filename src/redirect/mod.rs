@@ -1,16 +1,15 @@
 //! The public redirect path: `GET`/`HEAD /{code}`. Everything here is on the hot path.
 
 pub mod location;
-pub mod resolver;
 
 use crate::analytics::{Outcome, capture};
+use crate::db::entities::url_map::LinkState;
+use crate::public::pages::PageError;
 use crate::rules::ShortCode;
-use crate::web::AppState;
-use crate::web::pages::PageError;
+use crate::state::AppState;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, web};
-use resolver::LinkState;
 use std::time::Instant;
 
 const NO_CACHE: HeaderValue = HeaderValue::from_static("private, max-age=0");

@@ -16,6 +16,13 @@ pub enum RedirectStatus {
 pub struct RedirectStatusError(pub String);
 
 impl RedirectStatus {
+    pub const ALL: [Self; 4] = [
+        Self::MovedPermanently,
+        Self::Found,
+        Self::TemporaryRedirect,
+        Self::PermanentRedirect,
+    ];
+
     pub fn code(self) -> u16 {
         match self {
             Self::MovedPermanently => 301,
@@ -26,13 +33,10 @@ impl RedirectStatus {
     }
 
     pub fn from_code(code: u16) -> Result<Self, RedirectStatusError> {
-        match code {
-            301 => Ok(Self::MovedPermanently),
-            302 => Ok(Self::Found),
-            307 => Ok(Self::TemporaryRedirect),
-            308 => Ok(Self::PermanentRedirect),
-            other => Err(RedirectStatusError(other.to_string())),
-        }
+        Self::ALL
+            .into_iter()
+            .find(|status| status.code() == code)
+            .ok_or_else(|| RedirectStatusError(code.to_string()))
     }
 
     /// Temporary redirects must reach us on every click, so browsers must not cache them.

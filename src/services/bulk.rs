@@ -4,15 +4,13 @@
 use super::audit::Actor;
 use super::domains;
 use super::links::{self, NewLink};
-use crate::context::Inklink;
-use crate::db::entities::url_map::{self, LinkStatus};
+use super::listing::{self, LinkFilter, Order, Paging};
+use crate::db::entities::url_map::LinkStatus;
 use crate::rules::{DomainHost, ShortCode, TargetUrl, UrlRules};
+use crate::state::Inklink;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
-use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
-};
+use sea_orm::{DatabaseConnection, DbErr};
 
 pub const MAX_ROWS: usize = 10_000;
 const COLUMNS: [&str; 5] = ["url", "code", "description", "expires_at", "domain"];
@@ -231,86 +229,6 @@ pub fn results_csv(outcomes: &[RowOutcome]) -> String {
     )
 }
 
-/// Which links a list or an export shows, as the list page's query string carries it.
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct LinkFilter {
-    /// Part of the code, target URL or description.
-    pub q: String,
-    /// "active", "disabled", "expired", or anything else for all.
-    pub status: String,
-    /// A domain id, or empty for all.
-    pub domain: String,
-    /// Exactly this creator (user name, "cli", or an API key's name).
-    pub creator: String,
-    /// "expiry" for soonest expiry first; newest first otherwise.
-    pub sort: String,
-}
-
-impl LinkFilter {
-    pub fn condition(&self) -> Condition {
-        let mut condition = Condition::all().add(url_map::Column::Deleted.eq(false));
-        match self.status.as_str() {
-            "active" => {
-                condition = condition.add(url_map::Column::UrlStatus.eq(LinkStatus::Active))
-            }
-            "disabled" => {
-                condition = condition.add(url_map::Column::UrlStatus.eq(LinkStatus::Disabled))
-            }
-            "expired" => {
-                condition = condition.add(url_map::Column::ExpiresAt.lte(crate::db::now()))
-            }
-            _ => {}
-        }
-        if let Ok(domain) = self.domain.trim().parse::<i64>() {
-            condition = condition.add(url_map::Column::DomainId.eq(domain));
-        }
-        let creator = self.creator.trim();
-        if !creator.is_empty() {
-            condition = condition.add(url_map::Column::Creator.eq(creator));
-        }
-        if self.by_expiry() {
-            condition = condition.add(url_map::Column::ExpiresAt.is_not_null());
-        }
-        let q = self.q.trim();
-        if !q.is_empty() {
-            condition = condition.add(
-                Condition::any()
-                    .add(url_map::Column::CompressionCode.contains(q))
-                    .add(url_map::Column::LongUrl.contains(q))
-                    .add(url_map::Column::Description.contains(q)),
-            );
-        }
-        condition
-    }
-
-    pub fn by_expiry(&self) -> bool {
-        self.sort == "expiry"
-    }
-
-    /// Expired links are listed most recently expired first: the order people want, and the
-    /// one the expiry index serves (newest-created first would scan every link to find them).
-    pub fn recently_expired(&self) -> bool {
-        self.status == "expired" && !self.by_expiry()
-    }
-
-    /// Pages in expiry order are numbered; newest-first pages go by id (keyset).
-    pub fn numbered_pages(&self) -> bool {
-        self.by_expiry() || self.recently_expired()
-    }
-
-    /// The filter as a query string, for links to further pages and to the export.
-    pub fn query_string(&self) -> String {
-        url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("q", self.q.trim())
-            .append_pair("status", &self.status)
-            .append_pair("domain", &self.domain)
-            .append_pair("creator", self.creator.trim())
-            .append_pair("sort", &self.sort)
-            .finish()
-    }
-}
-
 /// Every link the filter matches, newest first, with the URL each is shown under now.
 pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<String, DbErr> {
     let all = domains::by_id(db).await?;
@@ -318,15 +236,7 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
     let mut before: Option<i64> = None;
     // In pages, so that a large export never asks the database for everything at once.
     loop {
-        let mut select = url_map::Entity::find().filter(filter.condition());
-        if let Some(before) = before {
-            select = select.filter(url_map::Column::Id.lt(before));
-        }
-        let page = select
-            .order_by_desc(url_map::Column::Id)
-            .limit(1000)
-            .all(db)
-            .await?;
+        let page = listing::list(db, filter, Order::Newest, Paging::Before(before), 1000).await?;
         let Some(last) = page.last() else { break };
         before = Some(last.id);
         for link in page {

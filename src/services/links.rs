@@ -2,12 +2,14 @@
 
 use super::audit::{self, Actor, Entry};
 use super::domains;
-use crate::context::Inklink;
 use crate::db::entities::domain_conf::{self, DomainStatus};
-use crate::db::entities::url_map::{self, LinkStatus, Strategy};
+use crate::db::entities::url_map::{self, LinkState, LinkStatus, Strategy};
 use crate::db::{self, is_unique_violation};
 use crate::rules::codes::CodeSpaceExhausted;
-use crate::rules::{CodeError, DomainHost, RedirectStatus, ShortCode, TargetUrl};
+use crate::rules::{
+    CodeError, DomainHost, RedirectStatus, ShortCode, TargetUrl, TargetUrlError, UrlRules,
+};
+use crate::state::Inklink;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -38,6 +40,8 @@ pub enum LinkError {
     DescriptionTooLong(usize),
     #[error("there is no link with the code '{0}'")]
     NotFound(String),
+    #[error(transparent)]
+    InvalidUrl(#[from] TargetUrlError),
     #[error(transparent)]
     InvalidCode(#[from] CodeError),
     #[error(transparent)]
@@ -100,6 +104,17 @@ impl SavedLink {
     }
 }
 
+/// Reads a target URL the way every front end must: under the configured length limit and
+/// never on one of our own domains.
+pub async fn parse_target(app: &Inklink, input: &str) -> Result<TargetUrl, LinkError> {
+    let own_hosts = domains::own_hosts(&app.db).await?;
+    let rules = UrlRules {
+        max_length: app.settings.max_url_length as usize,
+        own_hosts: &own_hosts,
+    };
+    Ok(TargetUrl::parse(input, &rules)?)
+}
+
 pub fn url_digest(url: &str) -> String {
     crate::digest::sha256_hex(url)
 }
@@ -125,7 +140,7 @@ pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedL
         actor,
     };
 
-    let link = if let Some(code) = &new.custom_code {
+    let saved = if let Some(code) = &new.custom_code {
         app.codes.format().check_custom(code)?;
         match draft.insert(db, code, Strategy::Custom).await {
             Err(err) if is_unique_violation(&err) => Err(LinkError::CodeTaken(code.to_string())),
@@ -145,8 +160,10 @@ pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedL
     } else {
         create_sequenced(app, &draft).await?
     };
+    // An unknown-code answer for this code may be cached from before it existed.
+    app.link_cache.forget(&saved.compression_code);
     Ok(SavedLink {
-        link,
+        link: saved,
         domain,
         outcome: Outcome::Created,
     })
@@ -198,6 +215,7 @@ pub async fn create_many(
         match insert_chunk(app, chunk, actor).await {
             Ok(saved) => {
                 for ((index, _, _), link) in chunk.iter().zip(saved) {
+                    app.link_cache.forget(&link.link.compression_code);
                     results[*index] = Some(Ok(link));
                 }
             }
@@ -216,14 +234,25 @@ pub async fn create_many(
 }
 
 fn check_new(new: &NewLink) -> Result<(), LinkError> {
-    if let Some(description) = &new.description {
+    check_fields(new.description.as_deref(), new.expires_at, None)
+}
+
+/// The rules a link's description and expiry follow, on creation and on every edit. An expiry
+/// the link already has may stay although it has passed.
+fn check_fields(
+    description: Option<&str>,
+    expires_at: Option<DateTime<Utc>>,
+    current_expiry: Option<chrono::NaiveDateTime>,
+) -> Result<(), LinkError> {
+    if let Some(description) = description {
         let chars = description.chars().count();
         if chars > MAX_DESCRIPTION_CHARS {
             return Err(LinkError::DescriptionTooLong(chars));
         }
     }
-    if let Some(expires_at) = new.expires_at
+    if let Some(expires_at) = expires_at
         && expires_at <= Utc::now()
+        && current_expiry != Some(db::to_stored(expires_at))
     {
         return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
     }
@@ -439,9 +468,7 @@ fn snapshot(link: &url_map::Model) -> serde_json::Value {
 }
 
 fn is_live(link: &url_map::Model) -> bool {
-    link.url_status == LinkStatus::Active
-        && !link.deleted
-        && link.expires_at.is_none_or(|at| at > db::now())
+    !link.deleted && link.state(db::now()) == LinkState::Live
 }
 
 async fn resolve_domain(
@@ -493,20 +520,22 @@ pub async fn find_by_code(
 
 /// Disables or enables a link. Setting the status it already has changes nothing.
 pub async fn set_status(
-    db: &DatabaseConnection,
+    app: &Inklink,
     code: &ShortCode,
     status: LinkStatus,
     actor: &Actor,
 ) -> Result<url_map::Model, LinkError> {
-    let link = find_by_code(db, code)
-        .await?
-        .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
-    if link.url_status == status {
-        return Ok(link);
-    }
-    let txn = db.begin().await?;
-    let changed = change_status_in(&txn, &link, status, actor).await;
-    Ok(db::finish(txn, changed).await?)
+    edit(
+        app,
+        code,
+        None,
+        LinkEdit {
+            changes: None,
+            status: Some(status),
+        },
+        actor,
+    )
+    .await
 }
 
 async fn change_status_in(
@@ -553,93 +582,135 @@ pub struct LinkChanges {
     pub redirect_status: Option<RedirectStatus>,
 }
 
+/// An edit: new content, a new status, or both, applied together or not at all.
+#[derive(Clone, Debug, Default)]
+pub struct LinkEdit {
+    pub changes: Option<LinkChanges>,
+    pub status: Option<LinkStatus>,
+}
+
 /// Applies `changes` if the link is still at `version` (optimistic locking): two people
 /// editing at once cannot silently overwrite each other.
 pub async fn update(
-    db: &DatabaseConnection,
+    app: &Inklink,
     code: &ShortCode,
     version: i32,
     changes: LinkChanges,
     actor: &Actor,
 ) -> Result<url_map::Model, LinkError> {
-    if let Some(description) = &changes.description {
-        let chars = description.chars().count();
-        if chars > MAX_DESCRIPTION_CHARS {
-            return Err(LinkError::DescriptionTooLong(chars));
-        }
-    }
-    let link = find_by_code(db, code)
+    let edit_all = LinkEdit {
+        changes: Some(changes),
+        status: None,
+    };
+    edit(app, code, Some(version), edit_all, actor).await
+}
+
+/// Applies an edit in one transaction, each part with its audit entry, and drops the link
+/// from this instance's cache (other instances see the change through `edited_at`). With a
+/// `version`, the edit applies only if the link is still at that version.
+pub async fn edit(
+    app: &Inklink,
+    code: &ShortCode,
+    version: Option<i32>,
+    edit: LinkEdit,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    let link = find_by_code(&app.db, code)
         .await?
         .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
-    if let Some(expires_at) = changes.expires_at
-        && expires_at <= Utc::now()
-        && link.expires_at != Some(db::to_stored(expires_at))
-    {
-        return Err(LinkError::ExpiryInPast(expires_at.to_rfc3339()));
+    if let Some(changes) = &edit.changes {
+        check_fields(
+            changes.description.as_deref(),
+            changes.expires_at,
+            link.expires_at,
+        )?;
     }
-    let txn = db.begin().await?;
+    if version.is_some_and(|version| version != link.version) {
+        return Err(LinkError::Stale(code.to_string()));
+    }
+    let status_change = edit.status.filter(|status| *status != link.url_status);
+    if edit.changes.is_none() && status_change.is_none() {
+        return Ok(link);
+    }
+    let txn = app.db.begin().await?;
     let result = async {
-        let updated = url_map::Entity::update_many()
-            .col_expr(
-                url_map::Column::LongUrl,
-                Expr::value(changes.target.as_str()),
-            )
-            .col_expr(
-                url_map::Column::LongUrlDigest,
-                Expr::value(url_digest(changes.target.as_str())),
-            )
-            .col_expr(
-                url_map::Column::Description,
-                Expr::value(changes.description.clone().filter(|d| !d.is_empty())),
-            )
-            .col_expr(
-                url_map::Column::ExpiresAt,
-                Expr::value(changes.expires_at.map(db::to_stored)),
-            )
-            .col_expr(
-                url_map::Column::RedirectStatus,
-                Expr::value(changes.redirect_status.map(|s| s.code() as i16)),
-            )
-            .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
-            .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
-            .col_expr(url_map::Column::Version, Expr::value(version + 1))
-            .filter(url_map::Column::Id.eq(link.id))
-            .filter(url_map::Column::Version.eq(version))
-            .filter(url_map::Column::Deleted.eq(false))
-            .exec(&txn)
-            .await?;
-        if updated.rows_affected == 0 {
-            return Err(LinkError::Stale(code.to_string()));
+        let mut current = link.clone();
+        if let Some(changes) = &edit.changes {
+            current = update_in(&txn, &current, changes, actor).await?;
         }
-        let after = url_map::Entity::find_by_id(link.id)
-            .one(&txn)
-            .await?
-            .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
-        audit::record(
-            &txn,
-            actor,
-            Entry {
-                action: "link.edit",
-                target_kind: "link",
-                target_id: &after.compression_code,
-                before: Some(snapshot(&link)),
-                after: Some(snapshot(&after)),
-            },
-        )
-        .await?;
-        Ok(after)
+        if let Some(status) = status_change {
+            current = change_status_in(&txn, &current, status, actor).await?;
+        }
+        Ok::<_, LinkError>(current)
     }
     .await;
-    db::finish(txn, result).await
+    let saved = db::finish(txn, result).await?;
+    app.link_cache.forget(&saved.compression_code);
+    Ok(saved)
+}
+
+/// The content change of [`edit`], only while the link is at the version it was read at.
+async fn update_in(
+    txn: &DatabaseTransaction,
+    link: &url_map::Model,
+    changes: &LinkChanges,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    let updated = url_map::Entity::update_many()
+        .col_expr(
+            url_map::Column::LongUrl,
+            Expr::value(changes.target.as_str()),
+        )
+        .col_expr(
+            url_map::Column::LongUrlDigest,
+            Expr::value(url_digest(changes.target.as_str())),
+        )
+        .col_expr(
+            url_map::Column::Description,
+            Expr::value(changes.description.clone().filter(|d| !d.is_empty())),
+        )
+        .col_expr(
+            url_map::Column::ExpiresAt,
+            Expr::value(changes.expires_at.map(db::to_stored)),
+        )
+        .col_expr(
+            url_map::Column::RedirectStatus,
+            Expr::value(changes.redirect_status.map(|s| s.code() as i16)),
+        )
+        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
+        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
+        .col_expr(url_map::Column::Version, Expr::value(link.version + 1))
+        .filter(url_map::Column::Id.eq(link.id))
+        .filter(url_map::Column::Version.eq(link.version))
+        .filter(url_map::Column::Deleted.eq(false))
+        .exec(txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Err(LinkError::Stale(link.compression_code.clone()));
+    }
+    let after = url_map::Entity::find_by_id(link.id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(link.compression_code.clone()))?;
+    audit::record(
+        txn,
+        actor,
+        Entry {
+            action: "link.edit",
+            target_kind: "link",
+            target_id: &after.compression_code,
+            before: Some(snapshot(link)),
+            after: Some(snapshot(&after)),
+        },
+    )
+    .await?;
+    Ok(after)
 }
 
 /// Soft-deletes a link: it disappears from lists and answers 404, and its code is never
 /// issued again (a code that was once sent out must not lead somewhere new).
-pub async fn delete(
-    db: &DatabaseConnection,
-    code: &ShortCode,
-    actor: &Actor,
-) -> Result<(), LinkError> {
+pub async fn delete(app: &Inklink, code: &ShortCode, actor: &Actor) -> Result<(), LinkError> {
+    let db = &app.db;
     let link = find_by_code(db, code)
         .await?
         .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
@@ -667,8 +738,10 @@ pub async fn delete(
             },
         )
         .await?;
-        Ok(())
+        Ok::<_, LinkError>(())
     }
     .await;
-    db::finish(txn, result).await
+    db::finish(txn, result).await?;
+    app.link_cache.forget(code.as_str());
+    Ok(())
 }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bulk;
 pub mod domains;
 pub mod links;
+pub mod listing;
 pub mod secret;
 pub mod users;
 

@@ -1011,11 +1011,8 @@ async fn import_refuses_unusable_files_with_a_reason() {
 async fn exports_neutralise_spreadsheet_formulas() {
     let app = spawn_app().await;
     let mut browser = signed_in(&app).await;
-    let target = app
-        .core
-        .parse_target("https://example.com/f")
+    let target = inklink::services::links::parse_target(&app.core, "https://example.com/f")
         .await
-        .unwrap()
         .unwrap();
     let new = inklink::services::links::NewLink {
         description: Some("=HYPERLINK(\"http://evil\")".into()),
@@ -1293,7 +1290,9 @@ async fn the_list_filters_by_domain_creator_and_expiry_and_sorts_by_expiry() {
                 by: &'static str| {
         let app = &app;
         async move {
-            let target = app.core.parse_target(url).await.unwrap().unwrap();
+            let target = inklink::services::links::parse_target(&app.core, url)
+                .await
+                .unwrap();
             let new = inklink::services::links::NewLink {
                 domain: domain.map(|d| inklink::rules::DomainHost::parse(d).unwrap()),
                 expires_at: in_secs.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),

@@ -534,7 +534,7 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
     let off = create_link(&app, "https://example.com/off").await;
     let code = off.link.compression_code.clone();
     inklink::services::links::set_status(
-        &app.core.db,
+        &app.core,
         &inklink::rules::ShortCode::parse(&code).unwrap(),
         inklink::db::entities::url_map::LinkStatus::Disabled,
         &inklink::services::Actor::Cli,

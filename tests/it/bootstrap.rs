@@ -16,7 +16,8 @@ async fn instances_starting_together_share_one_secret_and_one_first_domain() {
     // Several at once: on a new SQLite file they race to switch it to WAL, which SQLite
     // refuses the losers at once ("database is locked") instead of making them wait.
     let opened =
-        futures_util::future::join_all((0..6).map(|_| Inklink::open(config.clone()))).await;
+        futures_util::future::join_all((0..6).map(|_| inklink::startup::open(config.clone())))
+            .await;
     let opened: Vec<Inklink> = opened.into_iter().map(Result::unwrap).collect();
     let (a, b) = (&opened[0], &opened[5]);
     let secrets = settings_table::Entity::find().all(&a.db).await.unwrap();
@@ -37,7 +38,7 @@ async fn instances_starting_together_share_one_secret_and_one_first_domain() {
     assert_eq!(domains[0].protocol, "http");
     assert!(domains[0].is_default);
     // A restart reads the same secret back.
-    let again = Inklink::open(config).await.unwrap();
+    let again = inklink::startup::open(config).await.unwrap();
     assert_eq!(
         again.codes.code_for_id(7).unwrap(),
         a.codes.code_for_id(7).unwrap()
@@ -47,7 +48,7 @@ async fn instances_starting_together_share_one_secret_and_one_first_domain() {
 #[actix_web::test]
 async fn the_first_admin_gets_the_configured_or_a_random_password() {
     let db = TestDb::create().await;
-    let core = Inklink::open(settings(&db, "127.0.0.1:0", &[]))
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
         .await
         .unwrap();
     assert_eq!(
@@ -67,7 +68,7 @@ async fn the_first_admin_gets_the_configured_or_a_random_password() {
     assert_eq!(users::Entity::find().count(&core.db).await.unwrap(), 1);
 
     let other = TestDb::create().await;
-    let core = Inklink::open(settings(&other, "127.0.0.1:0", &[]))
+    let core = inklink::startup::open(settings(&other, "127.0.0.1:0", &[]))
         .await
         .unwrap();
     let generated = ensure_admin(&core.db, None)
@@ -79,7 +80,7 @@ async fn the_first_admin_gets_the_configured_or_a_random_password() {
     assert!(verify_password(&admin.password_hash, &generated));
 
     let third = TestDb::create().await;
-    let core = Inklink::open(settings(&third, "127.0.0.1:0", &[]))
+    let core = inklink::startup::open(settings(&third, "127.0.0.1:0", &[]))
         .await
         .unwrap();
     let err = ensure_admin(&core.db, Some("short")).await.unwrap_err();

@@ -313,7 +313,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
     .unwrap();
     let pv: Vec<(String, i64, i64)> = days
         .iter()
-        .map(|d| (d.day.to_string(), d.pv, d.ip))
+        .map(|d| (d.day.to_string(), d.visits.pv, d.visits.ip))
         .collect();
     assert_eq!(
         pv,

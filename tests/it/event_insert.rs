@@ -5,7 +5,6 @@
 use crate::analytics::GEOIP;
 use crate::support::{TestDb, create_link_in, settings};
 use chrono::{NaiveDate, NaiveDateTime};
-use inklink::Inklink;
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::event::EventRow;
 use inklink::analytics::geoip::GeoIp;
@@ -151,7 +150,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
 #[actix_web::test]
 async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice() {
     let db = TestDb::create().await;
-    let core = Inklink::open(settings(&db, "127.0.0.1:0", &[]))
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
         .await
         .unwrap();
     let link = create_link_in(&core, "https://example.com/insert")

@@ -11,7 +11,11 @@ use inklink::services::{Actor, domains};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
 async fn new_link(app: &TestApp, url: &str) -> NewLink {
-    NewLink::to(app.core.parse_target(url).await.unwrap().unwrap())
+    NewLink::to(
+        inklink::services::links::parse_target(&app.core, url)
+            .await
+            .unwrap(),
+    )
 }
 
 async fn create(app: &TestApp, new: NewLink) -> Result<links::SavedLink, LinkError> {
@@ -98,7 +102,7 @@ async fn reuse_returns_the_existing_live_link() {
     assert_ne!(fresh.link.id, first.link.id);
     for link in [&first, &fresh] {
         let code = ShortCode::parse(&link.link.compression_code).unwrap();
-        links::set_status(&app.core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+        links::set_status(&app.core, &code, LinkStatus::Disabled, &Actor::Cli)
             .await
             .unwrap();
     }
@@ -193,11 +197,8 @@ async fn links_go_on_the_requested_or_default_domain() {
         format!("https://s.example.cn/{}", on_cn.link.compression_code)
     );
     // A target on one of our own domains is refused.
-    let err = app
-        .core
-        .parse_target("https://s.example.cn/abc")
+    let err = inklink::services::links::parse_target(&app.core, "https://s.example.cn/abc")
         .await
-        .unwrap()
         .unwrap_err();
     assert!(err.to_string().contains("own domains"));
 
@@ -320,7 +321,7 @@ async fn changes_are_audited() {
     let saved = create_link(&app, "https://example.com/audited").await;
     let code = ShortCode::parse(&saved.link.compression_code).unwrap();
     links::set_status(
-        &app.core.db,
+        &app.core,
         &code,
         LinkStatus::Disabled,
         &Actor::User("bob".into()),
@@ -329,7 +330,7 @@ async fn changes_are_audited() {
     .unwrap();
     // Disabling twice changes nothing and records nothing.
     links::set_status(
-        &app.core.db,
+        &app.core,
         &code,
         LinkStatus::Disabled,
         &Actor::User("bob".into()),
@@ -362,7 +363,7 @@ async fn changes_are_audited() {
             .contains("\"disabled\"")
     );
     let missing = links::set_status(
-        &app.core.db,
+        &app.core,
         &ShortCode::parse("nope").unwrap(),
         LinkStatus::Disabled,
         &Actor::Cli,

@@ -86,7 +86,7 @@ async fn a_disabled_link_answers_410_and_comes_back_when_enabled() {
     let code = ShortCode::parse(&saved.link.compression_code).unwrap();
     assert_eq!(app.fetch(&path).await.0, 302);
 
-    links::set_status(&app.core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+    links::set_status(&app.core, &code, LinkStatus::Disabled, &Actor::Cli)
         .await
         .unwrap();
     // Another process (the CLI) changed it: this instance notices within the cache TTL.
@@ -96,22 +96,19 @@ async fn a_disabled_link_answers_410_and_comes_back_when_enabled() {
     assert_eq!(location, None);
     assert!(body.contains("no longer available"), "{body}");
 
-    links::set_status(&app.core.db, &code, LinkStatus::Active, &Actor::Cli)
+    links::set_status(&app.core, &code, LinkStatus::Active, &Actor::Cli)
         .await
         .unwrap();
-    app.state.resolver.forget(code.as_str());
     assert_eq!(app.fetch(&path).await.0, 302);
 }
 
 #[actix_web::test]
 async fn an_expired_link_answers_410_even_while_cached() {
     let app = spawn_app().await;
-    let target = app
-        .core
-        .parse_target("https://example.com/flash-sale")
-        .await
-        .unwrap()
-        .unwrap();
+    let target =
+        inklink::services::links::parse_target(&app.core, "https://example.com/flash-sale")
+            .await
+            .unwrap();
     let new = NewLink {
         expires_at: Some(Utc::now() + Span::milliseconds(1500)),
         ..NewLink::to(target)
@@ -197,11 +194,8 @@ async fn redirect_status_per_link_and_global() {
         RedirectStatus::PermanentRedirect,
         RedirectStatus::Found,
     ] {
-        let target = app
-            .core
-            .parse_target("https://example.com/s")
+        let target = inklink::services::links::parse_target(&app.core, "https://example.com/s")
             .await
-            .unwrap()
             .unwrap();
         let new = NewLink {
             redirect_status: Some(status),
@@ -233,7 +227,9 @@ async fn codes_are_case_sensitive() {
         ("ABC", "https://example.com/upper"),
         ("aBc", "https://example.com/mixed"),
     ] {
-        let target = app.core.parse_target(url).await.unwrap().unwrap();
+        let target = inklink::services::links::parse_target(&app.core, url)
+            .await
+            .unwrap();
         let new = NewLink {
             custom_code: Some(ShortCode::parse(code).unwrap()),
             ..NewLink::to(target)
@@ -480,18 +476,15 @@ async fn unchanged_links_stay_cached_past_the_ttl_and_changes_still_show_within_
     );
     // A change made elsewhere (not through this instance's cache) shows within the TTL.
     let code = ShortCode::parse(&saved.link.compression_code).unwrap();
-    links::set_status(&app.core.db, &code, LinkStatus::Disabled, &Actor::Cli)
+    links::set_status(&app.core, &code, LinkStatus::Disabled, &Actor::Cli)
         .await
         .unwrap();
     actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(app.fetch(&path).await.0, 410);
     // So does a new link for a code that was asked for before it existed.
     assert_eq!(app.fetch("/LaterCode").await.0, 404);
-    let target = app
-        .core
-        .parse_target("https://example.com/later")
+    let target = inklink::services::links::parse_target(&app.core, "https://example.com/later")
         .await
-        .unwrap()
         .unwrap();
     links::create(
         &app.core,
@@ -512,11 +505,8 @@ async fn unchanged_links_stay_cached_past_the_ttl_and_changes_still_show_within_
 #[actix_web::test]
 async fn after_a_bulk_import_the_cache_fills_again_at_once() {
     let app = spawn_app_with(&["--cache-ttl", "1"]).await;
-    let target = app
-        .core
-        .parse_target("https://example.com/bulk")
+    let target = inklink::services::links::parse_target(&app.core, "https://example.com/bulk")
         .await
-        .unwrap()
         .unwrap();
     let created =
         links::create_many(&app.core, vec![NewLink::to(target); 10_050], &Actor::Cli).await;

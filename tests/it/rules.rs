@@ -269,7 +269,7 @@ fn usernames_passwords_and_statuses() {
 
 #[test]
 fn client_addresses_are_believed_only_from_trusted_proxies() {
-    use inklink::web::client::TrustedProxies;
+    use inklink::net::client::TrustedProxies;
     use std::net::IpAddr;
     let trusted: TrustedProxies = "127.0.0.1, 10.0.0.0/8, ::1".parse().unwrap();
     let ip = |s: &str| s.parse::<IpAddr>().unwrap();

@@ -3,8 +3,9 @@
 use actix_web::dev::ServerHandle;
 use actix_web::web::Data;
 use inklink::Inklink;
-use inklink::config::{self, Settings};
-use inklink::web::{AppState, Application};
+use inklink::config::Settings;
+use inklink::startup::Application;
+use inklink::state::AppState;
 use sea_orm::{ConnectionTrait, Database};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -162,7 +163,7 @@ pub fn settings_via(db: &TestDb, url: &str, listen: &str, extra: &[&str]) -> Set
         "2",
     ];
     args.extend_from_slice(extra);
-    config::parse_from(args)
+    inklink::cli::parse_from(args)
         .expect("valid test settings")
         .settings
 }
@@ -248,7 +249,7 @@ pub async fn spawn_via(db: Arc<TestDb>, url: &str, extra: &[&str]) -> TestApp {
     let port = listener.local_addr().unwrap().port();
     let settings = settings_via(&db, url, &format!("127.0.0.1:{port}"), extra);
     let core = Arc::new(
-        Inklink::open(settings)
+        inklink::startup::open(settings)
             .await
             .expect("inklink opens the test database"),
     );
@@ -274,7 +275,9 @@ pub async fn create_link(app: &TestApp, url: &str) -> inklink::services::links::
 
 /// Like [`create_link`], without a server.
 pub async fn create_link_in(core: &Inklink, url: &str) -> inklink::services::links::SavedLink {
-    let target = core.parse_target(url).await.unwrap().expect("a valid URL");
+    let target = inklink::services::links::parse_target(core, url)
+        .await
+        .expect("a valid URL");
     inklink::services::links::create(
         core,
         inklink::services::links::NewLink::to(target),

@@ -17,7 +17,9 @@ async fn create_many(app: &TestApp, worker: usize, count: usize) -> Vec<String> 
     let mut codes = Vec::with_capacity(count);
     for n in 0..count {
         let url = format!("https://example.com/{}/{worker}/{n}", app.port);
-        let target = app.core.parse_target(&url).await.unwrap().unwrap();
+        let target = inklink::services::links::parse_target(&app.core, &url)
+            .await
+            .unwrap();
         let saved = links::create(&app.core, NewLink::to(target), &Actor::Cli)
             .await
             .unwrap_or_else(|err| panic!("link {n} of creator {worker}: {err}"));

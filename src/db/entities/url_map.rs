@@ -1,3 +1,4 @@
+use crate::rules::RedirectStatus;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
@@ -7,6 +8,27 @@ pub enum LinkStatus {
     Active,
     #[sea_orm(string_value = "disabled")]
     Disabled,
+}
+
+/// What a link does when visited now: its status and its expiry, read together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Live,
+    Disabled,
+    Expired,
+}
+
+impl LinkState {
+    /// A disabled link is disabled whether or not it has expired too.
+    pub fn of(status: LinkStatus, expires_at: Option<DateTime>, now: DateTime) -> Self {
+        if status != LinkStatus::Active {
+            Self::Disabled
+        } else if expires_at.is_some_and(|at| at <= now) {
+            Self::Expired
+        } else {
+            Self::Live
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum, clap::ValueEnum)]
@@ -47,3 +69,16 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    pub fn state(&self, now: DateTime) -> LinkState {
+        LinkState::of(self.url_status, self.expires_at, now)
+    }
+
+    /// The link's own redirect status; `None`: the server's default.
+    pub fn redirect(&self) -> Option<RedirectStatus> {
+        self.redirect_status
+            .and_then(|code| u16::try_from(code).ok())
+            .and_then(|code| RedirectStatus::from_code(code).ok())
+    }
+}

@@ -22,7 +22,7 @@ impl FromStr for TrustedProxies {
 
     /// Comma-separated CIDRs or single addresses: `127.0.0.1, 10.0.0.0/8, ::1`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        crate::config::comma_separated(text, |part| {
+        super::comma_separated(text, |part| {
             part.parse::<IpNet>()
                 .or_else(|_| part.parse::<IpAddr>().map(IpNet::from))
                 .map_err(|_| format!("'{part}' is not an IP address or CIDR such as 10.0.0.0/8"))

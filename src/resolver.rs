@@ -10,7 +10,7 @@
 //! keep answering.
 
 use crate::analytics::metrics::Counter;
-use crate::db::entities::url_map::{self, LinkStatus};
+use crate::db::entities::url_map::{self, LinkState, LinkStatus};
 use crate::rules::{RedirectStatus, ShortCode};
 use actix_web::http::header::HeaderValue;
 use chrono::NaiveDateTime;
@@ -50,25 +50,9 @@ pub struct ResolvedLink {
     pub location: HeaderValue,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-pub enum LinkState {
-    Live,
-    Disabled,
-    Expired,
-}
-
 impl ResolvedLink {
     pub fn state(&self) -> LinkState {
-        if self.status != LinkStatus::Active {
-            LinkState::Disabled
-        } else if self
-            .expires_at
-            .is_some_and(|at| at <= chrono::Utc::now().naive_utc())
-        {
-            LinkState::Expired
-        } else {
-            LinkState::Live
-        }
+        LinkState::of(self.status, self.expires_at, crate::db::now())
     }
 }
 
@@ -89,8 +73,36 @@ struct Lookup {
 #[error("the link store is unreachable")]
 pub struct LookupFailed;
 
+/// What this instance has cached of each code. The services that change a link drop its entry
+/// here at once; the resolver's watcher drops entries changed by other instances.
+#[derive(Clone)]
+pub struct LinkCache(Arc<Cache<Box<str>, Entry>>);
+
+impl LinkCache {
+    pub fn new(capacity: usize) -> Self {
+        Self(Arc::new(Cache::new(capacity)))
+    }
+
+    /// Drops what this instance knows of a code, after a change made here.
+    pub fn forget(&self, code: &str) {
+        self.0.remove(code);
+    }
+
+    fn get(&self, code: &str) -> Option<Entry> {
+        self.0.get(code)
+    }
+
+    fn insert(&self, code: Box<str>, entry: Entry) {
+        self.0.insert(code, entry);
+    }
+
+    fn clear(&self) {
+        self.0.clear();
+    }
+}
+
 pub struct LinkResolver {
-    cache: Arc<Cache<Box<str>, Entry>>,
+    cache: LinkCache,
     lookups: mpsc::Sender<Lookup>,
     started: Instant,
     /// Milliseconds since `started` of the last failed lookup, 0 if none.
@@ -104,11 +116,10 @@ impl LinkResolver {
     /// Starts the lookup task and the change watcher on the current runtime.
     pub fn start(
         db: DatabaseConnection,
-        capacity: usize,
+        cache: LinkCache,
         watch_every: Duration,
         default_status: RedirectStatus,
     ) -> Self {
-        let cache = Arc::new(Cache::new(capacity));
         let db_for_watch = db.clone();
         let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let started = Instant::now();
@@ -175,11 +186,6 @@ impl LinkResolver {
         }
     }
 
-    /// Drops what this instance knows of a code, after a change made here.
-    pub fn forget(&self, code: &str) {
-        self.cache.remove(code);
-    }
-
     fn in_outage(&self) -> bool {
         let failed = self.last_failure_ms.load(Ordering::Relaxed);
         failed != 0
@@ -190,7 +196,7 @@ impl LinkResolver {
 
 struct Batcher {
     db: DatabaseConnection,
-    cache: Arc<Cache<Box<str>, Entry>>,
+    cache: LinkCache,
     default_status: RedirectStatus,
     started: Instant,
     last_failure_ms: Arc<AtomicU64>,
@@ -284,10 +290,7 @@ impl Batcher {
                 return None;
             }
         };
-        let redirect = row
-            .redirect_status
-            .and_then(|code| RedirectStatus::from_code(code as u16).ok())
-            .unwrap_or(self.default_status);
+        let redirect = row.redirect().unwrap_or(self.default_status);
         Some(ResolvedLink {
             id: row.id,
             status: row.url_status,
@@ -300,11 +303,7 @@ impl Batcher {
 }
 
 /// Drops the cache entries of links changed since the last look, every `every`.
-async fn watch_changes(
-    db: DatabaseConnection,
-    cache: Arc<Cache<Box<str>, Entry>>,
-    every: Duration,
-) {
+async fn watch_changes(db: DatabaseConnection, cache: LinkCache, every: Duration) {
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let overlap = chrono::TimeDelta::from_std(OVERLAP.max(every * 2)).expect("a short duration");
@@ -356,7 +355,7 @@ async fn watch_changes(
             for (code, at) in &changed {
                 let times = handled.entry((code.clone(), *at)).or_insert(0);
                 if *times < 2 {
-                    cache.remove(code.as_str());
+                    cache.forget(code);
                     *times += 1;
                 }
             }

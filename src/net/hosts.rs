@@ -18,7 +18,7 @@ impl FromStr for AdminHosts {
 
     /// Comma-separated hosts: `admin.example.com, localhost:8080`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        crate::config::comma_separated(text, |part| {
+        super::comma_separated(text, |part| {
             DomainHost::parse(part).map_err(|err| format!("'{part}': {err}"))
         })
         .map(|hosts| Self(hosts.into()))

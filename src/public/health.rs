@@ -1,7 +1,7 @@
 //! Liveness and database check for load balancers and orchestrators.
 
-use super::AppState;
 use crate::analytics::metrics::Gauges;
+use crate::state::AppState;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 

@@ -1,0 +1,20 @@
+//! Network facts about a request, below both configuration and the web layer: who the client
+//! is (`client`), which hosts the admin front ends answer on (`hosts`), and per-caller rate
+//! limits (`rate_limit`).
+
+pub mod client;
+pub mod hosts;
+pub mod rate_limit;
+
+/// A setting that lists values with commas (`a, b,c`): each item trimmed, empty items
+/// skipped, and the first that `parse` refuses named in the error.
+pub fn comma_separated<T>(
+    text: &str,
+    parse: impl FnMut(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(parse)
+        .collect()
+}

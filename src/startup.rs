@@ -1,0 +1,192 @@
+//! Start-up: opening the core (database, migrations, secret, first domain) for every command,
+//! and building the server with every background task it runs.
+
+use crate::admin::session_store::DbSessionStore;
+use crate::analytics::Analytics;
+use crate::config::Settings;
+use crate::db::{self, allocator::BlockAllocator};
+use crate::net::rate_limit::RateLimits;
+use crate::resolver::{LinkCache, LinkResolver};
+use crate::routes::{self, Frontends};
+use crate::rules::{CodeFormat, CodeGenerator, DomainHost};
+use crate::services::{domains, secret};
+use crate::state::{AppState, Inklink};
+use actix_web::cookie::Key;
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::{App, HttpServer, web};
+use sea_orm::{DatabaseConnection, DbErr};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Ids per allocator block: few round trips, little waste on restart.
+const ID_BLOCK: i64 = 512;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot connect to the database {url}: {source}")]
+    Connect { url: String, source: DbErr },
+    #[error("database migration failed: {0}")]
+    Migrate(DbErr),
+    #[error("database error during start-up: {0}")]
+    Db(#[from] DbErr),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Connects, applies pending migrations, loads (or creates) the secret, and on an empty
+/// database adds the first domain `localhost:<listen port>`.
+pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
+    let db = connect(&settings).await?;
+    db::migrate_up(&db).await.map_err(StartupError::Migrate)?;
+    let secret = secret::load_or_create(&db, settings.secret.as_deref()).await?;
+    // Port 0 means "any free port", unknown until the server binds.
+    let first = match settings.listen.port() {
+        0 => "localhost".to_owned(),
+        port => format!("localhost:{port}"),
+    };
+    let first = DomainHost::parse(&first).expect("localhost is a valid host");
+    domains::ensure_first(&db, &first).await?;
+    let format = CodeFormat::new(settings.code_length, settings.code_check_char);
+    let mut cookie_key = [0u8; 64];
+    cookie_key[..32].copy_from_slice(&crate::digest::derive_key(
+        secret.as_bytes(),
+        b"inklink/cookie-1",
+    ));
+    cookie_key[32..].copy_from_slice(&crate::digest::derive_key(
+        secret.as_bytes(),
+        b"inklink/cookie-2",
+    ));
+    let mut visitor_key = [0u8; 16];
+    visitor_key
+        .copy_from_slice(&crate::digest::derive_key(secret.as_bytes(), b"inklink/visitor")[..16]);
+    Ok(Inklink {
+        db,
+        cookie_key,
+        visitor_key,
+        codes: CodeGenerator::new(format, secret.as_bytes()),
+        allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
+        link_cache: LinkCache::new(settings.cache_capacity as usize),
+        settings: Arc::new(settings),
+    })
+}
+
+pub async fn connect(settings: &Settings) -> Result<DatabaseConnection, StartupError> {
+    db::connect(&settings.database_url, settings.db_max_connections)
+        .await
+        .map_err(|source| StartupError::Connect {
+            url: redact(&settings.database_url),
+            source,
+        })
+}
+
+/// The database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+impl Application {
+    /// Binds the configured address.
+    pub async fn build(core: Inklink) -> Result<Self, StartupError> {
+        let addr = core.settings.listen;
+        let listener =
+            TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
+        Self::with_listener(Arc::new(core), listener)
+            .map_err(|source| StartupError::Listen { addr, source })
+    }
+
+    /// Serves on a listener the caller bound (tests bind port 0), and starts every background
+    /// task of the server: the link lookups and change watcher, the click pipeline, and the
+    /// session purge.
+    pub fn with_listener(core: Arc<Inklink>, listener: TcpListener) -> std::io::Result<Self> {
+        let settings = core.settings.clone();
+        let resolver = LinkResolver::start(
+            core.db.clone(),
+            core.link_cache.clone(),
+            Duration::from_secs(settings.cache_ttl),
+            settings.redirect_status,
+        );
+        let sessions = DbSessionStore::new(core.db.clone());
+        tokio::spawn(purge_sessions(sessions.clone()));
+        let frontends = Arc::new(Frontends {
+            admin_hosts: settings.admin_hosts.clone(),
+            sessions,
+            cookie_key: Key::from(&core.cookie_key),
+            secure_cookie: settings.secure_cookie,
+        });
+        let port = listener.local_addr()?.port();
+        let analytics = Arc::new(Analytics::start(
+            &settings,
+            core.db.clone(),
+            core.visitor_key,
+            port,
+        )?);
+        let state = web::Data::new(AppState {
+            api_limits: RateLimits::new(settings.api_rate_limit),
+            core,
+            resolver,
+            analytics,
+        });
+        let app_state = state.clone();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(app_state.clone())
+                .configure(|cfg| routes::configure(cfg, &frontends))
+        })
+        .listen(listener)?;
+        if let Some(workers) = settings.workers {
+            server = server.workers(workers as usize);
+        }
+        Ok(Self {
+            port,
+            server: server.run(),
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Runs until SIGINT/SIGTERM or `handle().stop()`: stops accepting, lets in-flight
+    /// requests finish, then writes every queued click before returning.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let served = self.server.await;
+        self.state.analytics.shutdown().await;
+        served
+    }
+}
+
+/// Expired admin sessions are useless; clear them out hourly.
+async fn purge_sessions(store: DbSessionStore) {
+    let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every_hour.tick().await;
+        if let Err(err) = store.purge_expired().await {
+            tracing::warn!(error = %err, "could not purge expired sessions");
+        }
+    }
+}
