@@ -211,7 +211,7 @@ async fn run() {
         )
         .await
         .unwrap();
-        links.push((saved.link.id, saved.link.compression_code));
+        links.push((saved.link.id, saved.link.compression_code.to_string()));
     }
 
     // 1. The writer, fed as fast as it drains (the queue never overflows).

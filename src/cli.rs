@@ -9,8 +9,9 @@ use crate::rules::{RedirectStatus, Role};
 use crate::services::bulk;
 use crate::services::links::{self, NewLink, Outcome};
 use crate::services::{Actor, domains, users};
-use crate::startup::{self, Application, StartupError};
+use crate::startup::{self, Application};
 use crate::state::Inklink;
+use anyhow::{Context, anyhow, bail};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use migration::{Migrator, MigratorTrait};
 use std::ffi::OsString;
@@ -191,40 +192,26 @@ pub fn parse() -> Result<Cli, ConfigError> {
     parse_from(std::env::args_os())
 }
 
-pub async fn run(cli: Cli) -> Result<(), String> {
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = cli.settings;
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(startup::open(settings).await.map_err(text)?).await,
+        Command::Serve => serve(startup::open(settings).await?).await,
         Command::Migrate { action } => {
-            let db = startup::connect(&settings).await.map_err(text)?;
+            let db = startup::connect(&settings).await?;
             migrate(&db, action.unwrap_or(MigrateAction::Up)).await
         }
-        Command::User { action } => {
-            user(&startup::open(settings).await.map_err(text)?, action).await
-        }
-        Command::Link { action } => {
-            link(&startup::open(settings).await.map_err(text)?, action).await
-        }
-        Command::Domain { action } => {
-            domain(&startup::open(settings).await.map_err(text)?, action).await
-        }
-        Command::Apikey { action } => {
-            apikey(&startup::open(settings).await.map_err(text)?, action).await
-        }
-        Command::Stats { action } => {
-            stats(&startup::open(settings).await.map_err(text)?, action).await
-        }
+        Command::User { action } => user(&startup::open(settings).await?, action).await,
+        Command::Link { action } => link(&startup::open(settings).await?, action).await,
+        Command::Domain { action } => domain(&startup::open(settings).await?, action).await,
+        Command::Apikey { action } => apikey(&startup::open(settings).await?, action).await,
+        Command::Stats { action } => stats(&startup::open(settings).await?, action).await,
     }
 }
 
-fn text(err: impl std::fmt::Display) -> String {
-    err.to_string()
-}
-
-async fn serve(core: Inklink) -> Result<(), String> {
+async fn serve(core: Inklink) -> anyhow::Result<()> {
     let generated = users::ensure_admin(&core.db, core.settings.admin_password.as_deref())
         .await
-        .map_err(|err| format!("cannot create the first admin user: {err}"))?;
+        .context("cannot create the first admin user")?;
     if let Some(password) = generated {
         tracing::warn!(
             "created the admin user '{}' with the password {password} — it is shown only now; \
@@ -239,22 +226,18 @@ async fn serve(core: Inklink) -> Result<(), String> {
             "the admin UI and the API answer only on these hosts"
         );
     }
-    let app = Application::build(core)
-        .await
-        .map_err(|err: StartupError| err.to_string())?;
+    let app = Application::build(core).await?;
     tracing::info!(port = app.port(), "inklink is serving");
-    app.run_until_stopped().await.map_err(text)
+    Ok(app.run_until_stopped().await?)
 }
 
-async fn migrate(db: &sea_orm::DatabaseConnection, action: MigrateAction) -> Result<(), String> {
+async fn migrate(db: &sea_orm::DatabaseConnection, action: MigrateAction) -> anyhow::Result<()> {
     match action {
-        MigrateAction::Up => Migrator::up(db, None).await.map_err(text)?,
-        MigrateAction::Down => Migrator::down(db, Some(1)).await.map_err(text)?,
+        MigrateAction::Up => Migrator::up(db, None).await?,
+        MigrateAction::Down => Migrator::down(db, Some(1)).await?,
         MigrateAction::Status => {}
     }
-    let migrations = Migrator::get_migration_with_status(db)
-        .await
-        .map_err(text)?;
+    let migrations = Migrator::get_migration_with_status(db).await?;
     let mut out = std::io::stdout().lock();
     for migration in migrations {
         let _ = writeln!(
@@ -267,22 +250,18 @@ async fn migrate(db: &sea_orm::DatabaseConnection, action: MigrateAction) -> Res
     Ok(())
 }
 
-async fn user(core: &Inklink, action: UserAction) -> Result<(), String> {
+async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
     match action {
         UserAction::Add { name, role } => {
-            let name = Username::parse(&name).map_err(text)?;
+            let name = Username::parse(&name)?;
             let password = read_password()?;
-            users::add(&core.db, &name, &password, role, &Actor::Cli)
-                .await
-                .map_err(text)?;
+            users::add(&core.db, &name, &password, role, &Actor::Cli).await?;
             println!("added {} user {name}", role.as_str());
         }
         UserAction::Passwd { name } => {
-            let name = Username::parse(&name).map_err(text)?;
+            let name = Username::parse(&name)?;
             let password = read_password()?;
-            users::set_password(&core.db, &name, &password, &Actor::Cli)
-                .await
-                .map_err(text)?;
+            users::set_password(&core.db, &name, &password, &Actor::Cli).await?;
             println!("changed the password of {name}");
         }
     }
@@ -290,7 +269,7 @@ async fn user(core: &Inklink, action: UserAction) -> Result<(), String> {
 }
 
 /// One line from standard input; a prompt only when a person is typing.
-fn read_password() -> Result<Password, String> {
+fn read_password() -> anyhow::Result<Password> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         eprint!("Password (shown as you type; or pipe it in): ");
@@ -299,13 +278,13 @@ fn read_password() -> Result<Password, String> {
     stdin
         .lock()
         .read_line(&mut line)
-        .map_err(|err| format!("cannot read the password from standard input: {err}"))?;
+        .context("cannot read the password from standard input")?;
     let password = line.strip_suffix('\n').unwrap_or(&line);
     let password = password.strip_suffix('\r').unwrap_or(password);
-    Password::parse(password).map_err(text)
+    Ok(Password::parse(password)?)
 }
 
-async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
+async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
     match action {
         LinkAction::Add {
             url,
@@ -317,29 +296,21 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
             redirect_status,
             reuse,
         } => {
-            let target = links::parse_target(core, &url).await.map_err(text)?;
+            let target = links::parse_target(core, &url).await?;
             let expires_at = expires
                 .map(|value| {
                     chrono::DateTime::parse_from_rfc3339(&value)
                         .map(|at| at.to_utc())
                         .map_err(|_| {
-                            format!(
+                            anyhow!(
                                 "--expires '{value}' is not an RFC 3339 date-time such as 2026-12-31T23:59:59+08:00"
                             )
                         })
                 })
                 .transpose()?;
             let new = NewLink {
-                custom_code: code
-                    .as_deref()
-                    .map(ShortCode::parse)
-                    .transpose()
-                    .map_err(text)?,
-                domain: domain
-                    .as_deref()
-                    .map(DomainHost::parse)
-                    .transpose()
-                    .map_err(text)?,
+                custom_code: code.as_deref().map(ShortCode::parse).transpose()?,
+                domain: domain.as_deref().map(DomainHost::parse).transpose()?,
                 description,
                 expires_at,
                 redirect_status,
@@ -347,23 +318,20 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
                 reuse,
                 ..NewLink::to(target)
             };
-            let saved = links::create(core, new, &Actor::Cli).await.map_err(text)?;
+            let saved = links::create(core, new, &Actor::Cli).await?;
             if saved.outcome == Outcome::Reused {
                 eprintln!("reusing the existing link {}", saved.link.compression_code);
             }
             println!("{}", saved.short_url());
         }
         LinkAction::Import { file, results } => {
-            let bytes = std::fs::read(&file)
-                .map_err(|err| format!("cannot read {}: {err}", file.display()))?;
-            let outcomes = bulk::import(core, &bytes, &Actor::Cli)
-                .await
-                .map_err(text)?
-                .map_err(text)?;
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let outcomes = bulk::import(core, &bytes, &Actor::Cli).await?;
             let csv = bulk::results_csv(&outcomes);
             match results {
                 Some(path) => std::fs::write(&path, csv)
-                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?,
+                    .with_context(|| format!("cannot write {}", path.display()))?,
                 None => print!("{csv}"),
             }
             let failed = outcomes.iter().filter(|row| row.result.is_err()).count();
@@ -372,48 +340,42 @@ async fn link(core: &Inklink, action: LinkAction) -> Result<(), String> {
                 outcomes.len() - failed
             );
             if failed > 0 {
-                return Err(format!(
+                bail!(
                     "{failed} of {} rows failed; their errors are in the results",
                     outcomes.len()
-                ));
+                );
             }
         }
         LinkAction::Disable { code } => {
-            let code = ShortCode::parse(&code).map_err(text)?;
-            links::set_status(core, &code, LinkStatus::Disabled, &Actor::Cli)
-                .await
-                .map_err(text)?;
+            let code = ShortCode::parse(&code)?;
+            links::set_status(core, &code, LinkStatus::Disabled, &Actor::Cli).await?;
             println!(
                 "disabled {code} (other running instances notice within INKLINK_CACHE_TTL seconds)"
             );
         }
         LinkAction::Enable { code } => {
-            let code = ShortCode::parse(&code).map_err(text)?;
-            links::set_status(core, &code, LinkStatus::Active, &Actor::Cli)
-                .await
-                .map_err(text)?;
+            let code = ShortCode::parse(&code)?;
+            links::set_status(core, &code, LinkStatus::Active, &Actor::Cli).await?;
             println!("enabled {code}");
         }
     }
     Ok(())
 }
 
-async fn domain(core: &Inklink, action: DomainAction) -> Result<(), String> {
+async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
     match action {
         DomainAction::Add {
             host,
             http,
             default,
         } => {
-            let host = DomainHost::parse(&host).map_err(text)?;
+            let host = DomainHost::parse(&host)?;
             let protocol = if http {
                 Protocol::Http
             } else {
                 Protocol::Https
             };
-            let added = domains::add(&core.db, &host, protocol, default, &Actor::Cli)
-                .await
-                .map_err(text)?;
+            let added = domains::add(&core.db, &host, protocol, default, &Actor::Cli).await?;
             let note = if added.is_default { " (default)" } else { "" };
             println!("added {}://{}{note}", added.protocol, added.host);
         }
@@ -421,14 +383,14 @@ async fn domain(core: &Inklink, action: DomainAction) -> Result<(), String> {
     Ok(())
 }
 
-async fn stats(core: &Inklink, action: StatsAction) -> Result<(), String> {
+async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
     use crate::analytics::aggregate;
     let StatsAction::Rebuild { from, to } = action;
     let tz = core.settings.timezone;
     let to = to.unwrap_or_else(|| aggregate::today(tz));
     let from = match from {
         Some(from) => from,
-        None => match aggregate::event_span(&core.db, tz).await.map_err(text)? {
+        None => match aggregate::event_span(&core.db, tz).await? {
             Some((first, _)) => first,
             None => {
                 println!("no click events stored: nothing to recompute");
@@ -437,34 +399,31 @@ async fn stats(core: &Inklink, action: StatsAction) -> Result<(), String> {
         },
     };
     if from > to {
-        return Err(format!("--from {from} is after --to {to}"));
+        bail!("--from {from} is after --to {to}");
     }
-    let days = aggregate::rebuild(&core.db, tz, from, to)
-        .await
-        .map_err(text)?;
+    let days = aggregate::rebuild(&core.db, tz, from, to).await?;
     println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
     Ok(())
 }
 
-async fn apikey(core: &Inklink, action: ApikeyAction) -> Result<(), String> {
+async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> {
     let ApikeyAction::Add {
         name,
         role,
         expires,
     } = action;
-    let name = crate::rules::KeyName::parse(&name).map_err(text)?;
+    let name = crate::rules::KeyName::parse(&name)?;
     let expires = expires
         .map(|text| {
             chrono::DateTime::parse_from_rfc3339(text.trim())
                 .map(|at| at.with_timezone(&chrono::Utc))
                 .map_err(|_| {
-                    format!("--expires '{text}' is not an RFC 3339 date-time such as 2027-06-30T00:00:00Z")
+                    anyhow!("--expires '{text}' is not an RFC 3339 date-time such as 2027-06-30T00:00:00Z")
                 })
         })
         .transpose()?;
-    let issued = crate::services::api_keys::create(&core.db, &name, role, expires, &Actor::Cli)
-        .await
-        .map_err(text)?;
+    let issued =
+        crate::services::api_keys::create(&core.db, &name, role, expires, &Actor::Cli).await?;
     println!("{}", issued.token.as_str());
     Ok(())
 }

@@ -15,7 +15,8 @@ fn main() -> ExitCode {
     match actix_web::rt::System::new().block_on(inklink::cli::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err}");
+            // The whole chain: what failed, then why.
+            eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
     }

@@ -277,7 +277,7 @@ impl Batcher {
             .into_iter()
             .filter_map(|row| {
                 let link = self.resolved(&row)?;
-                Some((row.compression_code, Arc::new(link)))
+                Some((row.compression_code.to_string(), Arc::new(link)))
             })
             .collect())
     }

@@ -3,12 +3,12 @@
 use super::auth::AdminUser;
 use super::error::AdminError;
 use super::pages::{Frame, render};
-use crate::db::entities::audit_log;
+use crate::services::audit::{self, AuditFilter};
+use crate::services::listing;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 const PAGE_SIZE: u64 = 100;
 
@@ -49,25 +49,14 @@ pub async fn list(
     state: web::Data<AppState>,
     query: web::Query<AuditQuery>,
 ) -> Result<HttpResponse, AdminError> {
-    let mut select = audit_log::Entity::find();
     let (actor, action, target) = (query.actor.trim(), query.action.trim(), query.target.trim());
-    if !actor.is_empty() {
-        select = select.filter(audit_log::Column::Actor.eq(actor));
-    }
-    if !action.is_empty() {
-        select = select.filter(audit_log::Column::Action.starts_with(action));
-    }
-    if !target.is_empty() {
-        select = select.filter(audit_log::Column::TargetId.eq(target));
-    }
-    if let Some(before) = query.before {
-        select = select.filter(audit_log::Column::Id.lt(before));
-    }
-    let mut entries = select
-        .order_by_desc(audit_log::Column::Id)
-        .limit(PAGE_SIZE + 1)
-        .all(&state.core.db)
-        .await?;
+    let filter = AuditFilter {
+        actor: listing::text(actor),
+        action: listing::text(action),
+        target: listing::text(target),
+        before: query.before,
+    };
+    let mut entries = audit::list(&state.core.db, &filter, PAGE_SIZE + 1).await?;
     let next = if entries.len() as u64 > PAGE_SIZE {
         entries.truncate(PAGE_SIZE as usize);
         entries.last().map(|e| e.id)

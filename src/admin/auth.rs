@@ -1,12 +1,12 @@
-//! Signing in and out, the signed-in user, CSRF tokens and sign-in throttling.
+//! Signing in and out (the checks and throttling are `services::signin`), the signed-in user
+//! and CSRF tokens.
 
 use super::error::AdminError;
 use super::pages::{Frame, render};
-use crate::db::entities::{login_failures, users};
-use crate::rules::{Role, Username};
-use crate::services::audit::{self, Actor, Entry};
+use crate::rules::Role;
+use crate::services::audit::Actor;
 use crate::services::secret::random_hex;
-use crate::services::users::verify_password;
+use crate::services::signin::{self, SignInError};
 use crate::state::AppState;
 use actix_session::{Session, SessionExt};
 use actix_web::dev::Payload;
@@ -14,22 +14,12 @@ use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::TimeDelta;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait,
-    QueryFilter, Set,
-};
+use sea_orm::DatabaseConnection;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::LazyLock;
 
 /// A session lasts at most this long after sign-in, however active.
 pub const ABSOLUTE_LIFETIME: TimeDelta = TimeDelta::hours(12);
-/// Failed sign-ins counted over this window…
-const THROTTLE_WINDOW: TimeDelta = TimeDelta::minutes(15);
-/// …refuse further tries for one account after this many,
-const MAX_FAILURES_PER_ACCOUNT: u64 = 5;
-/// …and from one address after this many (any accounts).
-const MAX_FAILURES_PER_IP: u64 = 20;
 
 const UID: &str = "uid";
 const SIGNED_IN_AT: &str = "signed_in_at";
@@ -106,7 +96,7 @@ async fn signed_in_user(
         .is_none_or(|at| chrono::Utc::now() - at > ABSOLUTE_LIFETIME);
     let user = match expired {
         true => None,
-        false => users::Entity::find_by_id(uid).one(db).await?,
+        false => crate::services::users::by_id(db, uid).await?,
     };
     let Some(user) = user.filter(|user| !user.disabled) else {
         session.purge();
@@ -118,7 +108,7 @@ async fn signed_in_user(
         .ok_or(AdminError::SignedOut)?;
     Ok(CurrentUser {
         id: user.id,
-        role: user.role.parse().unwrap_or(Role::Operator),
+        role: user.role,
         name: user.username,
         csrf,
         session,
@@ -143,72 +133,6 @@ impl FromRequest for AdminUser {
         })
     }
 }
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SignInError {
-    /// The same answer for an unknown user, a wrong password and a disabled account, so
-    /// that the form does not reveal which accounts exist.
-    #[error("wrong user name or password")]
-    Invalid,
-    #[error("too many failed sign-ins; try again in {minutes} minutes")]
-    Throttled { minutes: i64 },
-}
-
-/// Checks a sign-in attempt against throttling, the password and the account's state, and
-/// records a failure.
-pub async fn attempt_sign_in(
-    db: &DatabaseConnection,
-    name: &str,
-    password: &str,
-    ip: &str,
-) -> Result<Result<users::Model, SignInError>, DbErr> {
-    let name = name.trim().to_ascii_lowercase();
-    let since = crate::db::now() - THROTTLE_WINDOW;
-    let account_failures = login_failures::Entity::find()
-        .filter(login_failures::Column::Username.eq(&name))
-        .filter(login_failures::Column::At.gt(since))
-        .count(db)
-        .await?;
-    let ip_failures = login_failures::Entity::find()
-        .filter(login_failures::Column::Ip.eq(ip))
-        .filter(login_failures::Column::At.gt(since))
-        .count(db)
-        .await?;
-    if account_failures >= MAX_FAILURES_PER_ACCOUNT || ip_failures >= MAX_FAILURES_PER_IP {
-        return Ok(Err(SignInError::Throttled {
-            minutes: THROTTLE_WINDOW.num_minutes(),
-        }));
-    }
-    let user = match Username::parse(&name) {
-        Ok(username) => crate::services::users::find(db, &username).await?,
-        Err(_) => None,
-    };
-    // Verify against a real hash even for unknown users, so timing reveals nothing.
-    let hash = user
-        .as_ref()
-        .map_or(DUMMY_HASH.as_str(), |u| u.password_hash.as_str());
-    let password_ok = verify_password(hash, password);
-    match user {
-        Some(user) if password_ok && !user.disabled => Ok(Ok(user)),
-        _ => {
-            login_failures::ActiveModel {
-                username: Set(name.chars().take(64).collect()),
-                ip: Set(ip.to_owned()),
-                at: Set(crate::db::now()),
-                ..Default::default()
-            }
-            .insert(db)
-            .await?;
-            Ok(Err(SignInError::Invalid))
-        }
-    }
-}
-
-/// An argon2id hash of a random password nobody knows.
-static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| {
-    let password = crate::rules::Password::parse(&random_hex(16)).expect("32 characters");
-    crate::services::users::hash_password(&password)
-});
 
 #[derive(Template)]
 #[template(path = "admin/login.html")]
@@ -272,8 +196,7 @@ pub async fn login(
         .client_ip_of(&req)
         .map(|ip| ip.to_string())
         .unwrap_or_default();
-    let db = &state.core.db;
-    match attempt_sign_in(db, &form.username, &form.password, &ip).await? {
+    match signin::sign_in(&state.core.db, &form.username, &form.password, &ip).await {
         Ok(user) => {
             // A new session id at sign-in: a session id planted before it is worthless after.
             session.renew();
@@ -286,31 +209,13 @@ pub async fn login(
             insert(UID, user.id.into())?;
             insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
             insert(CSRF, fresh_csrf.into())?;
-            users::ActiveModel {
-                id: Set(user.id),
-                last_login_at: Set(Some(crate::db::now())),
-                ..Default::default()
-            }
-            .update(db)
-            .await?;
-            audit::record(
-                db,
-                &Actor::User(user.username.clone()),
-                Entry {
-                    action: "user.sign_in",
-                    target_kind: "user",
-                    target_id: &user.username,
-                    before: None,
-                    after: Some(serde_json::json!({ "ip": ip })),
-                },
-            )
-            .await?;
             Ok(super::pages::see_other("/admin/links"))
         }
+        Err(SignInError::Db(err)) => Err(err.into()),
         Err(err) => {
             let status = match err {
-                SignInError::Invalid => StatusCode::UNAUTHORIZED,
                 SignInError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+                _ => StatusCode::UNAUTHORIZED,
             };
             let message = err.to_string();
             Ok(render(

@@ -4,7 +4,7 @@ use super::auth::CurrentUser;
 use super::error::AdminError;
 use super::links::FilterForm;
 use super::pages::{Frame, render};
-use crate::services::bulk::{self, RowOutcome};
+use crate::services::bulk::{self, ImportError, RowOutcome};
 use crate::state::AppState;
 use actix_multipart::Multipart;
 use actix_web::http::{StatusCode, header};
@@ -86,8 +86,9 @@ pub async fn upload(
         }
     };
     user.check_csrf(&csrf)?;
-    let outcomes = match bulk::import(&state.core, &file, &user.actor()).await? {
+    let outcomes = match bulk::import(&state.core, &file, &user.actor()).await {
         Ok(outcomes) => outcomes,
+        Err(ImportError::Db(err)) => return Err(err.into()),
         Err(err) => {
             let page = ImportPage {
                 frame: Frame::new(&user, None, "links"),

@@ -58,7 +58,7 @@ async fn page(
                 "active"
             },
             prefix: format!("ik_{}_…", k.prefix),
-            role: k.role,
+            role: k.role.to_string(),
             created: super::pages::human_time(k.created_at, tz),
             expires: k
                 .expires_at

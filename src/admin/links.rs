@@ -158,7 +158,7 @@ pub async fn list(
                 .expires_at
                 .map(|at| super::pages::human_time(at, tz))
                 .unwrap_or_default(),
-            code: link.compression_code,
+            code: link.compression_code.to_string(),
         })
         .collect();
     let page = ListPage {
@@ -392,7 +392,7 @@ fn edit_page(
 ) -> EditPage {
     EditPage {
         frame: Frame::new(user, user.take_flash(), "links"),
-        code: link.compression_code.clone(),
+        code: link.compression_code.to_string(),
         short_url,
         version: link.version,
         form,
@@ -501,7 +501,7 @@ pub async fn delete_form(
     let (link, short_url) = find(&state, &code).await?;
     let page = DeletePage {
         frame: Frame::new(&user, None, "links"),
-        code: link.compression_code,
+        code: link.compression_code.to_string(),
         short_url,
         target: link.long_url,
     };

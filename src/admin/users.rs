@@ -42,7 +42,7 @@ async fn page(
         .map(|u| Row {
             is_me: u.id == user.0.id,
             id: u.id,
-            is_admin: u.role == Role::Admin.as_str(),
+            is_admin: u.role == Role::Admin,
             disabled: u.disabled,
             last_login: u
                 .last_login_at

@@ -69,7 +69,7 @@ impl FromRequest for ApiCaller {
                         "the Authorization header must be 'Bearer ik_…', with a key from the admin UI".into(),
                     )
                 })?;
-            let key = keys::authenticate(&state.core.db, &token).await??;
+            let key = keys::authenticate(&state.core.db, &token).await?;
             state
                 .api_limits
                 .take(key.id)
@@ -77,7 +77,7 @@ impl FromRequest for ApiCaller {
             if let Err(err) = keys::touch(&state.core.db, &key).await {
                 tracing::warn!(error = %err, "could not record API key use");
             }
-            let role = keys::role(&key);
+            let role = key.role;
             Ok(ApiCaller { key, role })
         })
     }

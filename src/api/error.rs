@@ -115,7 +115,10 @@ impl From<sea_orm::DbErr> for ApiError {
 
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
-        Self::Unauthorized(refusal.to_string())
+        match refusal {
+            Refusal::Db(db) => Self::Unavailable(db),
+            other => Self::Unauthorized(other.to_string()),
+        }
     }
 }
 

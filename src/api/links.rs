@@ -46,7 +46,7 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
         url_map::LinkState::Expired => LinkState::Expired,
     };
     Link {
-        code: link.compression_code.clone(),
+        code: link.compression_code.to_string(),
         short_url: shown_on
             .map(|d| domains::short_url(d, &link.compression_code))
             .unwrap_or_default(),
@@ -503,7 +503,7 @@ pub async fn stats(
         .map_err(|err| ApiError::bad(err.to_string(), Some(err.field())))?;
     let days = report::daily(&state.core.db, Scope::Link(link.id), period.from, period.to).await?;
     Ok(HttpResponse::Ok().json(LinkStats {
-        code: link.compression_code,
+        code: link.compression_code.to_string(),
         from: period.from,
         to: period.to,
         timezone: tz.name().to_owned(),

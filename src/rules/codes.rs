@@ -95,6 +95,12 @@ impl ShortCode {
         Self(code.into_boxed_str())
     }
 
+    /// A code read back from the database: it was checked when it was stored. (Checking again
+    /// would make a link unreadable if a later version reserved its code.)
+    pub fn stored(code: String) -> Self {
+        Self(code.into_boxed_str())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -103,6 +109,44 @@ impl ShortCode {
 impl fmt::Display for ShortCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// A code reads as the text it is wherever text is wanted.
+impl std::ops::Deref for ShortCode {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for ShortCode {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for ShortCode {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ShortCode {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl From<ShortCode> for String {
+    fn from(code: ShortCode) -> String {
+        code.0.into_string()
+    }
+}
+
+impl serde::Serialize for ShortCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

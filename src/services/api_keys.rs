@@ -24,7 +24,7 @@ pub enum KeyError {
 }
 
 /// Why a presented key is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     #[error("this API key is not known")]
     Unknown,
@@ -32,16 +32,14 @@ pub enum Refusal {
     Expired,
     #[error("this API key has been revoked")]
     Revoked,
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
 }
 
 /// A new key with its secret, which exists only in this value: show it, then forget it.
 pub struct IssuedKey {
     pub key: api_keys::Model,
     pub token: ApiToken,
-}
-
-pub fn role(key: &api_keys::Model) -> Role {
-    key.role.parse().unwrap_or(Role::Operator)
 }
 
 pub async fn create(
@@ -61,7 +59,7 @@ pub async fn create(
         name: Set(name.to_string()),
         prefix: Set(token.prefix().to_owned()),
         secret_sha256: Set(token.digest()),
-        role: Set(role.as_str().to_owned()),
+        role: Set(role),
         expires_at: Set(expires_at.map(db::to_stored)),
         revoked: Set(false),
         last_used_at: Set(None),
@@ -131,24 +129,24 @@ pub async fn revoke(
 pub async fn authenticate(
     db: &DatabaseConnection,
     token: &ApiToken,
-) -> Result<Result<api_keys::Model, Refusal>, DbErr> {
+) -> Result<api_keys::Model, Refusal> {
     let Some(key) = api_keys::Entity::find()
         .filter(api_keys::Column::Prefix.eq(token.prefix()))
         .one(db)
         .await?
     else {
-        return Ok(Err(Refusal::Unknown));
+        return Err(Refusal::Unknown);
     };
     if key.secret_sha256 != token.digest() {
-        return Ok(Err(Refusal::Unknown));
+        return Err(Refusal::Unknown);
     }
     if key.revoked {
-        return Ok(Err(Refusal::Revoked));
+        return Err(Refusal::Revoked);
     }
     if key.expires_at.is_some_and(|at| at <= db::now()) {
-        return Ok(Err(Refusal::Expired));
+        return Err(Refusal::Expired);
     }
-    Ok(Ok(key))
+    Ok(key)
 }
 
 /// Records use, at most once a minute per key (a write per request would double the API's

@@ -1,7 +1,10 @@
 //! Who did what to which link, domain, user or key.
 
 use crate::db::{self, entities::audit_log};
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, Set,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Actor {
@@ -74,4 +77,43 @@ pub async fn record<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     row(actor, entry).insert(conn).await?;
     Ok(())
+}
+
+/// Which audit entries to show; `None` means "any".
+#[derive(Clone, Debug, Default)]
+pub struct AuditFilter {
+    /// Exactly this actor.
+    pub actor: Option<String>,
+    /// Actions starting with this (`link.` for every link action).
+    pub action: Option<String>,
+    /// Exactly this target id (a code, a host, a user or key name).
+    pub target: Option<String>,
+    /// Entries older than this id (the next page).
+    pub before: Option<i64>,
+}
+
+/// Up to `limit` entries the filter matches, newest first.
+pub async fn list(
+    db: &DatabaseConnection,
+    filter: &AuditFilter,
+    limit: u64,
+) -> Result<Vec<audit_log::Model>, DbErr> {
+    let mut select = audit_log::Entity::find();
+    if let Some(actor) = &filter.actor {
+        select = select.filter(audit_log::Column::Actor.eq(actor.as_str()));
+    }
+    if let Some(action) = &filter.action {
+        select = select.filter(audit_log::Column::Action.starts_with(action));
+    }
+    if let Some(target) = &filter.target {
+        select = select.filter(audit_log::Column::TargetId.eq(target.as_str()));
+    }
+    if let Some(before) = filter.before {
+        select = select.filter(audit_log::Column::Id.lt(before));
+    }
+    select
+        .order_by_desc(audit_log::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await
 }

@@ -15,7 +15,7 @@ use sea_orm::{DatabaseConnection, DbErr};
 pub const MAX_ROWS: usize = 10_000;
 const COLUMNS: [&str; 5] = ["url", "code", "description", "expires_at", "domain"];
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("the file is empty")]
     Empty,
@@ -31,6 +31,8 @@ pub enum ImportError {
     TooManyRows(usize),
     #[error("the file is not valid CSV: {0}")]
     Malformed(String),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
 }
 
 /// One data row of the file and what became of it.
@@ -128,11 +130,8 @@ pub async fn import(
     app: &Inklink,
     bytes: &[u8],
     actor: &Actor,
-) -> Result<Result<Vec<RowOutcome>, ImportError>, DbErr> {
-    let rows = match read_rows(bytes) {
-        Ok(rows) => rows,
-        Err(err) => return Ok(Err(err)),
-    };
+) -> Result<Vec<RowOutcome>, ImportError> {
+    let rows = read_rows(bytes)?;
     let own_hosts = domains::own_hosts(&app.db).await?;
     let rules = UrlRules {
         max_length: app.settings.max_url_length as usize,
@@ -158,7 +157,7 @@ pub async fn import(
             Some(message) => Err(message),
             None => match created.next().expect("a result per valid row") {
                 Ok(saved) => Ok(saved.short_url()),
-                Err(links::LinkError::Db(err)) => return Err(err),
+                Err(links::LinkError::Db(err)) => return Err(err.into()),
                 Err(err) => Err(err.to_string()),
             },
         };
@@ -168,7 +167,7 @@ pub async fn import(
             result,
         });
     }
-    Ok(Ok(outcomes))
+    Ok(outcomes)
 }
 
 fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 5]) -> Result<NewLink, String> {
@@ -244,7 +243,7 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default();
             rows.push(vec![
-                link.compression_code,
+                link.compression_code.to_string(),
                 short_url,
                 link.long_url,
                 link.description.unwrap_or_default(),

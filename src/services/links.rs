@@ -276,7 +276,7 @@ async fn insert_chunk(
         .iter()
         .zip(&codes)
         .map(|((_, new, domain), code)| url_map::ActiveModel {
-            compression_code: Set(code.to_string()),
+            compression_code: Set(code.clone()),
             long_url: Set(new.target.to_string()),
             long_url_digest: Set(url_digest(new.target.as_str())),
             domain_id: Set(domain.id),
@@ -301,7 +301,7 @@ async fn insert_chunk(
             .all(&txn)
             .await?
             .into_iter()
-            .map(|link| (link.compression_code.clone(), link))
+            .map(|link| (link.compression_code.to_string(), link))
             .collect();
         let links: Vec<url_map::Model> = codes
             .iter()
@@ -420,7 +420,7 @@ impl Draft<'_> {
     ) -> Result<url_map::Model, DbErr> {
         let now = db::now();
         let link = url_map::ActiveModel {
-            compression_code: Set(code.to_string()),
+            compression_code: Set(code.clone()),
             long_url: Set(self.new.target.to_string()),
             long_url_digest: Set(self.digest.to_owned()),
             domain_id: Set(self.domain_id),
@@ -686,12 +686,12 @@ async fn update_in(
         .exec(txn)
         .await?;
     if updated.rows_affected == 0 {
-        return Err(LinkError::Stale(link.compression_code.clone()));
+        return Err(LinkError::Stale(link.compression_code.to_string()));
     }
     let after = url_map::Entity::find_by_id(link.id)
         .one(txn)
         .await?
-        .ok_or_else(|| LinkError::NotFound(link.compression_code.clone()))?;
+        .ok_or_else(|| LinkError::NotFound(link.compression_code.to_string()))?;
     audit::record(
         txn,
         actor,

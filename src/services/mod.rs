@@ -7,6 +7,7 @@ pub mod domains;
 pub mod links;
 pub mod listing;
 pub mod secret;
+pub mod signin;
 pub mod users;
 
 pub use audit::Actor;

@@ -45,6 +45,10 @@ pub fn verify_password(stored_hash: &str, candidate: &str) -> bool {
         .unwrap_or(false)
 }
 
+pub async fn by_id(db: &DatabaseConnection, id: i64) -> Result<Option<users::Model>, DbErr> {
+    users::Entity::find_by_id(id).one(db).await
+}
+
 pub async fn find(db: &DatabaseConnection, name: &Username) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find()
         .filter(users::Column::Username.eq(name.as_str()))
@@ -63,7 +67,7 @@ pub async fn add(
     let user = users::ActiveModel {
         username: Set(name.to_string()),
         password_hash: Set(hash_password(password)),
-        role: Set(role.as_str().to_owned()),
+        role: Set(role),
         disabled: Set(false),
         last_login_at: Set(None),
         created_at: Set(now),
@@ -178,7 +182,7 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<users::Model>, DbErr> {
 async fn other_active_admins(db: &DatabaseConnection, except: i64) -> Result<u64, DbErr> {
     use sea_orm::PaginatorTrait;
     users::Entity::find()
-        .filter(users::Column::Role.eq(Role::Admin.as_str()))
+        .filter(users::Column::Role.eq(Role::Admin))
         .filter(users::Column::Disabled.eq(false))
         .filter(users::Column::Id.ne(except))
         .count(db)
@@ -208,8 +212,8 @@ pub async fn change(
         .await?
         .ok_or(UserChangeError::NotFound)?;
     let loses_admin = match &change {
-        UserChange::Disable => user.role == Role::Admin.as_str(),
-        UserChange::Role(role) => user.role == Role::Admin.as_str() && *role != Role::Admin,
+        UserChange::Disable => user.role == Role::Admin,
+        UserChange::Role(role) => user.role == Role::Admin && *role != Role::Admin,
         _ => false,
     };
     if actor_id == Some(id) && (loses_admin || matches!(change, UserChange::Disable)) {
@@ -233,7 +237,7 @@ pub async fn change(
             ("user.enable", json!({"disabled": false}))
         }
         UserChange::Role(role) => {
-            row.role = Set(role.as_str().to_owned());
+            row.role = Set(*role);
             ("user.role", json!({"role": role.as_str()}))
         }
         UserChange::Password(password) => {

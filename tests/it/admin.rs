@@ -402,7 +402,7 @@ async fn disabling_from_the_list_takes_effect_at_once() {
     assert_eq!(app.fetch(&path).await.0, 410, "no wait for the cache");
     let list = browser.get("/admin/links?status=disabled").await;
     assert!(list.body.contains(&format!("Disabled {code}")));
-    assert!(list.body.contains(&code));
+    assert!(list.body.contains(code.as_str()));
     browser
         .post(&format!("/admin/links/{code}/enable"), &[("csrf", &csrf)])
         .await;

@@ -396,7 +396,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     let mut links = Vec::new();
     for i in 0..40 {
         let saved = create_link(&app, &format!("https://example.com/page/{i}")).await;
-        links.push((saved.link.id, saved.link.compression_code));
+        links.push((saved.link.id, saved.link.compression_code.to_string()));
     }
     let clicks = synthesize(&links, 10_000);
     for click in &clicks {
@@ -584,14 +584,14 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
         got,
         vec![
             (
-                live.link.compression_code.clone(),
+                live.link.compression_code.to_string(),
                 Some(live.link.id),
                 "success".into(),
                 None,
                 Some("utm=1".into())
             ),
             (
-                code,
+                code.to_string(),
                 Some(off.link.id),
                 "failure".into(),
                 Some("disabled".into()),
@@ -605,7 +605,7 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
                 None
             ),
             (
-                old.link.compression_code.clone(),
+                old.link.compression_code.to_string(),
                 Some(old.link.id),
                 "failure".into(),
                 Some("expired".into()),

@@ -898,7 +898,7 @@ async fn a_batch_whose_generated_codes_were_taken_by_custom_codes_still_creates_
                 .code_for_id(*id)
                 .unwrap()
                 .map(|c| c.to_string())
-                == Some(first.link.compression_code.clone())
+                == Some(first.link.compression_code.to_string())
         })
         .expect("the first code's id");
     let mut squatted = HashSet::new();

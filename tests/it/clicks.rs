@@ -274,7 +274,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
     for i in 0..3u8 {
         app.state.analytics.sink().record(ClickEvent {
             at,
-            code: link.link.compression_code.clone().into(),
+            code: link.link.compression_code.as_str().into(),
             link_id: Some(link.link.id),
             host: None,
             client_ip: std::net::IpAddr::from([192, 0, 2, i]),

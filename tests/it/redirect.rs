@@ -436,7 +436,7 @@ async fn check_characters_turn_away_typos_without_a_lookup() {
         .compression_code;
     assert_eq!(code.len(), 7);
     assert_eq!(app.fetch(&format!("/{code}")).await.0, 302);
-    let mut typo = code.clone().into_bytes();
+    let mut typo = code.to_string().into_bytes();
     typo[2] = if typo[2] == b'a' { b'b' } else { b'a' };
     let typo = String::from_utf8(typo).unwrap();
     let before = app.state.resolver.queries();

@@ -23,7 +23,7 @@ async fn create_many(app: &TestApp, worker: usize, count: usize) -> Vec<String> 
         let saved = links::create(&app.core, NewLink::to(target), &Actor::Cli)
             .await
             .unwrap_or_else(|err| panic!("link {n} of creator {worker}: {err}"));
-        codes.push(saved.link.compression_code);
+        codes.push(saved.link.compression_code.to_string());
     }
     codes
 }

@@ -1,24 +1,35 @@
-//! Click events into SQLite through the connection's own handle, below sqlx.
+//! Click events into SQLite through the connection's own handle, below sqlx. The one module
+//! with `unsafe` code (Cargo.toml denies it everywhere else); its invariants are carried by
+//! types:
+//! - [`Connection`] borrows the handle from sqlx's [`LockedSqliteHandle`], which keeps sqlx's
+//!   own worker thread off the connection, so it cannot outlive that lock;
+//! - a [`Statement`] borrows its connection, and the texts bound to it (which SQLite reads in
+//!   place, without copying) are borrowed for as long as the statement lives, from the rows
+//!   and from a list of record times that the caller holds: nothing bound points into a value
+//!   that can move;
+//! - the connection leaves every batch outside a transaction, as sqlx believes it is; one that
+//!   cannot is closed instead of going back to the pool.
 //!
-//! sqlx hands every text to SQLite with `SQLITE_TRANSIENT`, which makes SQLite copy it into a
-//! fresh allocation, and builds and frees an argument list of 22,000 values per batch. At
-//! benchmark load that copying and allocating was half of the CPU the database thread spent,
-//! on the cores the redirects need. Here every value is bound `SQLITE_STATIC`, pointing into
-//! the rows themselves, which outlive the statement.
+//! Why below sqlx: sqlx hands every text to SQLite with `SQLITE_TRANSIENT`, which makes SQLite
+//! copy it into a fresh allocation, and builds and frees an argument list of 22,000 values per
+//! batch. At benchmark load that copying and allocating was half of the CPU the database
+//! thread spent, on the cores the redirects need.
 //!
-//! The handle is borrowed from sqlx ([`LockedSqliteHandle`]), which keeps its own worker
-//! thread off the connection meanwhile. The writing blocks (SQLite waits out another
-//! connection's write lock for up to its busy timeout), so it runs on a blocking thread that
-//! owns everything it touches: if the caller stops waiting, the batch still ends cleanly.
+//! The writing blocks (SQLite waits out another connection's write lock for up to its busy
+//! timeout), so it runs on a blocking thread that owns everything it touches: if the caller
+//! stops waiting, the batch still ends cleanly.
 //!
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
+#![allow(unsafe_code)]
 
 use super::{COLUMNS, from_sqlx, sqlite_time, time_digits};
 use crate::analytics::event::{EventRow, Text};
 use libsqlite3_sys as ffi;
 use sea_orm::DbErr;
 use sea_orm::sqlx::SqlitePool;
+use sea_orm::sqlx::sqlite::LockedSqliteHandle;
 use std::ffi::{CStr, CString, c_int};
+use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, LazyLock};
 
@@ -39,44 +50,89 @@ pub async fn insert(pool: &SqlitePool, rows: Arc<[EventRow]>) -> Result<(), DbEr
     let mut conn = pool.acquire().await.map_err(from_sqlx)?;
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        // Waits only for sqlx's worker thread to let go of the handle: no I/O, no timers.
-        let mut locked = runtime.block_on(conn.lock_handle()).map_err(from_sqlx)?;
-        let db = Connection(locked.as_raw_handle());
-        db.write(&rows).map_err(DbErr::Custom)
+        let written = {
+            // Waits only for sqlx's worker thread to let go of the handle: no I/O, no timers.
+            let mut locked = runtime.block_on(conn.lock_handle()).map_err(from_sqlx)?;
+            Connection::borrow(&mut locked).write(&rows)
+        };
+        written.map_err(|failure| {
+            if failure.left_open {
+                // Inside a transaction sqlx does not know of: never hand this one out again.
+                conn.close_on_drop();
+            }
+            DbErr::Custom(failure.message)
+        })
     })
     .await
     .map_err(|err| DbErr::Custom(format!("the click insert thread failed: {err}")))?
 }
 
-/// A connection handle that nothing else uses while this exists.
-struct Connection(NonNull<ffi::sqlite3>);
+/// Why a batch was not written, and whether the connection is still inside its transaction.
+struct Failure {
+    message: String,
+    left_open: bool,
+}
 
-impl Connection {
+/// A connection handle borrowed from the lock that keeps everything else off it.
+struct Connection<'lock> {
+    raw: NonNull<ffi::sqlite3>,
+    _lock: PhantomData<&'lock mut ()>,
+}
+
+impl<'lock> Connection<'lock> {
+    fn borrow(locked: &'lock mut LockedSqliteHandle<'_>) -> Self {
+        Self {
+            raw: locked.as_raw_handle(),
+            _lock: PhantomData,
+        }
+    }
+
     /// `rows` in one write transaction, rolled back on any failure.
-    fn write(&self, rows: &[EventRow]) -> Result<(), String> {
+    fn write(&self, rows: &[EventRow]) -> Result<(), Failure> {
         // IMMEDIATE takes the write lock at once, waiting out other writers with the busy
         // timeout, rather than failing on the first insert.
-        self.exec(c"BEGIN IMMEDIATE")?;
-        let written = self.insert_all(rows).and_then(|()| self.exec(c"COMMIT"));
-        if written.is_err() {
-            // Fails harmlessly when the failed statement already ended the transaction.
-            let _ = self.exec(c"ROLLBACK");
+        self.exec(c"BEGIN IMMEDIATE").map_err(|message| Failure {
+            message,
+            left_open: self.in_transaction(),
+        })?;
+        let Err(message) = self.insert_all(rows).and_then(|()| self.exec(c"COMMIT")) else {
+            return Ok(());
+        };
+        // A failed statement may have ended the transaction already; otherwise end it here.
+        let rolled_back = match self.in_transaction() {
+            false => Ok(()),
+            true => self.exec(c"ROLLBACK"),
+        };
+        match rolled_back {
+            Ok(()) => Err(Failure {
+                message,
+                left_open: false,
+            }),
+            Err(rollback) => Err(Failure {
+                message: format!("{message}; the rollback failed too: {rollback}"),
+                left_open: self.in_transaction(),
+            }),
         }
-        written
+    }
+
+    /// False in autocommit mode: no transaction is open on the connection.
+    fn in_transaction(&self) -> bool {
+        // SAFETY: a live handle.
+        unsafe { ffi::sqlite3_get_autocommit(self.raw.as_ptr()) == 0 }
     }
 
     fn insert_all(&self, rows: &[EventRow]) -> Result<(), String> {
+        // Declared before the statement, so that they outlive it.
+        let times: Vec<RecordTime> = rows
+            .iter()
+            .map(|row| RecordTime::of(row.record_time))
+            .collect();
         let mut statement = self.prepare(&INSERT_ONE)?;
-        for row in rows {
-            statement.bind_row(row);
-            // SAFETY: the statement is live and every parameter is bound, to memory in `rows`
-            // or in `statement`, neither of which changes until the next `bind_row`.
-            let stepped = unsafe { ffi::sqlite3_step(statement.raw.as_ptr()) };
-            if stepped != ffi::SQLITE_DONE {
-                return Err(self.error("inserting a click event"));
-            }
-            // SAFETY: as above; the result code repeats the step's, already handled.
-            unsafe { ffi::sqlite3_reset(statement.raw.as_ptr()) };
+        for (row, time) in rows.iter().zip(&times) {
+            statement.bind_row(row, time.as_str());
+            statement
+                .step_once()
+                .map_err(|()| self.error("inserting a click event"))?;
         }
         Ok(())
     }
@@ -85,7 +141,7 @@ impl Connection {
         // SAFETY: a live handle and a NUL-terminated statement; no callback.
         let code = unsafe {
             ffi::sqlite3_exec(
-                self.0.as_ptr(),
+                self.raw.as_ptr(),
                 sql.as_ptr(),
                 None,
                 ptr::null_mut(),
@@ -99,17 +155,23 @@ impl Connection {
         }
     }
 
-    fn prepare(&self, sql: &CStr) -> Result<Statement, String> {
+    fn prepare<'conn, 'text>(&'conn self, sql: &CStr) -> Result<Statement<'conn, 'text>, String> {
         let mut raw = ptr::null_mut();
         // SAFETY: a live handle, a NUL-terminated statement and a place for the result.
         let code = unsafe {
-            ffi::sqlite3_prepare_v2(self.0.as_ptr(), sql.as_ptr(), -1, &mut raw, ptr::null_mut())
+            ffi::sqlite3_prepare_v2(
+                self.raw.as_ptr(),
+                sql.as_ptr(),
+                -1,
+                &mut raw,
+                ptr::null_mut(),
+            )
         };
         match NonNull::new(raw) {
             Some(raw) if code == ffi::SQLITE_OK => Ok(Statement {
                 raw,
-                digits: [0; 29],
-                formatted: None,
+                _connection: PhantomData,
+                _texts: PhantomData,
             }),
             _ => Err(self.error("preparing the click insert")),
         }
@@ -120,35 +182,52 @@ impl Connection {
         // SAFETY: a live handle; SQLite returns a NUL-terminated message that stays valid
         // until the next call on the connection, and it is copied out before that.
         let (code, message) = unsafe {
-            let code = ffi::sqlite3_extended_errcode(self.0.as_ptr());
-            let message = CStr::from_ptr(ffi::sqlite3_errmsg(self.0.as_ptr()));
+            let code = ffi::sqlite3_extended_errcode(self.raw.as_ptr());
+            let message = CStr::from_ptr(ffi::sqlite3_errmsg(self.raw.as_ptr()));
             (code, message.to_string_lossy().into_owned())
         };
         format!("{doing}: {message} (SQLite code {code})")
     }
 }
 
-/// A prepared insert, finalized when dropped (always before the rows it pointed into).
-struct Statement {
-    raw: NonNull<ffi::sqlite3_stmt>,
-    /// The record time's text, bound by reference like every other value: in `digits`, or,
-    /// for the rare time `time_digits` leaves to the general formatter, in `formatted`.
-    digits: [u8; 29],
-    formatted: Option<Text>,
+/// A record time as the text SQLite stores, kept where it is while a statement points at it.
+enum RecordTime {
+    Digits([u8; 29], usize),
+    /// The rare time that `time_digits` leaves to the general formatter.
+    Formatted(Text),
 }
 
-impl Statement {
-    /// Binds `row` in [`COLUMNS`] order. Every parameter is bound again for every row, so
-    /// none still points into the row before.
-    fn bind_row(&mut self, row: &EventRow) {
-        let record_time: &str = match time_digits(row.record_time) {
-            Some((digits, len)) => {
-                self.digits = digits;
-                std::str::from_utf8(&self.digits[..len]).expect("digits and separators are ASCII")
+impl RecordTime {
+    fn of(at: chrono::NaiveDateTime) -> Self {
+        match time_digits(at) {
+            Some((digits, len)) => Self::Digits(digits, len),
+            None => Self::Formatted(sqlite_time(at)),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Digits(digits, len) => {
+                std::str::from_utf8(&digits[..*len]).expect("digits and separators are ASCII")
             }
-            None => self.formatted.insert(sqlite_time(row.record_time)),
-        };
-        let texts: [Option<&str>; 22] = [
+            Self::Formatted(text) => text,
+        }
+    }
+}
+
+/// A prepared insert on `'conn`, finalized when dropped; texts bound to it live for `'text`,
+/// which the borrow checker holds to outlast the statement.
+struct Statement<'conn, 'text> {
+    raw: NonNull<ffi::sqlite3_stmt>,
+    _connection: PhantomData<&'conn ()>,
+    _texts: PhantomData<&'text str>,
+}
+
+impl<'text> Statement<'_, 'text> {
+    /// Binds `row` in [`COLUMNS`] order, the record time from `record_time`. Every parameter
+    /// is bound again for every row, so none still points into the row before.
+    fn bind_row(&mut self, row: &'text EventRow, record_time: &'text str) {
+        let texts: [Option<&'text str>; 22] = [
             Some(&row.event_key),
             Some(record_time),
             Some(&row.compression_code),
@@ -173,46 +252,58 @@ impl Statement {
             row.failure_reason.as_deref(),
         ];
         for (index, text) in texts.into_iter().enumerate() {
-            bind_text(self.raw, index, text);
+            self.bind_text(index, text);
         }
-        bind_int(self.raw, 3, row.url_map_id);
-        bind_int(self.raw, 19, Some(i64::from(row.is_bot)));
+        self.bind_int(3, row.url_map_id);
+        self.bind_int(19, Some(i64::from(row.is_bot)));
+    }
+
+    /// Binds `text` (or NULL) to the 0-based parameter `index` without copying it.
+    fn bind_text(&mut self, index: usize, text: Option<&'text str>) {
+        let index = index as c_int + 1;
+        // SAFETY: a live statement and an index within its parameters; the text lives for
+        // `'text`, which outlasts the statement.
+        unsafe {
+            match text {
+                Some(text) => ffi::sqlite3_bind_text64(
+                    self.raw.as_ptr(),
+                    index,
+                    text.as_ptr().cast(),
+                    text.len() as u64,
+                    ffi::SQLITE_STATIC(),
+                    ffi::SQLITE_UTF8 as u8,
+                ),
+                None => ffi::sqlite3_bind_null(self.raw.as_ptr(), index),
+            };
+        }
+    }
+
+    fn bind_int(&mut self, index: usize, value: Option<i64>) {
+        let index = index as c_int + 1;
+        // SAFETY: a live statement and an index within its parameters.
+        unsafe {
+            match value {
+                Some(value) => ffi::sqlite3_bind_int64(self.raw.as_ptr(), index, value),
+                None => ffi::sqlite3_bind_null(self.raw.as_ptr(), index),
+            };
+        }
+    }
+
+    /// Runs the insert with the values bound, then readies it for the next row. After a
+    /// failure the statement is left as it is, for the connection to report the error.
+    fn step_once(&mut self) -> Result<(), ()> {
+        // SAFETY: a live statement whose every parameter is bound to memory that lives for
+        // `'text`.
+        if unsafe { ffi::sqlite3_step(self.raw.as_ptr()) } != ffi::SQLITE_DONE {
+            return Err(());
+        }
+        // SAFETY: as above; the result code repeats the step's, already handled.
+        unsafe { ffi::sqlite3_reset(self.raw.as_ptr()) };
+        Ok(())
     }
 }
 
-/// Binds `text` (or NULL) to the 0-based parameter `index` without copying it: the text must
-/// stay where it is until the statement has stepped.
-fn bind_text(statement: NonNull<ffi::sqlite3_stmt>, index: usize, text: Option<&str>) {
-    let index = index as c_int + 1;
-    // SAFETY: a live statement and an index within its parameters; callers keep the text in
-    // place until the step that reads it (the rows and the `Statement` outlive the batch).
-    unsafe {
-        match text {
-            Some(text) => ffi::sqlite3_bind_text64(
-                statement.as_ptr(),
-                index,
-                text.as_ptr().cast(),
-                text.len() as u64,
-                ffi::SQLITE_STATIC(),
-                ffi::SQLITE_UTF8 as u8,
-            ),
-            None => ffi::sqlite3_bind_null(statement.as_ptr(), index),
-        };
-    }
-}
-
-fn bind_int(statement: NonNull<ffi::sqlite3_stmt>, index: usize, value: Option<i64>) {
-    let index = index as c_int + 1;
-    // SAFETY: a live statement and an index within its parameters.
-    unsafe {
-        match value {
-            Some(value) => ffi::sqlite3_bind_int64(statement.as_ptr(), index, value),
-            None => ffi::sqlite3_bind_null(statement.as_ptr(), index),
-        };
-    }
-}
-
-impl Drop for Statement {
+impl Drop for Statement<'_, '_> {
     fn drop(&mut self) {
         // SAFETY: the statement is live and finalized exactly once, here.
         unsafe { ffi::sqlite3_finalize(self.raw.as_ptr()) };

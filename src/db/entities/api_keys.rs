@@ -1,3 +1,4 @@
+use crate::rules::Role;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -11,7 +12,7 @@ pub struct Model {
     pub prefix: String,
     #[sea_orm(unique)]
     pub secret_sha256: String,
-    pub role: String,
+    pub role: Role,
     pub expires_at: Option<DateTime>,
     pub revoked: bool,
     pub last_used_at: Option<DateTime>,

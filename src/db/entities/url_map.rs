@@ -1,4 +1,4 @@
-use crate::rules::RedirectStatus;
+use crate::rules::{RedirectStatus, ShortCode};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
@@ -48,7 +48,7 @@ pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
     #[sea_orm(unique)]
-    pub compression_code: String,
+    pub compression_code: ShortCode,
     pub long_url: String,
     pub long_url_digest: String,
     pub domain_id: i64,

@@ -1,3 +1,4 @@
+use crate::rules::Role;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -8,7 +9,7 @@ pub struct Model {
     #[sea_orm(unique)]
     pub username: String,
     pub password_hash: String,
-    pub role: String,
+    pub role: Role,
     pub disabled: bool,
     pub last_login_at: Option<DateTime>,
     pub created_at: DateTime,
