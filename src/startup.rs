@@ -122,7 +122,7 @@ impl Application {
             settings.redirect_status,
         );
         let sessions = DbSessionStore::new(core.db.clone());
-        tokio::spawn(purge_sessions(sessions.clone()));
+        tokio::spawn(purge_sessions(sessions.clone(), core.db.clone()));
         let frontends = Arc::new(Frontends {
             admin_hosts: settings.admin_hosts.clone(),
             sessions,
@@ -180,13 +180,16 @@ impl Application {
     }
 }
 
-/// Expired admin sessions are useless; clear them out hourly.
-async fn purge_sessions(store: DbSessionStore) {
+/// Expired admin sessions and sign-in counters are useless; clear them out hourly.
+async fn purge_sessions(store: DbSessionStore, db: DatabaseConnection) {
     let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
     loop {
         every_hour.tick().await;
         if let Err(err) = store.purge_expired().await {
             tracing::warn!(error = %err, "could not purge expired sessions");
+        }
+        if let Err(err) = crate::services::signin::purge_expired(&db).await {
+            tracing::warn!(error = %err, "could not purge expired sign-in counters");
         }
     }
 }

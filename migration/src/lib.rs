@@ -10,6 +10,8 @@ mod m20261121_000004_event_keys;
 mod m20261121_000005_api_key_names;
 mod m20261121_000006_link_edited_index;
 mod m20261121_000007_drop_event_link_index;
+mod m20261123_000008_user_session_epoch;
+mod m20261123_000009_login_throttle;
 
 pub struct Migrator;
 
@@ -24,6 +26,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000005_api_key_names::Migration),
             Box::new(m20261121_000006_link_edited_index::Migration),
             Box::new(m20261121_000007_drop_event_link_index::Migration),
+            Box::new(m20261123_000008_user_session_epoch::Migration),
+            Box::new(m20261123_000009_login_throttle::Migration),
         ]
     }
 }

@@ -9,6 +9,7 @@ use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
 use crate::state::AppState;
 use actix_session::{Session, SessionExt};
+use actix_web::cookie::{Cookie, CookieJar, Key, SameSite};
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
@@ -23,6 +24,8 @@ pub const ABSOLUTE_LIFETIME: TimeDelta = TimeDelta::hours(12);
 
 const UID: &str = "uid";
 const SIGNED_IN_AT: &str = "signed_in_at";
+/// The user's session epoch at sign-in; a password change raises it and so ends the session.
+const EPOCH: &str = "epoch";
 const CSRF: &str = "csrf";
 const FLASH: &str = "flash";
 
@@ -98,7 +101,11 @@ async fn signed_in_user(
         true => None,
         false => crate::services::users::by_id(db, uid).await?,
     };
-    let Some(user) = user.filter(|user| !user.disabled) else {
+    let epoch = session
+        .get::<i32>(EPOCH)
+        .map_err(|err| AdminError::Session(err.to_string()))?
+        .unwrap_or(0);
+    let Some(user) = user.filter(|user| !user.disabled && user.session_epoch == epoch) else {
         session.purge();
         return Err(AdminError::SignedOut);
     };
@@ -142,30 +149,52 @@ struct LoginPage<'a> {
     error: Option<&'a str>,
 }
 
-fn session_csrf(session: &Session) -> Result<String, AdminError> {
-    if let Some(token) = session
-        .get::<String>(CSRF)
-        .map_err(|err| AdminError::Session(err.to_string()))?
-    {
-        return Ok(token);
-    }
-    let token = random_hex(32);
-    session
-        .insert(CSRF, &token)
-        .map_err(|err| AdminError::Session(err.to_string()))?;
-    Ok(token)
+/// The sign-in form's CSRF token travels in this signed cookie, not in a session: a visitor
+/// who only looks at the form makes us store nothing.
+const LOGIN_COOKIE: &str = "inklink_login";
+
+/// The token of a valid login cookie on `req` (signed by us, so not planted by another site).
+fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
+    let mut jar = CookieJar::new();
+    jar.add_original(req.cookie(LOGIN_COOKIE)?);
+    let token = jar.signed(key).get(LOGIN_COOKIE)?.value().to_owned();
+    (token.len() == 64).then_some(token)
 }
 
-pub async fn login_form(session: Session) -> Result<HttpResponse, AdminError> {
-    let csrf = session_csrf(&session)?;
-    Ok(render(
+fn login_cookie(token: &str, key: &Key, secure: bool) -> Cookie<'static> {
+    let mut jar = CookieJar::new();
+    jar.signed_mut(key).add(
+        Cookie::build(LOGIN_COOKIE, token.to_owned())
+            .path("/admin")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .secure(secure)
+            .finish(),
+    );
+    jar.get(LOGIN_COOKIE)
+        .cloned()
+        .expect("the cookie just added")
+}
+
+pub async fn login_form(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AdminError> {
+    let key = Key::from(&state.core.cookie_key);
+    let token = login_token(&req, &key).unwrap_or_else(|| random_hex(32));
+    let mut response = render(
         StatusCode::OK,
         &LoginPage {
-            csrf: &csrf,
+            csrf: &token,
             username: "",
             error: None,
         },
-    ))
+    );
+    let cookie = login_cookie(&token, &key, state.core.settings.secure_cookie);
+    response
+        .add_cookie(&cookie)
+        .map_err(|err| AdminError::Session(err.to_string()))?;
+    Ok(response)
 }
 
 #[derive(serde::Deserialize)]
@@ -184,7 +213,8 @@ pub async fn login(
     state: web::Data<AppState>,
     form: web::Form<LoginForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let csrf = session_csrf(&session)?;
+    let key = Key::from(&state.core.cookie_key);
+    let csrf = login_token(&req, &key).ok_or(AdminError::Csrf)?;
     if !constant_time_eq(csrf.as_bytes(), form.csrf.as_bytes()) {
         return Err(AdminError::Csrf);
     }
@@ -208,8 +238,15 @@ pub async fn login(
             };
             insert(UID, user.id.into())?;
             insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
+            insert(EPOCH, user.session_epoch.into())?;
             insert(CSRF, fresh_csrf.into())?;
-            Ok(super::pages::see_other("/admin/links"))
+            let mut response = super::pages::see_other("/admin/links");
+            let mut spent = Cookie::build(LOGIN_COOKIE, "").path("/admin").finish();
+            spent.make_removal();
+            response
+                .add_cookie(&spent)
+                .map_err(|err| AdminError::Session(err.to_string()))?;
+            Ok(response)
         }
         Err(SignInError::Db(err)) => Err(err.into()),
         Err(err) => {

@@ -21,6 +21,9 @@ pub enum AdminError {
     Db(#[from] sea_orm::DbErr),
     #[error("the session could not be read or saved; please sign in again")]
     Session(String),
+    /// Something below the page (the session store) failed: the database is away.
+    #[error("the database could not be reached; please try again in a moment")]
+    Unavailable,
     /// The address or form could not be read (a hand-edited URL, a broken client).
     #[error("{0}")]
     BadRequest(String),
@@ -48,7 +51,7 @@ impl ResponseError for AdminError {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Db(_) | Self::Session(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Db(_) | Self::Session(_) | Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

@@ -116,7 +116,10 @@ pub async fn list(
     let filter = form.filter();
     let order = filter.page_order();
     let numbered = order != Order::Newest;
-    let page_number = page.parse::<u64>().unwrap_or(1).max(1);
+    let page_number = page
+        .parse::<u64>()
+        .unwrap_or(1)
+        .clamp(1, listing::MAX_OFFSET / PAGE_SIZE);
     let paging = match numbered {
         true => Paging::Offset((page_number - 1) * PAGE_SIZE),
         false => Paging::Before(before.parse::<i64>().ok()),

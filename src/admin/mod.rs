@@ -73,6 +73,7 @@ pub fn routes(
             .wrap(session_middleware(store, key, secure_cookie))
             .wrap(security_headers())
             .wrap(actix_web::middleware::from_fn(secure_cookie_over_https))
+            .wrap(actix_web::middleware::from_fn(unavailable_page))
             // Extractor failures get the admin error page, not actix's plain-text message.
             .app_data(
                 web::PathConfig::default().error_handler(|_, _| error::AdminError::NotFound.into()),
@@ -131,6 +132,23 @@ pub fn routes(
 
 async fn to_links() -> HttpResponse {
     pages::see_other("/admin/links")
+}
+
+/// The session layer fails before or after a handler when the database is away; visitors
+/// then get the 503 page, as on the redirect path and the API, not an empty 500. (The error is
+/// replaced, not answered here: the request cannot be kept while the scope routes it.)
+async fn unavailable_page(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
+    next.call(req).await.map_err(|err| {
+        if err.as_response_error().status_code().is_server_error() {
+            tracing::error!(error = %err, "admin request failed below the page");
+            error::AdminError::Unavailable.into()
+        } else {
+            err
+        }
+    })
 }
 
 /// Marks cookies Secure when a trusted proxy says the visitor came over https, so that the

@@ -84,14 +84,13 @@ impl SessionStore for DbSessionStore {
             .exec(&self.db)
             .await
             .map_err(|err| UpdateError::Other(err.into()))?;
-        if updated.rows_affected == 1 {
-            return Ok(key);
+        if updated.rows_affected == 0 {
+            // Deleted meanwhile (signed out, or a password reset): it stays deleted. Saving it
+            // again would bring a signed-out session back under a new key; the cookie now
+            // points at nothing and the next request finds an empty session.
+            tracing::debug!("a session ended while a request held it; not saved again");
         }
-        // The session was deleted meanwhile (signed out elsewhere, or expired): start afresh.
-        self.save(state, ttl).await.map_err(|err| match err {
-            SaveError::Serialization(err) => UpdateError::Serialization(err),
-            SaveError::Other(err) => UpdateError::Other(err),
-        })
+        Ok(key)
     }
 
     async fn update_ttl(&self, key: &SessionKey, ttl: &Duration) -> Result<(), anyhow::Error> {

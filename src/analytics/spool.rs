@@ -46,9 +46,16 @@ impl Spool {
         }
         let file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&self.path)?;
+        let torn = ends_mid_line(&file)?;
         let mut out = BufWriter::new(file);
+        if torn {
+            // A crash cut the last line short: end it, so that it does not swallow the first
+            // row appended now (it is skipped as unreadable when read back).
+            out.write_all(b"\n")?;
+        }
         for row in rows {
             serde_json::to_writer(&mut out, row)?;
             out.write_all(b"\n")?;
@@ -111,6 +118,9 @@ impl Spool {
             let mut rest = Vec::new();
             old.read_to_end(&mut rest)?;
             out.write_all(&rest)?;
+            if rest.last().is_some_and(|last| *last != b'\n') {
+                out.write_all(b"\n")?;
+            }
         }
         out.into_inner()
             .map_err(|err| err.into_error())?
@@ -120,4 +130,16 @@ impl Spool {
         self.pending += rows.len() as u64;
         Ok(())
     }
+}
+
+/// Whether the file's last byte is not a line end (a write cut short by a crash).
+fn ends_mid_line(file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] != b'\n')
 }

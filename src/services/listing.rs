@@ -40,6 +40,10 @@ pub enum Order {
     RecentlyExpired,
 }
 
+/// The deepest a numbered list may go: a request for a page past this gets the last of them
+/// (an empty page), not an offset the database cannot take.
+pub const MAX_OFFSET: u64 = 100_000_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Paging {
     /// Links with an id below this (newest-first pages).
@@ -133,7 +137,7 @@ pub async fn list(
     select = match paging {
         Paging::Before(Some(before)) => select.filter(url_map::Column::Id.lt(before)),
         Paging::Before(None) => select,
-        Paging::Offset(offset) => select.offset(offset),
+        Paging::Offset(offset) => select.offset(offset.min(MAX_OFFSET)),
     };
     select.limit(limit).all(db).await
 }

@@ -1,24 +1,41 @@
 //! Signing in to the admin UI: the password check, throttling of guesses, and the record of
 //! each sign-in.
+//!
+//! Guessing is throttled by counters, each reserved with one atomic update *before* the
+//! password is checked, so that parallel guesses cannot slip past a limit (argon2 takes tens of
+//! milliseconds, time enough for many requests to pass a check made before it):
+//! - one account from one address: [`PAIR_LIMIT`] tries per window;
+//! - one address, any accounts: [`ADDRESS_LIMIT`];
+//! - one account from addresses it never signed in from: [`NEW_ADDRESS_LIMIT`].
+//!
+//! No limit is one a stranger can use to lock a person out: an address that signed in to the
+//! account before is not held by the new-address limit, and a stranger's own address runs out
+//! of tries long before anyone else's does (OWASP ASVS 2.2.1: anti-automation that cannot be
+//! turned into a denial of service). A successful sign-in gives its tries back.
 
 use super::audit::{self, Actor, Entry};
 use super::secret::random_hex;
 use super::users::{self, verify_password};
-use crate::db::entities::{login_failures, users as user_rows};
+use crate::db::entities::{login_throttle, users as user_rows};
 use crate::rules::Username;
-use chrono::TimeDelta;
+use chrono::{NaiveDateTime, TimeDelta};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait,
-    QueryFilter, Set,
+    ActiveModelTrait, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    Set,
 };
 use std::sync::LazyLock;
 
-/// Failed sign-ins counted over this window…
-const THROTTLE_WINDOW: TimeDelta = TimeDelta::minutes(15);
-/// …refuse further tries for one account after this many,
-const MAX_FAILURES_PER_ACCOUNT: u64 = 5;
-/// …and from one address after this many (any accounts).
-const MAX_FAILURES_PER_IP: u64 = 20;
+/// Tries are counted over this window.
+pub const WINDOW: TimeDelta = TimeDelta::minutes(15);
+/// Tries for one account from one address.
+pub const PAIR_LIMIT: i32 = 5;
+/// Tries from one address, whatever the accounts.
+pub const ADDRESS_LIMIT: i32 = 20;
+/// Tries for one account from all the addresses it has not signed in from before.
+pub const NEW_ADDRESS_LIMIT: i32 = 10;
+/// An address that signed in to an account is known to it for this long.
+const KNOWN_FOR: TimeDelta = TimeDelta::days(90);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
@@ -32,57 +49,188 @@ pub enum SignInError {
     Db(#[from] DbErr),
 }
 
+fn pair_bucket(name: &str, ip: &str) -> String {
+    format!("pair:{name}@{ip}")
+}
+
+fn address_bucket(ip: &str) -> String {
+    format!("addr:{ip}")
+}
+
+fn new_address_bucket(name: &str) -> String {
+    format!("new:{name}")
+}
+
+fn known_bucket(name: &str, ip: &str) -> String {
+    format!("known:{name}@{ip}")
+}
+
 /// Checks a sign-in attempt against throttling, the password and the account's state; records
-/// a failure, or the sign-in (last sign-in time and an audit entry).
+/// the sign-in (last sign-in time and an audit entry) when it succeeds.
 pub async fn sign_in(
     db: &DatabaseConnection,
     name: &str,
     password: &str,
     ip: &str,
 ) -> Result<user_rows::Model, SignInError> {
-    let name = name.trim().to_ascii_lowercase();
-    let since = crate::db::now() - THROTTLE_WINDOW;
-    let account_failures = login_failures::Entity::find()
-        .filter(login_failures::Column::Username.eq(&name))
-        .filter(login_failures::Column::At.gt(since))
-        .count(db)
-        .await?;
-    let ip_failures = login_failures::Entity::find()
-        .filter(login_failures::Column::Ip.eq(ip))
-        .filter(login_failures::Column::At.gt(since))
-        .count(db)
-        .await?;
-    if account_failures >= MAX_FAILURES_PER_ACCOUNT || ip_failures >= MAX_FAILURES_PER_IP {
-        return Err(SignInError::Throttled {
-            minutes: THROTTLE_WINDOW.num_minutes(),
-        });
+    let name: String = name.trim().to_ascii_lowercase().chars().take(64).collect();
+    let ip: String = ip.chars().take(45).collect();
+    let known = is_known(db, &name, &ip).await?;
+    let mut buckets = vec![
+        (address_bucket(&ip), ADDRESS_LIMIT),
+        (pair_bucket(&name, &ip), PAIR_LIMIT),
+    ];
+    if !known {
+        buckets.push((new_address_bucket(&name), NEW_ADDRESS_LIMIT));
+    }
+    for (bucket, limit) in &buckets {
+        // A refused try keeps the ones reserved before it: a throttled guess still counts.
+        if !reserve(db, bucket, *limit).await? {
+            tracing::warn!(user = %name, ip = %ip, bucket = %bucket, "sign-in throttled");
+            return Err(SignInError::Throttled {
+                minutes: WINDOW.num_minutes(),
+            });
+        }
     }
     let user = match Username::parse(&name) {
         Ok(username) => users::find(db, &username).await?,
         Err(_) => None,
     };
     // Verify against a real hash even for unknown users, so timing reveals nothing.
-    let hash = user
-        .as_ref()
-        .map_or(DUMMY_HASH.as_str(), |u| u.password_hash.as_str());
-    let password_ok = verify_password(hash, password);
+    let hash = user.as_ref().map(|u| u.password_hash.clone());
+    let password_ok = users::off_the_workers({
+        let password = password.to_owned();
+        move || verify_password(hash.as_deref().unwrap_or(&DUMMY_HASH), &password)
+    })
+    .await;
     match user {
         Some(user) if password_ok && !user.disabled => {
-            record_sign_in(db, &user, ip).await?;
+            give_back(db, &name, &ip, &buckets).await?;
+            record_sign_in(db, &user, &ip).await?;
             Ok(user)
         }
         _ => {
-            login_failures::ActiveModel {
-                username: Set(name.chars().take(64).collect()),
-                ip: Set(ip.to_owned()),
-                at: Set(crate::db::now()),
-                ..Default::default()
-            }
-            .insert(db)
-            .await?;
+            tracing::warn!(user = %name, ip = %ip, "failed sign-in");
             Err(SignInError::Invalid)
         }
     }
+}
+
+/// Takes one try from `bucket` if it has one left in the current window (a window that has
+/// passed starts again). One UPDATE decides, so parallel requests cannot both take the last.
+async fn reserve(db: &DatabaseConnection, bucket: &str, limit: i32) -> Result<bool, DbErr> {
+    let now = crate::db::now();
+    let window_over = Expr::col(login_throttle::Column::WindowStart).lte(now - WINDOW);
+    let row = login_throttle::ActiveModel {
+        bucket: Set(bucket.to_owned()),
+        window_start: Set(now),
+        attempts: Set(0),
+    };
+    match login_throttle::Entity::insert(row)
+        .on_conflict(
+            OnConflict::column(login_throttle::Column::Bucket)
+                // MySQL has no DO NOTHING; this writes the key onto itself there.
+                .do_nothing_on([login_throttle::Column::Bucket])
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await
+    {
+        Ok(_) | Err(DbErr::RecordNotInserted) => {}
+        Err(err) => return Err(err),
+    }
+    // MySQL assigns left to right, each assignment seeing the ones before: `attempts` must be
+    // set while `window_start` still has its old value.
+    let taken = login_throttle::Entity::update_many()
+        .col_expr(
+            login_throttle::Column::Attempts,
+            Expr::case(window_over.clone(), 1)
+                .finally(Expr::col(login_throttle::Column::Attempts).add(1))
+                .into(),
+        )
+        .col_expr(
+            login_throttle::Column::WindowStart,
+            Expr::case(window_over.clone(), now)
+                .finally(Expr::col(login_throttle::Column::WindowStart))
+                .into(),
+        )
+        .filter(login_throttle::Column::Bucket.eq(bucket))
+        .filter(
+            Condition::any()
+                .add(login_throttle::Column::Attempts.lt(limit))
+                .add(window_over),
+        )
+        .exec(db)
+        .await?;
+    Ok(taken.rows_affected == 1)
+}
+
+/// After a successful sign-in: its tries are given back, the account's failures from this
+/// address are forgotten, and the address is known to the account from now on.
+async fn give_back(
+    db: &DatabaseConnection,
+    name: &str,
+    ip: &str,
+    reserved: &[(String, i32)],
+) -> Result<(), DbErr> {
+    let pair = pair_bucket(name, ip);
+    login_throttle::Entity::update_many()
+        .col_expr(
+            login_throttle::Column::Attempts,
+            Expr::col(login_throttle::Column::Attempts).sub(1),
+        )
+        .filter(
+            login_throttle::Column::Bucket
+                .is_in(reserved.iter().map(|(bucket, _)| bucket.as_str()))
+                .and(login_throttle::Column::Bucket.ne(pair.as_str())),
+        )
+        .filter(login_throttle::Column::Attempts.gt(0))
+        .exec(db)
+        .await?;
+    login_throttle::Entity::delete_by_id(pair).exec(db).await?;
+    let known = known_bucket(name, ip);
+    login_throttle::Entity::delete_by_id(known.clone())
+        .exec(db)
+        .await?;
+    login_throttle::ActiveModel {
+        bucket: Set(known),
+        window_start: Set(crate::db::now()),
+        attempts: Set(0),
+    }
+    .insert(db)
+    .await
+    .map(drop)
+    .or_else(|err| match crate::db::is_unique_violation(&err) {
+        // Another sign-in from the same address just did the same.
+        true => Ok(()),
+        false => Err(err),
+    })
+}
+
+async fn is_known(db: &DatabaseConnection, name: &str, ip: &str) -> Result<bool, DbErr> {
+    Ok(login_throttle::Entity::find_by_id(known_bucket(name, ip))
+        .one(db)
+        .await?
+        .is_some_and(|row| row.window_start > crate::db::now() - KNOWN_FOR))
+}
+
+/// Forgets counters whose window has passed, and addresses not used for [`KNOWN_FOR`]; run
+/// now and then.
+pub async fn purge_expired(db: &DatabaseConnection) -> Result<u64, DbErr> {
+    let now: NaiveDateTime = crate::db::now();
+    let done = login_throttle::Entity::delete_many()
+        .filter(
+            Condition::any()
+                .add(
+                    login_throttle::Column::WindowStart
+                        .lte(now - WINDOW)
+                        .and(login_throttle::Column::Bucket.not_like("known:%")),
+                )
+                .add(login_throttle::Column::WindowStart.lte(now - KNOWN_FOR)),
+        )
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected)
 }
 
 /// An argon2id hash of a random password nobody knows.

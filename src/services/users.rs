@@ -8,10 +8,14 @@ use crate::rules::account::AccountError;
 use crate::rules::{Password, Role, Username};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
+    EntityTrait, QueryFilter, Set, TransactionTrait,
 };
 use serde_json::json;
+use std::sync::LazyLock;
+use tokio::sync::Semaphore;
 
 pub const FIRST_ADMIN: &str = "admin";
 
@@ -45,6 +49,37 @@ pub fn verify_password(stored_hash: &str, candidate: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// At most this many argon2 computations run at once, on blocking threads: half the cores,
+/// so that a flood of sign-ins (each hash is tens of milliseconds of CPU) leaves the HTTP
+/// workers room to serve redirects.
+static ARGON2_SLOTS: LazyLock<Semaphore> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    Semaphore::new((cores / 2).max(1))
+});
+
+/// Runs `work` (argon2) on the bounded pool, never on an HTTP worker.
+pub async fn off_the_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let _slot = ARGON2_SLOTS
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("argon2 does not panic")
+}
+
+/// [`hash_password`] on the bounded argon2 pool.
+pub async fn hash_password_async(password: &Password) -> String {
+    let password = password.clone();
+    off_the_workers(move || hash_password(&password)).await
+}
+
+/// [`verify_password`] on the bounded argon2 pool.
+pub async fn verify_password_async(stored_hash: &str, candidate: &str) -> bool {
+    let (hash, candidate) = (stored_hash.to_owned(), candidate.to_owned());
+    off_the_workers(move || verify_password(&hash, &candidate)).await
+}
+
 pub async fn by_id(db: &DatabaseConnection, id: i64) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find_by_id(id).one(db).await
 }
@@ -63,10 +98,11 @@ pub async fn add(
     role: Role,
     actor: &Actor,
 ) -> Result<users::Model, UserError> {
+    let hash = hash_password_async(password).await;
     let now = db::now();
     let user = users::ActiveModel {
         username: Set(name.to_string()),
-        password_hash: Set(hash_password(password)),
+        password_hash: Set(hash),
         role: Set(role),
         disabled: Set(false),
         last_login_at: Set(None),
@@ -104,14 +140,18 @@ pub async fn set_password(
     let user = find(db, name)
         .await?
         .ok_or_else(|| UserError::NotFound(name.to_string()))?;
-    users::ActiveModel {
-        id: Set(user.id),
-        password_hash: Set(hash_password(password)),
-        updated_at: Set(db::now()),
-        ..Default::default()
-    }
-    .update(db)
-    .await?;
+    let hash = hash_password_async(password).await;
+    // Raising the epoch ends every session the user has, here and on every instance.
+    users::Entity::update_many()
+        .col_expr(users::Column::PasswordHash, Expr::value(hash))
+        .col_expr(users::Column::UpdatedAt, Expr::value(db::now()))
+        .col_expr(
+            users::Column::SessionEpoch,
+            Expr::col(users::Column::SessionEpoch).add(1),
+        )
+        .filter(users::Column::Id.eq(user.id))
+        .exec(db)
+        .await?;
     audit::record(
         db,
         actor,
@@ -179,7 +219,7 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<users::Model>, DbErr> {
         .await
 }
 
-async fn other_active_admins(db: &DatabaseConnection, except: i64) -> Result<u64, DbErr> {
+async fn other_active_admins(db: &impl ConnectionTrait, except: i64) -> Result<u64, DbErr> {
     use sea_orm::PaginatorTrait;
     users::Entity::find()
         .filter(users::Column::Role.eq(Role::Admin))
@@ -207,11 +247,40 @@ pub async fn change(
     actor_id: Option<i64>,
     actor: &Actor,
 ) -> Result<users::Model, UserChangeError> {
+    let new_hash = match &change {
+        UserChange::Password(password) => Some(hash_password_async(password).await),
+        _ => None,
+    };
+    let txn = db.begin().await?;
+    let result = change_in(&txn, id, &change, new_hash, actor_id, actor).await;
+    db::finish(txn, result).await
+}
+
+async fn change_in(
+    txn: &DatabaseTransaction,
+    id: i64,
+    change: &UserChange,
+    new_hash: Option<String>,
+    actor_id: Option<i64>,
+    actor: &Actor,
+) -> Result<users::Model, UserChangeError> {
+    // Write-lock every admin row before counting them: two admins disabling each other at once
+    // then take turns, and the second sees the first's change ("at least one active admin"
+    // cannot be raced to zero). An UPDATE locks on every backend: rows on PostgreSQL and
+    // MySQL, the database on SQLite.
+    users::Entity::update_many()
+        .col_expr(
+            users::Column::UpdatedAt,
+            Expr::col(users::Column::UpdatedAt),
+        )
+        .filter(users::Column::Role.eq(Role::Admin))
+        .exec(txn)
+        .await?;
     let user = users::Entity::find_by_id(id)
-        .one(db)
+        .one(txn)
         .await?
         .ok_or(UserChangeError::NotFound)?;
-    let loses_admin = match &change {
+    let loses_admin = match change {
         UserChange::Disable => user.role == Role::Admin,
         UserChange::Role(role) => user.role == Role::Admin && *role != Role::Admin,
         _ => false,
@@ -219,7 +288,7 @@ pub async fn change(
     if actor_id == Some(id) && (loses_admin || matches!(change, UserChange::Disable)) {
         return Err(UserChangeError::Yourself);
     }
-    if loses_admin && !user.disabled && other_active_admins(db, id).await? == 0 {
+    if loses_admin && !user.disabled && other_active_admins(txn, id).await? == 0 {
         return Err(UserChangeError::LastAdmin(user.username));
     }
     let mut row = users::ActiveModel {
@@ -227,7 +296,7 @@ pub async fn change(
         updated_at: Set(db::now()),
         ..Default::default()
     };
-    let (action, after) = match &change {
+    let (action, after) = match change {
         UserChange::Disable => {
             row.disabled = Set(true);
             ("user.disable", json!({"disabled": true}))
@@ -240,14 +309,16 @@ pub async fn change(
             row.role = Set(*role);
             ("user.role", json!({"role": role.as_str()}))
         }
-        UserChange::Password(password) => {
-            row.password_hash = Set(hash_password(password));
+        UserChange::Password(_) => {
+            row.password_hash = Set(new_hash.unwrap_or_default());
+            // Ends the user's sessions, as disabling does.
+            row.session_epoch = Set(user.session_epoch + 1);
             ("user.password", json!({}))
         }
     };
-    let updated = row.update(db).await?;
+    let updated = row.update(txn).await?;
     audit::record(
-        db,
+        txn,
         actor,
         Entry {
             action,

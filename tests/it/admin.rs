@@ -10,7 +10,8 @@ use std::sync::Arc;
 /// A cookie jar of one cookie, the way a browser would keep the session.
 pub struct Browser<'a> {
     app: &'a TestApp,
-    cookie: Option<String>,
+    /// Cookies by name, as a browser keeps them.
+    cookies: std::collections::BTreeMap<String, String>,
 }
 
 pub struct Page {
@@ -21,13 +22,37 @@ pub struct Page {
 }
 
 impl<'a> Browser<'a> {
-    fn new(app: &'a TestApp) -> Self {
-        Self { app, cookie: None }
+    pub fn new(app: &'a TestApp) -> Self {
+        Self {
+            app,
+            cookies: Default::default(),
+        }
+    }
+
+    /// A browser that sends the `Cookie` header `cookie` (another's, replayed).
+    pub fn with_cookie(app: &'a TestApp, cookie: Option<String>) -> Self {
+        let mut browser = Self::new(app);
+        for pair in cookie.iter().flat_map(|c| c.split("; ")) {
+            let (name, value) = pair.split_once('=').unwrap();
+            browser.cookies.insert(name.to_owned(), value.to_owned());
+        }
+        browser
+    }
+
+    /// The `Cookie` header this browser sends, if it holds any cookie.
+    pub fn cookie(&self) -> Option<String> {
+        (!self.cookies.is_empty()).then(|| {
+            self.cookies
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 
     async fn send(&mut self, request: awc::ClientRequest, form: Option<&[(&str, &str)]>) -> Page {
-        let request = match &self.cookie {
-            Some(cookie) => request.insert_header(("cookie", cookie.clone())),
+        let request = match self.cookie() {
+            Some(cookie) => request.insert_header(("cookie", cookie)),
             None => request,
         };
         let mut response = match form {
@@ -37,8 +62,12 @@ impl<'a> Browser<'a> {
         .expect("request sent");
         for value in response.headers().get_all("set-cookie") {
             let value = value.to_str().unwrap();
-            let pair = value.split(';').next().unwrap().to_owned();
-            self.cookie = (!value.contains("Max-Age=0")).then_some(pair);
+            let pair = value.split(';').next().unwrap();
+            let (name, content) = pair.split_once('=').unwrap();
+            match value.contains("Max-Age=0") {
+                true => self.cookies.remove(name),
+                false => self.cookies.insert(name.to_owned(), content.to_owned()),
+            };
         }
         let body = response.body().limit(4 << 20).await.expect("body");
         Page {
@@ -57,7 +86,7 @@ impl<'a> Browser<'a> {
         self.send(request, None).await
     }
 
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+    pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
         let request = self.app.client.post(self.app.url(path));
         self.send(request, Some(form)).await
     }
@@ -67,7 +96,7 @@ impl<'a> Browser<'a> {
         csrf_in(&page.body)
     }
 
-    async fn sign_in(&mut self, name: &str, password: &str) -> Page {
+    pub async fn sign_in(&mut self, name: &str, password: &str) -> Page {
         let csrf = self.csrf("/admin/login").await;
         self.post(
             "/admin/login",
@@ -77,12 +106,12 @@ impl<'a> Browser<'a> {
     }
 }
 
-fn csrf_in(body: &str) -> String {
+pub fn csrf_in(body: &str) -> String {
     let start = body.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
     body[start..start + 64].to_owned()
 }
 
-async fn add_user(app: &TestApp, name: &str, password: &str, role: Role) {
+pub async fn add_user(app: &TestApp, name: &str, password: &str, role: Role) {
     users::add(
         &app.core.db,
         &Username::parse(name).unwrap(),
@@ -143,7 +172,7 @@ async fn signing_in_opens_the_links_and_signing_out_ends_the_session() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("olivia"));
     assert!(page.body.contains("No links yet"));
-    let old_cookie = browser.cookie.clone();
+    let old_cookie = browser.cookie();
     let csrf = csrf_in(&page.body);
     let out = browser.post("/admin/logout", &[("csrf", &csrf)]).await;
     assert_eq!(
@@ -151,10 +180,7 @@ async fn signing_in_opens_the_links_and_signing_out_ends_the_session() {
         (303, Some("/admin/login"))
     );
     // The cookie from before sign-out opens nothing now, though it has not expired.
-    let mut replay = Browser {
-        app: &app,
-        cookie: old_cookie,
-    };
+    let mut replay = Browser::with_cookie(&app, old_cookie);
     let page = replay.get("/admin/links").await;
     assert_eq!(
         (page.status, page.location.as_deref()),
@@ -168,7 +194,7 @@ async fn sign_in_renews_the_session_id() {
     add_user(&app, "olivia", "operator-pass", Role::Operator).await;
     let mut browser = Browser::new(&app);
     let csrf = browser.csrf("/admin/login").await;
-    let before = browser.cookie.clone().expect("a pre-sign-in session");
+    let before = browser.cookie().expect("a pre-sign-in cookie");
     browser
         .post(
             "/admin/login",
@@ -179,12 +205,9 @@ async fn sign_in_renews_the_session_id() {
             ],
         )
         .await;
-    assert_ne!(browser.cookie.clone().unwrap(), before);
+    assert_ne!(browser.cookie().unwrap(), before);
     // The planted pre-sign-in id does not carry the signed-in session.
-    let mut attacker = Browser {
-        app: &app,
-        cookie: Some(before),
-    };
+    let mut attacker = Browser::with_cookie(&app, Some(before));
     assert_eq!(attacker.get("/admin/links").await.status, 303);
 }
 
@@ -483,13 +506,10 @@ async fn a_session_works_on_every_instance_and_survives_a_restart() {
     let db = Arc::new(TestDb::create().await);
     let first = spawn_on(db.clone(), &[]).await;
     let mut browser = signed_in(&first).await;
-    let cookie = browser.cookie.clone();
+    let cookie = browser.cookie();
     assert_eq!(browser.get("/admin/links").await.status, 200);
     let second = spawn_on(db.clone(), &[]).await;
-    let mut elsewhere = Browser {
-        app: &second,
-        cookie,
-    };
+    let mut elsewhere = Browser::with_cookie(&second, cookie);
     assert_eq!(elsewhere.get("/admin/links").await.status, 200);
     assert!(
         admin_sessions::Entity::find()
@@ -500,7 +520,7 @@ async fn a_session_works_on_every_instance_and_survives_a_restart() {
     );
 }
 
-async fn signed_in_admin(app: &TestApp) -> Browser<'_> {
+pub async fn signed_in_admin(app: &TestApp) -> Browser<'_> {
     add_user(app, "ada", "admin-password", Role::Admin).await;
     let mut browser = Browser::new(app);
     assert_eq!(browser.sign_in("ada", "admin-password").await.status, 303);
@@ -820,7 +840,7 @@ async fn qr_codes_encode_the_short_url_as_svg_and_png() {
     let request = app
         .client
         .get(app.url(&format!("/admin/links/{code}/qr.png?scale=4")));
-    let request = request.insert_header(("cookie", browser.cookie.clone().unwrap()));
+    let request = request.insert_header(("cookie", browser.cookie().unwrap()));
     let mut png = request.send().await.unwrap();
     assert_eq!(png.status().as_u16(), 200);
     assert!(
@@ -875,7 +895,7 @@ async fn upload(browser: &mut Browser<'_>, csrf: &str, file: &[u8]) -> Page {
         .client
         .post(browser.app.url("/admin/links/import"))
         .insert_header(("content-type", content_type))
-        .insert_header(("cookie", browser.cookie.clone().unwrap()));
+        .insert_header(("cookie", browser.cookie().unwrap()));
     let mut response = request.send_body(body).await.unwrap();
     let body = response.body().limit(16 << 20).await.unwrap();
     Page {
@@ -1363,7 +1383,7 @@ async fn behind_a_trusted_proxy_throttling_counts_real_clients_and_https_secures
             .client
             .post(app.url("/admin/login"))
             .insert_header(("x-forwarded-for", client_ip))
-            .insert_header(("cookie", browser.cookie.clone().unwrap()));
+            .insert_header(("cookie", browser.cookie().unwrap()));
         let form = [
             ("csrf", csrf.as_str()),
             ("username", name),
@@ -1448,7 +1468,7 @@ async fn malformed_admin_addresses_and_forms_get_the_error_page() {
     let request = app
         .client
         .post(app.url("/admin/links"))
-        .insert_header(("cookie", admin.cookie.clone().unwrap()))
+        .insert_header(("cookie", admin.cookie().unwrap()))
         .insert_header(("content-type", "application/json"));
     let mut response = request.send_body("{}").await.unwrap();
     let status = response.status().as_u16();

@@ -56,7 +56,7 @@ fn sqlite_times_are_written_as_sqlx_writes_them() {
 
 /// `n` enriched rows, one second apart from `start`, across every kind of value: present and
 /// absent texts, failures with their reason, and user agents of browsers and bots.
-fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow> {
+pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow> {
     let mut enricher = Enricher::new(GeoIp::open(Some(GEOIP.as_ref()), "en"), [3; 16], 11);
     let agents = [
         Some(

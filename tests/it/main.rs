@@ -10,6 +10,7 @@ mod cli;
 mod clicks;
 mod codes;
 mod event_insert;
+mod hardening;
 mod hosts;
 mod links;
 mod redirect;

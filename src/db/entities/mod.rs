@@ -3,7 +3,7 @@ pub mod api_keys;
 pub mod audit_log;
 pub mod domain_conf;
 pub mod id_allocator;
-pub mod login_failures;
+pub mod login_throttle;
 pub mod settings;
 pub mod url_map;
 pub mod users;

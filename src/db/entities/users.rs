@@ -11,6 +11,8 @@ pub struct Model {
     pub password_hash: String,
     pub role: Role,
     pub disabled: bool,
+    /// Raised by a password change: sessions signed in under an older value are over.
+    pub session_epoch: i32,
     pub last_login_at: Option<DateTime>,
     pub created_at: DateTime,
     pub updated_at: DateTime,

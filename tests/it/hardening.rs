@@ -1,0 +1,406 @@
+//! What an outsider, a crash or a race must not be able to do: one test per class of problem
+//! found when inklink was tried as an attacker would.
+
+use crate::admin::{Browser, add_user, signed_in, signed_in_admin};
+use crate::support::{
+    TcpProxy, TestApp, TestDb, create_link, spawn_app, spawn_app_with, spawn_via,
+};
+use actix_session::storage::SessionStore;
+use chrono::NaiveDate;
+use futures_util::future::join_all;
+use inklink::admin::session_store::DbSessionStore;
+use inklink::analytics::spool::Spool;
+use inklink::db::entities::admin_sessions;
+use inklink::rules::{Password, Role, Username};
+use inklink::services::Actor;
+use inklink::services::signin::{NEW_ADDRESS_LIMIT, PAIR_LIMIT};
+use inklink::services::users::{self, UserChange};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+#[test]
+fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
+    // Arrange: one stored line, then half a line, as a crash mid-write leaves it.
+    let dir = std::env::temp_dir().join(format!("inklink-torn-spool-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("spool.jsonl");
+    let start = NaiveDate::from_ymd_opt(2026, 5, 1)
+        .unwrap()
+        .and_hms_opt(8, 0, 0)
+        .unwrap();
+    let rows = crate::event_insert::rows(3, start, 1);
+    Spool::open(&path).unwrap().append(&rows[..1]).unwrap();
+    let torn = serde_json::to_string(&rows[1]).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(&torn.as_bytes()[..torn.len() / 2]).unwrap();
+    drop(file);
+
+    // Act: the next run appends after it.
+    let mut spool = Spool::open(&path).unwrap();
+    spool.append(&rows[2..]).unwrap();
+    let (read, _) = spool.peek(10).unwrap();
+
+    // Assert: only the torn event is lost.
+    assert_eq!(read, vec![rows[0].clone(), rows[2].clone()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Posts the sign-in form `n` times at once with one token, each from `from(i)` (an address
+/// the trusted proxy reports, or none), and returns the statuses.
+async fn sign_in_in_parallel(
+    app: &TestApp,
+    n: usize,
+    name: &str,
+    password: impl Fn(usize) -> String,
+    from: impl Fn(usize) -> Option<String>,
+) -> Vec<u16> {
+    let mut browser = Browser::new(app);
+    let csrf = browser.csrf("/admin/login").await;
+    let cookie = browser.cookie().expect("the sign-in cookie");
+    let attempts = (0..n).map(|i| {
+        let mut request = app
+            .client
+            .post(app.url("/admin/login"))
+            .insert_header(("cookie", cookie.clone()));
+        if let Some(ip) = from(i) {
+            request = request.insert_header(("x-forwarded-for", ip));
+        }
+        let form = [
+            ("csrf", csrf.clone()),
+            ("username", name.to_owned()),
+            ("password", password(i)),
+        ];
+        async move { request.send_form(&form).await.unwrap().status().as_u16() }
+    });
+    join_all(attempts).await
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
+#[actix_web::test]
+async fn parallel_guesses_get_no_more_password_checks_than_the_limit() {
+    // Arrange
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+
+    // Act: 50 wrong passwords at once from one address.
+    let statuses =
+        sign_in_in_parallel(&app, 50, "olivia", |i| format!("guess-{i}-x"), |_| None).await;
+
+    // Assert: exactly the limit was checked (401); the rest were refused unchecked (429),
+    // and the right password from this address now waits too.
+    assert_eq!(count(&statuses, 401), PAIR_LIMIT as usize, "{statuses:?}");
+    assert_eq!(
+        count(&statuses, 429),
+        50 - PAIR_LIMIT as usize,
+        "{statuses:?}"
+    );
+    let right = Browser::new(&app).sign_in("olivia", "operator-pass").await;
+    assert_eq!(right.status, 429);
+}
+
+#[actix_web::test]
+async fn strangers_cannot_lock_a_person_out_of_their_account() {
+    // Arrange: olivia has signed in from her office before.
+    let app = spawn_app_with(&["--trusted-proxies", "127.0.0.1"]).await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    let office = || Some("198.51.100.7".to_owned());
+    let first =
+        sign_in_in_parallel(&app, 1, "olivia", |_| "operator-pass".into(), |_| office()).await;
+    assert_eq!(first, [303]);
+
+    // Act: 100 guesses at once from 50 addresses elsewhere.
+    let statuses = sign_in_in_parallel(
+        &app,
+        100,
+        "olivia",
+        |i| format!("guess-{i}-x"),
+        |i| Some(format!("203.0.113.{}", i % 50)),
+    )
+    .await;
+
+    // Assert: the guesses from new addresses stopped at their limit, and olivia still signs
+    // in from her office with her password.
+    assert_eq!(
+        count(&statuses, 401),
+        NEW_ADDRESS_LIMIT as usize,
+        "{statuses:?}"
+    );
+    assert_eq!(count(&statuses, 429), 100 - NEW_ADDRESS_LIMIT as usize);
+    let again =
+        sign_in_in_parallel(&app, 1, "olivia", |_| "operator-pass".into(), |_| office()).await;
+    assert_eq!(again, [303]);
+}
+
+#[actix_web::test]
+async fn a_session_deleted_while_a_request_holds_it_stays_deleted() {
+    // Arrange: a stored session, loaded by a request…
+    let app = spawn_app().await;
+    let store = DbSessionStore::new(app.core.db.clone());
+    let ttl = actix_web::cookie::time::Duration::hours(1);
+    let state: HashMap<String, String> = [("uid".to_owned(), "1".to_owned())].into();
+    let key = store.save(state.clone(), &ttl).await.unwrap();
+    assert!(store.load(&key).await.unwrap().is_some());
+
+    // Act: …that signs out meanwhile, then the request writes its changed state back.
+    store.delete(&key).await.unwrap();
+    let written = store.update(key, state, &ttl).await.unwrap();
+
+    // Assert: nothing came back, under any key.
+    assert!(store.load(&written).await.unwrap().is_none());
+    assert_eq!(
+        admin_sessions::Entity::find()
+            .count(&app.core.db)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[actix_web::test]
+async fn sign_out_ends_a_session_that_parallel_requests_are_using() {
+    // Arrange: a signed-in operator with a link, and requests that write the session (each
+    // sets a flash message).
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let saved = create_link(&app, "https://example.com/race").await;
+    let code = saved.link.compression_code.to_string();
+    let csrf = browser.csrf("/admin/links").await;
+    let cookie = browser.cookie().unwrap();
+    let writes = (0..20).map(|i| {
+        let action = if i % 2 == 0 { "disable" } else { "enable" };
+        let request = app
+            .client
+            .post(app.url(&format!("/admin/links/{code}/{action}")))
+            .insert_header(("cookie", cookie.clone()));
+        let form = [("csrf", csrf.clone())];
+        async move {
+            let response = request.send_form(&form).await.unwrap();
+            response
+                .headers()
+                .get_all("set-cookie")
+                .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                .collect::<Vec<_>>()
+        }
+    });
+
+    // Act: sign out while they run.
+    let logout_form = [("csrf", csrf.as_str())];
+    let (cookies, out) = tokio::join!(
+        join_all(writes),
+        browser.post("/admin/logout", &logout_form)
+    );
+    assert_eq!(out.status, 303);
+
+    // Assert: no session row is left, and no cookie any request got opens a page.
+    assert_eq!(
+        admin_sessions::Entity::find()
+            .count(&app.core.db)
+            .await
+            .unwrap(),
+        0
+    );
+    for set_cookie in cookies.into_iter().flatten() {
+        let pair = set_cookie.split(';').next().unwrap().to_owned();
+        let mut replay = Browser::with_cookie(&app, Some(pair));
+        assert_eq!(replay.get("/admin/links").await.status, 303);
+    }
+    let mut replay = Browser::with_cookie(&app, Some(cookie));
+    assert_eq!(replay.get("/admin/links").await.status, 303);
+}
+
+#[actix_web::test]
+async fn a_password_reset_ends_the_users_sessions_from_the_ui_and_the_cli() {
+    // Arrange: olivia is signed in twice; an admin is signed in.
+    let app = spawn_app().await;
+    let mut olivia = signed_in(&app).await;
+    let mut olivia_elsewhere = Browser::new(&app);
+    assert_eq!(
+        olivia_elsewhere
+            .sign_in("olivia", "operator-pass")
+            .await
+            .status,
+        303
+    );
+    let mut admin = signed_in_admin(&app).await;
+    let id = users::find(&app.core.db, &Username::parse("olivia").unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+
+    // Act: the admin resets her password in the admin UI.
+    let csrf = admin.csrf("/admin/users").await;
+    let reset = admin
+        .post(
+            &format!("/admin/users/{id}/password"),
+            &[("csrf", &csrf), ("password", "a-new-password")],
+        )
+        .await;
+    assert_eq!(reset.status, 303);
+
+    // Assert: both of her sessions are over; the admin's is not.
+    assert_eq!(olivia.get("/admin/links").await.status, 303);
+    assert_eq!(olivia_elsewhere.get("/admin/links").await.status, 303);
+    assert_eq!(admin.get("/admin/links").await.status, 200);
+
+    // And the same through what `inklink user passwd` calls.
+    let mut olivia = Browser::new(&app);
+    assert_eq!(olivia.sign_in("olivia", "a-new-password").await.status, 303);
+    users::set_password(
+        &app.core.db,
+        &Username::parse("olivia").unwrap(),
+        &Password::parse("third-password").unwrap(),
+        &Actor::Cli,
+    )
+    .await
+    .unwrap();
+    assert_eq!(olivia.get("/admin/links").await.status, 303);
+}
+
+#[actix_web::test]
+async fn visitors_who_only_look_at_the_sign_in_form_store_nothing() {
+    let app = spawn_app().await;
+    let looks = (0..200).map(|_| {
+        let request = app.client.get(app.url("/admin/login"));
+        async move { request.send().await.unwrap().status().as_u16() }
+    });
+    assert!(join_all(looks).await.iter().all(|status| *status == 200));
+    assert_eq!(
+        admin_sessions::Entity::find()
+            .count(&app.core.db)
+            .await
+            .unwrap(),
+        0
+    );
+    // The form still works, and a form without the cookie is refused.
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("olivia", "operator-pass")
+            .await
+            .status,
+        303
+    );
+    let forged = app
+        .client
+        .post(app.url("/admin/login"))
+        .send_form(&[
+            ("csrf", "0".repeat(64).as_str()),
+            ("username", "olivia"),
+            ("password", "operator-pass"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
+}
+
+#[actix_web::test]
+async fn two_admins_disabling_each_other_at_once_leave_one_active_admin() {
+    // Arrange
+    let app = spawn_app().await;
+    let mut ada = signed_in_admin(&app).await;
+    add_user(&app, "bob", "bob-password", Role::Admin).await;
+    let mut bob = Browser::new(&app);
+    assert_eq!(bob.sign_in("bob", "bob-password").await.status, 303);
+    let id_of = |name: &'static str| {
+        let db = app.core.db.clone();
+        async move {
+            users::find(&db, &Username::parse(name).unwrap())
+                .await
+                .unwrap()
+                .unwrap()
+                .id
+        }
+    };
+    let (ada_id, bob_id) = (id_of("ada").await, id_of("bob").await);
+    let ada_csrf = ada.csrf("/admin/users").await;
+    let bob_csrf = bob.csrf("/admin/users").await;
+
+    for round in 0..5 {
+        // Act: each disables the other at the same moment.
+        let (disable_bob, disable_ada) = (
+            format!("/admin/users/{bob_id}/disable"),
+            format!("/admin/users/{ada_id}/disable"),
+        );
+        let (ada_form, bob_form) = ([("csrf", ada_csrf.as_str())], [("csrf", bob_csrf.as_str())]);
+        let (a, b) = tokio::join!(
+            ada.post(&disable_bob, &ada_form),
+            bob.post(&disable_ada, &bob_form),
+        );
+
+        // Assert: one of them won; the other was refused; an active admin is left.
+        let active = users::list(&app.core.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|u| u.role == Role::Admin && !u.disabled)
+            .count();
+        assert_eq!(active, 1, "round {round}: {} and {}", a.status, b.status);
+        let mut statuses = [a.status, b.status];
+        statuses.sort();
+        assert!(
+            statuses == [303, 422] || statuses == [303, 303],
+            "round {round}: {statuses:?}"
+        );
+        // Both again, for the next round.
+        for id in [ada_id, bob_id] {
+            users::change(&app.core.db, id, UserChange::Enable, None, &Actor::Cli)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[actix_web::test]
+async fn huge_page_numbers_get_an_answer_not_a_panic() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    for path in [
+        "/admin/links?sort=expiry&page=18446744073709551615",
+        "/admin/links?status=expired&page=18446744073709551615",
+        "/admin/links?page=99999999999999999999999",
+        "/admin/links?before=-9223372036854775808",
+        "/admin/audit?before=9223372036854775807",
+    ] {
+        let page = browser.get(path).await;
+        assert!(
+            page.status == 200 || page.status == 400 || page.status == 403,
+            "{path}: {}",
+            page.status
+        );
+    }
+}
+
+#[actix_web::test]
+async fn during_a_database_outage_admin_pages_are_the_503_page() {
+    // A SQLite file has no outage to speak of (a locked file still reads); the servers do.
+    let db = Arc::new(TestDb::create().await);
+    let Some(server) = db.server_addr() else {
+        return;
+    };
+    let proxy = TcpProxy::start(server).await;
+    let app = spawn_via(db.clone(), &proxy.url_for(&db.url), &[]).await;
+    let mut browser = signed_in(&app).await;
+    assert_eq!(browser.get("/admin/links").await.status, 200);
+
+    proxy.cut();
+    let page = browser.get("/admin/links").await;
+
+    assert_eq!(page.status, 503);
+    assert!(
+        page.body.contains("database could not be reached"),
+        "{}",
+        page.body
+    );
+    proxy.restore();
+    assert_eq!(browser.get("/admin/links").await.status, 200);
+}
