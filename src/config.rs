@@ -104,6 +104,12 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_ADMIN_HOSTS", default_value = "", global = true)]
     pub admin_hosts: crate::net::hosts::AdminHosts,
 
+    /// Serve the Prometheus metrics (/metrics) on this extra address only, such as
+    /// 127.0.0.1:9100, for a scraper that reaches it directly. Unset: /metrics answers on the
+    /// admin hosts (INKLINK_ADMIN_HOSTS), like the admin UI; elsewhere it is an unknown code
+    #[arg(long, env = "INKLINK_METRICS_LISTEN", global = true)]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Always mark the admin session cookie Secure (it is marked anyway when a trusted proxy
     /// says the request came over https) (set this when the admin UI is served over https)
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]

@@ -121,6 +121,7 @@ impl Application {
             Duration::from_secs(settings.cache_ttl),
             settings.redirect_status,
         );
+        tokio::spawn(carry_on_after_hangup());
         let sessions = DbSessionStore::new(core.db.clone());
         tokio::spawn(purge_sessions(sessions.clone(), core.db.clone()));
         let frontends = Arc::new(Frontends {
@@ -149,6 +150,9 @@ impl Application {
                 .configure(|cfg| routes::configure(cfg, &frontends))
         })
         .listen(listener)?;
+        if let Some(address) = settings.metrics_listen {
+            server = server.listen(TcpListener::bind(address)?)?;
+        }
         if let Some(workers) = settings.workers {
             server = server.workers(workers as usize);
         }
@@ -177,6 +181,20 @@ impl Application {
         let served = self.server.await;
         self.state.analytics.shutdown().await;
         served
+    }
+}
+
+/// SIGHUP ends a process that does not handle it, and logrotate-style setups send it to ask
+/// for reopened logs. inklink logs to standard error (the service manager's file), so there is
+/// nothing to reopen: it says so and goes on serving. SIGTERM and SIGINT stop it gracefully.
+async fn carry_on_after_hangup() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot handle SIGHUP; it would stop the server");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP: nothing to reload (logs go to standard error); still serving");
     }
 }
 

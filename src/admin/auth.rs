@@ -4,9 +4,9 @@
 use super::error::AdminError;
 use super::pages::{Frame, render};
 use crate::rules::Role;
-use crate::services::audit::Actor;
 use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
+use crate::services::{Actor, Principal};
 use crate::state::AppState;
 use actix_session::{Session, SessionExt};
 use actix_web::cookie::{Cookie, CookieJar, Key, SameSite};
@@ -61,7 +61,11 @@ impl CurrentUser {
     }
 
     pub fn actor(&self) -> Actor {
-        Actor::User(self.name.clone())
+        Actor::User(Principal {
+            id: self.id,
+            name: self.name.clone(),
+            role: self.role,
+        })
     }
 }
 

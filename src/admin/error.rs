@@ -17,6 +17,9 @@ pub enum AdminError {
     Csrf,
     #[error("there is nothing at this address")]
     NotFound,
+    /// The signed-in person may not do this to this thing; the message says why.
+    #[error("{0}")]
+    Denied(String),
     #[error("the database could not be reached; please try again")]
     Db(#[from] sea_orm::DbErr),
     #[error("the session could not be read or saved; please sign in again")]
@@ -35,8 +38,10 @@ pub enum AdminError {
 impl From<crate::services::links::LinkError> for AdminError {
     fn from(err: crate::services::links::LinkError) -> Self {
         use crate::services::links::LinkError;
+        let message = err.to_string();
         match err {
             LinkError::NotFound(_) => Self::NotFound,
+            LinkError::NotYours(_) => Self::Denied(message),
             LinkError::Db(db) => Self::Db(db),
             other => Self::Refused(other.to_string()),
         }
@@ -47,7 +52,7 @@ impl ResponseError for AdminError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::SignedOut => StatusCode::SEE_OTHER,
-            Self::Forbidden | Self::Csrf => StatusCode::FORBIDDEN,
+            Self::Forbidden | Self::Csrf | Self::Denied(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -4,7 +4,7 @@
 use super::error::ApiError;
 use crate::db::entities::api_keys;
 use crate::rules::{ApiToken, Role};
-use crate::services::{Actor, api_keys as keys};
+use crate::services::{Actor, Principal, api_keys as keys};
 use crate::state::AppState;
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
@@ -20,17 +20,11 @@ pub struct ApiCaller {
 
 impl ApiCaller {
     pub fn actor(&self) -> Actor {
-        Actor::ApiKey(self.key.name.clone())
-    }
-
-    /// Operator keys change only links they created; admin keys change any.
-    pub fn may_change(&self, creator: Option<&str>) -> Result<(), ApiError> {
-        if self.role == Role::Admin || creator == Some(self.key.name.as_str()) {
-            return Ok(());
-        }
-        Err(ApiError::Forbidden(
-            "this operator key may change only the links it created; use an admin key".into(),
-        ))
+        Actor::ApiKey(Principal {
+            id: self.key.id,
+            name: self.key.name.clone(),
+            role: self.role,
+        })
     }
 }
 

@@ -144,6 +144,7 @@ impl From<LinkError> for ApiError {
         match err {
             LinkError::Db(db) => Self::Unavailable(db),
             LinkError::NotFound(_) => Self::NotFound(message),
+            LinkError::NotYours(_) => Self::Forbidden(message),
             LinkError::CodeTaken(_) => Self::Conflict {
                 code: "code_taken",
                 message,

@@ -380,7 +380,7 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let patch: PatchLink = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
     let link = find(&state, &code).await?;
-    caller.may_change(link.creator.as_deref())?;
+    links::may_change(&caller.actor(), &link)?;
     if patch.version != link.version {
         return Err(ApiError::Conflict {
             code: "stale_version",
@@ -456,7 +456,7 @@ pub async fn revoke(
     code: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let link = find(&state, &code).await?;
-    caller.may_change(link.creator.as_deref())?;
+    links::may_change(&caller.actor(), &link)?;
     let short = ShortCode::parse(&link.compression_code).expect("a stored code parses");
     let link = match link.url_status {
         LinkStatus::Disabled => link,

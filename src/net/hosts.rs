@@ -57,6 +57,17 @@ impl AdminHosts {
         })
     }
 
+    /// Whether `req` came for an admin host (by its `Host`, never a forwarded-host header).
+    pub fn admit_request(&self, req: &actix_web::HttpRequest) -> bool {
+        let head = req.head();
+        let authority = head
+            .headers()
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .or_else(|| head.uri.authority().map(|authority| authority.as_str()));
+        self.admit(authority)
+    }
+
     /// A guard for the admin and API scopes: on any other host their paths fall through to
     /// the redirect, which answers them as unknown codes.
     pub fn guard(&self) -> impl Guard + 'static {

@@ -43,6 +43,36 @@ pub enum HostError {
     Invalid(String),
 }
 
+/// `host` as DNS compares it: lower-case, international names in punycode, without the
+/// trailing dot of a fully qualified name; IP addresses in their usual form. Every place that
+/// stores or compares one of our hosts goes through this, so that no other spelling of a host
+/// (`S.Example.COM.`, `ｓ.example.com`) passes for a different one.
+pub fn canonical(host: &str) -> Result<String, HostError> {
+    let invalid = || HostError::Invalid(host.to_owned());
+    let parsed = url::Host::parse(host).map_err(|_| invalid())?;
+    let url::Host::Domain(name) = parsed else {
+        return Ok(parsed.to_string());
+    };
+    let name = name.strip_suffix('.').unwrap_or(&name);
+    if name.is_empty() {
+        return Err(HostError::Empty);
+    }
+    // A host name: labels of letters, digits and inner hyphens (RFC 1123), 63 at most each and
+    // 253 in all. WHATWG URLs accept more (`*`, `"`, empty labels), DNS does not.
+    let label_ok = |label: &str| {
+        (1..=63).contains(&label.len())
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(invalid());
+    }
+    Ok(name.to_owned())
+}
+
 /// A host with an optional port, lower-case, IDN in punycode: `s.example.com`,
 /// `localhost:8080`, `[::1]:8080`.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -87,12 +117,7 @@ impl DomainHost {
                 Ok(port) => Some(port),
             },
         };
-        let host = url::Host::parse(&host_part)
-            .map_err(|_| HostError::Invalid(host_part.clone()))?
-            .to_string();
-        if host.is_empty() {
-            return Err(HostError::Empty);
-        }
+        let host = canonical(&host_part)?;
         Ok(Self { host, port })
     }
 

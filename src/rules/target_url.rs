@@ -83,7 +83,12 @@ impl TargetUrl {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(TargetUrlError::Credentials);
         }
+        if url.port() == Some(0) {
+            return Err(TargetUrlError::InvalidPort);
+        }
         let port = url.port_or_known_default();
+        // Compared as DNS compares names: another spelling of one of our hosts is that host.
+        let host = crate::rules::host::canonical(host).unwrap_or_else(|_| host.to_owned());
         if let Some(own) = rules
             .own_hosts
             .iter()

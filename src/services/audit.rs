@@ -1,17 +1,28 @@
 //! Who did what to which link, domain, user or key.
 
 use crate::db::{self, entities::audit_log};
+use crate::rules::Role;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect, Set,
 };
 
+/// A person or an API key acting, by id: names can repeat across the two (a key may be named
+/// like a user, or `cli`), ids cannot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+}
+
+/// Who does something: the command line and the server itself act as admins.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Actor {
     Cli,
     System,
-    User(String),
-    ApiKey(String),
+    User(Principal),
+    ApiKey(Principal),
 }
 
 impl Actor {
@@ -19,7 +30,7 @@ impl Actor {
         match self {
             Self::Cli => "cli",
             Self::System => "system",
-            Self::User(name) | Self::ApiKey(name) => name,
+            Self::User(who) | Self::ApiKey(who) => &who.name,
         }
     }
 
@@ -30,6 +41,26 @@ impl Actor {
             Self::User(_) => "user",
             Self::ApiKey(_) => "api_key",
         }
+    }
+
+    /// The id of the user or key acting; `None` for the CLI and the server itself.
+    pub fn id(&self) -> Option<i64> {
+        match self {
+            Self::Cli | Self::System => None,
+            Self::User(who) | Self::ApiKey(who) => Some(who.id),
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        match self {
+            Self::Cli | Self::System => true,
+            Self::User(who) | Self::ApiKey(who) => who.role == Role::Admin,
+        }
+    }
+
+    /// Whether this actor made something recorded as made by `kind` and `id`.
+    pub fn is(&self, kind: Option<&str>, id: Option<i64>) -> bool {
+        kind == Some(self.kind()) && id == self.id()
     }
 }
 

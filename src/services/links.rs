@@ -40,6 +40,8 @@ pub enum LinkError {
     DescriptionTooLong(usize),
     #[error("there is no link with the code '{0}'")]
     NotFound(String),
+    #[error("you may change only the links you created; ask an admin to change '{0}'")]
+    NotYours(String),
     #[error(transparent)]
     InvalidUrl(#[from] TargetUrlError),
     #[error(transparent)]
@@ -286,6 +288,8 @@ async fn insert_chunk(
             expires_at: Set(new.expires_at.map(db::to_stored)),
             strategy: Set(Strategy::Sequence),
             creator: Set(Some(actor.name().to_owned())),
+            creator_kind: Set(Some(actor.kind().to_owned())),
+            creator_id: Set(actor.id()),
             editor: Set(Some(actor.name().to_owned())),
             created_at: Set(now),
             edited_at: Set(now),
@@ -430,6 +434,8 @@ impl Draft<'_> {
             expires_at: Set(self.new.expires_at.map(db::to_stored)),
             strategy: Set(strategy),
             creator: Set(Some(self.actor.name().to_owned())),
+            creator_kind: Set(Some(self.actor.kind().to_owned())),
+            creator_id: Set(self.actor.id()),
             editor: Set(Some(self.actor.name().to_owned())),
             created_at: Set(now),
             edited_at: Set(now),
@@ -582,6 +588,15 @@ pub struct LinkChanges {
     pub redirect_status: Option<RedirectStatus>,
 }
 
+/// The one rule for every front end: admins (people, keys, the CLI) change any link;
+/// operators only the links they created themselves, whoever else shares their name.
+pub fn may_change(actor: &Actor, link: &url_map::Model) -> Result<(), LinkError> {
+    match actor.is_admin() || actor.is(link.creator_kind.as_deref(), link.creator_id) {
+        true => Ok(()),
+        false => Err(LinkError::NotYours(link.compression_code.to_string())),
+    }
+}
+
 /// An edit: new content, a new status, or both, applied together or not at all.
 #[derive(Clone, Debug, Default)]
 pub struct LinkEdit {
@@ -618,6 +633,7 @@ pub async fn edit(
     let link = find_by_code(&app.db, code)
         .await?
         .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+    may_change(actor, &link)?;
     if let Some(changes) = &edit.changes {
         check_fields(
             changes.description.as_deref(),
@@ -714,6 +730,7 @@ pub async fn delete(app: &Inklink, code: &ShortCode, actor: &Actor) -> Result<()
     let link = find_by_code(db, code)
         .await?
         .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
+    may_change(actor, &link)?;
     let txn = db.begin().await?;
     let result = async {
         url_map::ActiveModel {

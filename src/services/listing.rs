@@ -2,6 +2,7 @@
 //! front end.
 
 use crate::db::entities::url_map::{self, LinkStatus};
+use sea_orm::sea_query::LikeExpr;
 use sea_orm::{
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Select,
@@ -57,6 +58,22 @@ pub fn text(value: &str) -> Option<String> {
     Some(value.trim().to_owned()).filter(|value| !value.is_empty())
 }
 
+/// A LIKE pattern for text containing `text` literally: `%` and `_` typed into the search
+/// box are characters to find, not wildcards. (`!` escapes: a backslash is itself an escape
+/// inside MySQL's string literals.)
+fn containing(text: &str) -> LikeExpr {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '!') {
+            pattern.push('!');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    LikeExpr::new(pattern).escape('!')
+}
+
 impl LinkFilter {
     /// True when any part of the filter narrows the list (the order aside).
     pub fn narrows(&self) -> bool {
@@ -103,9 +120,9 @@ impl LinkFilter {
         if let Some(q) = &self.text {
             condition = condition.add(
                 Condition::any()
-                    .add(url_map::Column::CompressionCode.contains(q))
-                    .add(url_map::Column::LongUrl.contains(q))
-                    .add(url_map::Column::Description.contains(q)),
+                    .add(url_map::Column::CompressionCode.like(containing(q)))
+                    .add(url_map::Column::LongUrl.like(containing(q)))
+                    .add(url_map::Column::Description.like(containing(q))),
             );
         }
         condition

@@ -10,4 +10,4 @@ pub mod secret;
 pub mod signin;
 pub mod users;
 
-pub use audit::Actor;
+pub use audit::{Actor, Principal};

@@ -13,7 +13,7 @@
 //! of tries long before anyone else's does (OWASP ASVS 2.2.1: anti-automation that cannot be
 //! turned into a denial of service). A successful sign-in gives its tries back.
 
-use super::audit::{self, Actor, Entry};
+use super::audit::{self, Actor, Entry, Principal};
 use super::secret::random_hex;
 use super::users::{self, verify_password};
 use crate::db::entities::{login_throttle, users as user_rows};
@@ -253,7 +253,11 @@ async fn record_sign_in(
     .await?;
     audit::record(
         db,
-        &Actor::User(user.username.clone()),
+        &Actor::User(Principal {
+            id: user.id,
+            name: user.username.clone(),
+            role: user.role,
+        }),
         Entry {
             action: "user.sign_in",
             target_kind: "user",

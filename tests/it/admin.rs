@@ -410,7 +410,8 @@ async fn a_link_is_created_through_the_form_and_bad_input_is_kept_with_its_error
 #[actix_web::test]
 async fn disabling_from_the_list_takes_effect_at_once() {
     let app = spawn_app().await;
-    let mut browser = signed_in(&app).await;
+    // An admin: operators change only their own links, and this one was made by the CLI.
+    let mut browser = signed_in_admin(&app).await;
     let code = create_link(&app, "https://example.com/now")
         .await
         .link
@@ -690,7 +691,8 @@ fn field_value(body: &str, name: &str) -> String {
 #[actix_web::test]
 async fn a_link_is_edited_and_a_stale_edit_is_refused() {
     let app = spawn_app().await;
-    let mut browser = signed_in(&app).await;
+    // An admin: operators change only their own links, and this one was made by the CLI.
+    let mut browser = signed_in_admin(&app).await;
     let code = create_link(&app, "https://example.com/before")
         .await
         .link
@@ -708,7 +710,7 @@ async fn a_link_is_edited_and_a_stale_edit_is_refused() {
 
     // Someone else saves first…
     let mut colleague = Browser::new(&app);
-    add_user(&app, "carl", "carl-password", Role::Operator).await;
+    add_user(&app, "carl", "carl-password", Role::Admin).await;
     colleague.sign_in("carl", "carl-password").await;
     let their_form = colleague.get(&path).await;
     let saved = colleague
@@ -787,7 +789,8 @@ async fn a_link_is_edited_and_a_stale_edit_is_refused() {
 #[actix_web::test]
 async fn a_deleted_link_leaves_the_list_answers_404_and_its_code_stays_taken() {
     let app = spawn_app().await;
-    let mut browser = signed_in(&app).await;
+    // An admin: operators change only their own links, and this one was made by the CLI.
+    let mut browser = signed_in_admin(&app).await;
     let code = create_link(&app, "https://example.com/gone")
         .await
         .link
@@ -1318,9 +1321,17 @@ async fn the_list_filters_by_domain_creator_and_expiry_and_sorts_by_expiry() {
                 expires_at: in_secs.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
                 ..inklink::services::links::NewLink::to(target)
             };
-            inklink::services::links::create(&app.core, new, &Actor::User(by.into()))
-                .await
-                .unwrap();
+            inklink::services::links::create(
+                &app.core,
+                new,
+                &Actor::User(inklink::services::Principal {
+                    id: 9,
+                    name: by.into(),
+                    role: inklink::rules::Role::Operator,
+                }),
+            )
+            .await
+            .unwrap();
         }
     };
     make("https://example.com/late", None, Some(86_400 * 30), "ann").await;

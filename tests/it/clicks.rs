@@ -416,3 +416,77 @@ fn days_begin_at_local_midnight_even_across_clock_changes() {
     let (start, _) = day_range(skipped, santiago).unwrap();
     assert_eq!(start, at("2026-09-06 04:00"));
 }
+
+#[actix_web::test]
+async fn sighup_leaves_the_server_serving_and_sigterm_still_stops_it() {
+    let db = Arc::new(TestDb::create().await);
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/h", "--code", "hup"],
+    ));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"))
+        .current_dir(std::env::temp_dir())
+        .env("INKLINK_DATABASE_URL", &db.url)
+        .env("INKLINK_SECRET", "test-secret")
+        .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
+        .env("INKLINK_SPOOL_DIR", db.spool_dir())
+        .env_remove("INKLINK_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = crate::support::client();
+    let base = format!("http://127.0.0.1:{port}");
+    let answers = || async {
+        client
+            .get(format!("{base}/hup"))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .ok()
+    };
+    for _ in 0..100 {
+        if answers().await.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answers().await, Some(302), "the server came up");
+    let pid = server.id().to_string();
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap()
+            .success()
+    };
+
+    assert!(signal("-HUP"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "SIGHUP stopped the server"
+    );
+    assert_eq!(answers().await, Some(302));
+
+    assert!(signal("-TERM"));
+    let mut status = None;
+    for _ in 0..300 {
+        if let Some(exit) = server.try_wait().unwrap() {
+            status = Some(exit);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = status.unwrap_or_else(|| {
+        let _ = server.kill();
+        panic!("the server did not exit after SIGTERM")
+    });
+    assert!(status.success(), "exit status {status}");
+}

@@ -2,6 +2,7 @@
 //! found when inklink was tried as an attacker would.
 
 use crate::admin::{Browser, add_user, signed_in, signed_in_admin};
+use crate::api::Api;
 use crate::support::{
     TcpProxy, TestApp, TestDb, create_link, spawn_app, spawn_app_with, spawn_via,
 };
@@ -11,10 +12,15 @@ use futures_util::future::join_all;
 use inklink::admin::session_store::DbSessionStore;
 use inklink::analytics::spool::Spool;
 use inklink::db::entities::admin_sessions;
-use inklink::rules::{Password, Role, Username};
-use inklink::services::Actor;
+use inklink::db::entities::url_map;
+use inklink::rules::KeyName;
+use inklink::rules::{
+    DomainHost, OwnHost, Password, Role, TargetUrl, TargetUrlError, UrlRules, Username,
+};
 use inklink::services::signin::{NEW_ADDRESS_LIMIT, PAIR_LIMIT};
 use inklink::services::users::{self, UserChange};
+use inklink::services::{Actor, Principal, api_keys, links, listing};
+use migration::{Migrator, MigratorTrait};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use std::collections::HashMap;
 use std::io::Write;
@@ -403,4 +409,298 @@ async fn during_a_database_outage_admin_pages_are_the_503_page() {
     );
     proxy.restore();
     assert_eq!(browser.get("/admin/links").await.status, 200);
+}
+
+#[test]
+fn hosts_are_compared_as_dns_compares_them() {
+    // One normal form for our hosts…
+    assert_eq!(
+        DomainHost::parse("S.Example.COM.").unwrap().to_string(),
+        "s.example.com"
+    );
+    assert_eq!(
+        DomainHost::parse("bücher.example:8443")
+            .unwrap()
+            .to_string(),
+        "xn--bcher-kva.example:8443"
+    );
+    // …and no host that DNS would not resolve.
+    for bad in [
+        "a\"b.com",
+        "*.example.com",
+        "a..b.com",
+        "-a.example.com",
+        "a_b.example.com",
+    ] {
+        assert!(DomainHost::parse(bad).is_err(), "{bad} was accepted");
+    }
+    // A target on our host, written another way, is still a loop.
+    let own = [OwnHost {
+        host: "s.example.com".into(),
+        port: None,
+    }];
+    let rules = UrlRules {
+        max_length: 4096,
+        own_hosts: &own,
+    };
+    for looping in [
+        "https://S.EXAMPLE.COM/x",
+        "https://s.example.com./x",
+        "http://s.example.com.:8080/x",
+        "https://%73.example.com/x",
+    ] {
+        assert!(
+            matches!(
+                TargetUrl::parse(looping, &rules),
+                Err(TargetUrlError::OwnDomain(_))
+            ),
+            "{looping}"
+        );
+    }
+    assert!(matches!(
+        TargetUrl::parse("https://example.com:0/x", &rules),
+        Err(TargetUrlError::InvalidPort)
+    ));
+}
+
+#[actix_web::test]
+async fn percent_and_underscore_in_a_search_are_characters_not_wildcards() {
+    let app = spawn_app().await;
+    for url in [
+        "https://example.com/a_b",
+        "https://example.com/100%25-off",
+        "https://example.com/plain",
+    ] {
+        create_link(&app, url).await;
+    }
+    let mut browser = signed_in(&app).await;
+    let rows = |body: &str| body.matches("class=\"target\"").count();
+    assert_eq!(rows(&browser.get("/admin/links?q=_").await.body), 1);
+    assert_eq!(rows(&browser.get("/admin/links?q=%25").await.body), 1);
+    assert_eq!(rows(&browser.get("/admin/links?q=!").await.body), 0);
+    assert_eq!(rows(&browser.get("/admin/links?q=example").await.body), 3);
+}
+
+#[actix_web::test]
+async fn metrics_answer_only_on_the_admin_hosts_or_their_own_address() {
+    let app = spawn_app_with(&["--admin-hosts", "admin.example.test"]).await;
+    let status_on = |host: &'static str| {
+        let request = app
+            .client
+            .get(app.url("/metrics"))
+            .insert_header(("host", host))
+            .insert_header(("x-forwarded-host", "admin.example.test"));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status_on("s.example.test").await, 404);
+    assert_eq!(status_on("admin.example.test").await, 200);
+
+    // On a separate address, and only there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let app = spawn_app_with(&["--metrics-listen", &address]).await;
+    let main = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(main.status().as_u16(), 404);
+    let mut scrape = app
+        .client
+        .get(format!("http://{address}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scrape.status().as_u16(), 200);
+    let body = scrape.body().await.unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("inklink_"));
+}
+
+fn operator(id: i64, name: &str) -> Principal {
+    Principal {
+        id,
+        name: name.to_owned(),
+        role: Role::Operator,
+    }
+}
+
+async fn link_by(app: &TestApp, url: &str, actor: &Actor) -> String {
+    let target = links::parse_target(&app.core, url).await.unwrap();
+    links::create(&app.core, links::NewLink::to(target), actor)
+        .await
+        .unwrap()
+        .link
+        .compression_code
+        .to_string()
+}
+
+#[actix_web::test]
+async fn a_key_named_like_a_user_or_the_cli_cannot_change_their_links() {
+    // Arrange: links by the user 'admin' and by the CLI; operator keys named 'admin' and 'cli'.
+    let app = spawn_app().await;
+    add_user(&app, "admin", "admin-password", Role::Admin).await;
+    let admin = users::find(&app.core.db, &Username::parse("admin").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let by_admin = link_by(
+        &app,
+        "https://example.com/admins",
+        &Actor::User(Principal {
+            id: admin.id,
+            name: "admin".into(),
+            role: Role::Admin,
+        }),
+    )
+    .await;
+    let by_cli = link_by(&app, "https://example.com/clis", &Actor::Cli).await;
+    let key_admin = Api::with_role(&app, "admin", Role::Operator).await;
+    let key_cli = Api::with_role(&app, "cli", Role::Operator).await;
+
+    // Act and assert: neither key may change the other principal's link…
+    for (api, code) in [(&key_admin, &by_admin), (&key_cli, &by_cli)] {
+        let reply = api
+            .call("DELETE", &format!("/api/v1/links/{code}"), None)
+            .await;
+        assert_eq!(reply.status, 403, "{}", reply.body);
+    }
+    // …but each changes the links it made itself.
+    let created = key_admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(serde_json::json!({"url": "https://example.com/keys-own"})),
+        )
+        .await;
+    let own = created.body["code"].as_str().unwrap().to_owned();
+    let reply = key_admin
+        .call("DELETE", &format!("/api/v1/links/{own}"), None)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+#[actix_web::test]
+async fn operators_change_only_their_own_links_in_the_admin_ui_too() {
+    // Arrange: a link by the CLI, and olivia signed in as an operator.
+    let app = spawn_app().await;
+    let theirs = link_by(&app, "https://example.com/theirs", &Actor::Cli).await;
+    let mut olivia = signed_in(&app).await;
+    let csrf = olivia.csrf("/admin/links/new").await;
+    let made = olivia
+        .post(
+            "/admin/links",
+            &[("csrf", &csrf), ("url", "https://example.com/olivias")],
+        )
+        .await;
+    assert_eq!(made.status, 303);
+    let mine = listing::list(
+        &app.core.db,
+        &Default::default(),
+        listing::Order::Newest,
+        listing::Paging::Before(None),
+        1,
+    )
+    .await
+    .unwrap()[0]
+        .compression_code
+        .to_string();
+
+    // Act and assert: someone else's link is refused, her own is not.
+    for action in ["disable", "enable"] {
+        let page = olivia
+            .post(
+                &format!("/admin/links/{theirs}/{action}"),
+                &[("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(page.status, 403, "{action}");
+    }
+    let page = olivia
+        .post(&format!("/admin/links/{theirs}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(page.status, 403);
+    let page = olivia
+        .post(&format!("/admin/links/{mine}/disable"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(page.status, 303);
+    // An admin changes anyone's.
+    let mut ada = signed_in_admin(&app).await;
+    let csrf = ada.csrf("/admin/links").await;
+    let page = ada
+        .post(
+            &format!("/admin/links/{theirs}/disable"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(page.status, 303);
+}
+
+#[actix_web::test]
+async fn existing_links_get_their_creator_by_id_when_the_migration_runs() {
+    // Arrange: a user and a key both named 'alice', and the CLI, each made a link.
+    let app = spawn_app().await;
+    let db = &app.core.db;
+    add_user(&app, "alice", "alice-password", Role::Operator).await;
+    let user = users::find(db, &Username::parse("alice").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let key = api_keys::create(
+        db,
+        &KeyName::parse("alice").unwrap(),
+        Role::Operator,
+        None,
+        &Actor::System,
+    )
+    .await
+    .unwrap()
+    .key;
+    link_by(
+        &app,
+        "https://example.com/u",
+        &Actor::User(operator(user.id, "alice")),
+    )
+    .await;
+    link_by(
+        &app,
+        "https://example.com/k",
+        &Actor::ApiKey(operator(key.id, "alice")),
+    )
+    .await;
+    link_by(&app, "https://example.com/c", &Actor::Cli).await;
+    let creators = || async {
+        let mut rows: Vec<_> = url_map::Entity::find()
+            .all(db)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.long_url, l.creator_kind, l.creator_id))
+            .collect();
+        rows.sort();
+        rows
+    };
+    let made = creators().await;
+    assert_eq!(
+        made,
+        [
+            ("https://example.com/c".into(), Some("cli".into()), None),
+            (
+                "https://example.com/k".into(),
+                Some("api_key".into()),
+                Some(key.id)
+            ),
+            (
+                "https://example.com/u".into(),
+                Some("user".into()),
+                Some(user.id)
+            ),
+        ]
+    );
+
+    // Act: as if they were made before the principal was recorded.
+    Migrator::down(db, Some(1)).await.unwrap();
+    Migrator::up(db, None).await.unwrap();
+
+    // Assert
+    assert_eq!(creators().await, made);
 }

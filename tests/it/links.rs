@@ -19,7 +19,16 @@ async fn new_link(app: &TestApp, url: &str) -> NewLink {
 }
 
 async fn create(app: &TestApp, new: NewLink) -> Result<links::SavedLink, LinkError> {
-    links::create(&app.core, new, &Actor::User("alice".into())).await
+    links::create(
+        &app.core,
+        new,
+        &Actor::User(inklink::services::Principal {
+            id: 1,
+            name: "alice".into(),
+            role: inklink::rules::Role::Operator,
+        }),
+    )
+    .await
 }
 
 #[actix_web::test]
@@ -324,7 +333,11 @@ async fn changes_are_audited() {
         &app.core,
         &code,
         LinkStatus::Disabled,
-        &Actor::User("bob".into()),
+        &Actor::User(inklink::services::Principal {
+            id: 2,
+            name: "bob".into(),
+            role: inklink::rules::Role::Admin,
+        }),
     )
     .await
     .unwrap();
@@ -333,7 +346,11 @@ async fn changes_are_audited() {
         &app.core,
         &code,
         LinkStatus::Disabled,
-        &Actor::User("bob".into()),
+        &Actor::User(inklink::services::Principal {
+            id: 2,
+            name: "bob".into(),
+            role: inklink::rules::Role::Admin,
+        }),
     )
     .await
     .unwrap();

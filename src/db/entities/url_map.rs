@@ -57,7 +57,12 @@ pub struct Model {
     pub redirect_status: Option<i16>,
     pub expires_at: Option<DateTime>,
     pub strategy: Strategy,
+    /// The creator's name as it was, for display and filters.
     pub creator: Option<String>,
+    /// Who created the link, by kind (`user`, `api_key`, `cli`) and id: what ownership is
+    /// decided by.
+    pub creator_kind: Option<String>,
+    pub creator_id: Option<i64>,
     pub editor: Option<String>,
     pub created_at: DateTime,
     pub edited_at: DateTime,
