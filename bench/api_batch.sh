@@ -42,6 +42,7 @@ esac
 cd "$WORK"
 export INKLINK_DATABASE_URL="$DB_URL" INKLINK_LISTEN="127.0.0.1:$PORT" INKLINK_LOG=warn \
   INKLINK_SPOOL_DIR="$WORK" INKLINK_ADMIN_PASSWORD=bench-admin-password INKLINK_API_RATE_LIMIT=100000
+"$BIN" migrate >/dev/null
 KEY=$("$BIN" apikey add bench --role admin)
 "$BIN" & PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done

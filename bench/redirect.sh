@@ -117,6 +117,7 @@ with open(f"{work}/ips.txt", "w") as f:
         f.write(f"{random.choice([1, 14, 27, 36, 39, 42, 58, 61, 101, 110, 112, 113, 117, 120, 183, 202, 203, 211, 218, 223])}.{random.randrange(256)}.{random.randrange(256)}.{random.randrange(1, 255)}\n")
 print(f"{len(uas)} user agents, 10000 client addresses")
 PY
+"$BIN" migrate >/dev/null
 start=$(date +%s.%N)
 for part in "$WORK"/links-*.csv; do
   "$BIN" link import "$part" --results "${part%.csv}.results" >/dev/null 2>"$WORK/import.log" \

@@ -19,8 +19,16 @@ SERVER=""
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 export INKLINK_DATABASE_URL="sqlite://$WORK/bench.db?mode=rwc" INKLINK_LISTEN="127.0.0.1:$PORT" \
-  INKLINK_LOG=error INKLINK_SPOOL_DIR="$WORK" INKLINK_ADMIN_PASSWORD=bench-password-1
+  INKLINK_LOG=error INKLINK_SPOOL_DIR="$WORK" INKLINK_ADMIN_PASSWORD=bench-password-1 \
+  INKLINK_TRUSTED_PROXIES=127.0.0.1
+"$BIN" migrate >/dev/null
 CODE=$("$BIN" link add https://example.com/landing | sed 's|.*/||')
+# One person per connection, each from an address of their own: every sign-in succeeds and
+# passes the throttle (which holds one account from one address to 5 tries at a time), so each
+# costs a full argon2 check.
+for i in $(seq 1 "$SIGNINS"); do
+  echo bench-password-1 | "$BIN" user add "user$i" --role operator >/dev/null
+done
 "$BIN" & SERVER=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 
@@ -30,10 +38,15 @@ curl -s -c "$WORK/jar" "http://127.0.0.1:$PORT/admin/login" -o "$WORK/login.html
 CSRF=$(sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' "$WORK/login.html")
 COOKIE=$(awk '$6 == "inklink_login" { print $6 "=" $7 }' "$WORK/jar")
 cat > "$WORK/signin.lua" <<LUA
-wrk.method = "POST"
-wrk.body = "csrf=$CSRF&username=admin&password=bench-password-1"
-wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
-wrk.headers["Cookie"] = "$COOKIE"
+local n = 0
+request = function()
+  n = n % $SIGNINS + 1
+  return wrk.format("POST", "/admin/login", {
+    ["Content-Type"] = "application/x-www-form-urlencoded",
+    ["Cookie"] = "$COOKIE",
+    ["X-Forwarded-For"] = "10.0.0." .. n,
+  }, "csrf=$CSRF&username=user" .. n .. "&password=bench-password-1")
+end
 LUA
 status=$(curl -s -o /dev/null -w '%{http_code}' -b "$COOKIE" --data "csrf=$CSRF&username=admin&password=bench-password-1" "http://127.0.0.1:$PORT/admin/login")
 [ "$status" = 303 ] || { echo "the benchmark's sign-in failed with $status" >&2; exit 1; }
@@ -52,10 +65,10 @@ LOAD=$!
 sleep 2
 read -r l_rps l_p50 l_p99 < <(measure)
 wait "$LOAD"
-signins=$(awk '/requests in/ { print $1 }' "$WORK/signins.txt")
+signins=$(awk '/requests in/ { total = $1 } /Non-2xx or 3xx/ { bad = $5 } END { print total - bad }' "$WORK/signins.txt")
 
 echo "redirects (wrk -t1 -c32) with and without $SIGNINS parallel sign-ins"
 printf '%-24s %12s %10s %10s\n' "" "requests/s" "p50 ms" "p99 ms"
 printf '%-24s %12s %10s %10s\n' "no sign-ins" "$q_rps" "$q_p50" "$q_p99"
 printf '%-24s %12s %10s %10s\n' "$SIGNINS sign-ins at once" "$l_rps" "$l_p50" "$l_p99"
-python3 -c "print(f'p99 ratio: {$l_p99 / $q_p99:.2f}x (goal: at most 2x); sign-ins answered meanwhile: $signins')"
+python3 -c "print(f'p99 ratio: {$l_p99 / $q_p99:.2f}x (goal: at most 2x); successful sign-ins meanwhile: $signins')"

@@ -104,8 +104,12 @@ pub enum StatsAction {
 pub enum MigrateAction {
     /// Apply every pending migration
     Up,
-    /// Revert the most recent migration
-    Down,
+    /// Revert the most recent migration (drops what it added, with its data)
+    Down {
+        /// Revert it: without this flag nothing is changed
+        #[arg(long)]
+        yes: bool,
+    },
     /// List migrations and whether each is applied
     Status,
 }
@@ -136,9 +140,10 @@ pub enum LinkAction {
         /// Expiry as an RFC 3339 date-time, e.g. 2026-12-31T23:59:59+08:00
         #[arg(long)]
         expires: Option<String>,
+        /// A note for the people who manage the link (shown in the admin UI and exports)
         #[arg(long)]
         description: Option<String>,
-        /// How to make the code when no --code is given
+        /// How to make the code when no --code is given (custom needs --code)
         #[arg(long, value_enum, default_value = "sequence")]
         strategy: Strategy,
         /// Redirect status for this link (default: INKLINK_REDIRECT_STATUS)
@@ -185,7 +190,26 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let command = config::with_file_defaults(Cli::command(), &args)?;
     let matches = command.try_get_matches_from(args)?;
-    Ok(Cli::from_arg_matches(&matches)?)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    // `link add --redirect-status` shares its name with the server-wide option, whose default
+    // (302, INKLINK_REDIRECT_STATUS, the file) clap hands down to the subcommand: only a flag
+    // typed on the command line is the link's own status; otherwise the link follows the
+    // server's, as links made through the API and the import do.
+    if let Some(Command::Link {
+        action: LinkAction::Add {
+            redirect_status, ..
+        },
+    }) = &mut cli.command
+    {
+        let typed = matches
+            .subcommand_matches("link")
+            .and_then(|link| link.subcommand_matches("add"))
+            .and_then(|add| add.value_source("redirect_status"));
+        if typed != Some(clap::parser::ValueSource::CommandLine) {
+            *redirect_status = None;
+        }
+    }
+    Ok(cli)
 }
 
 pub fn parse() -> Result<Cli, ConfigError> {
@@ -194,7 +218,13 @@ pub fn parse() -> Result<Cli, ConfigError> {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = cli.settings;
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    // Only these two make a database; the others work on one that is there, and must not
+    // leave an empty inklink.db behind in whatever directory they were run from.
+    if !matches!(command, Command::Serve | Command::Migrate { .. }) {
+        startup::existing_sqlite_file(&settings.database_url)?;
+    }
+    match command {
         Command::Serve => serve(startup::open(settings).await?).await,
         Command::Migrate { action } => {
             let db = startup::connect(&settings).await?;
@@ -213,11 +243,11 @@ async fn serve(core: Inklink) -> anyhow::Result<()> {
         .await
         .context("cannot create the first admin user")?;
     if let Some(password) = generated {
-        tracing::warn!(
-            "created the admin user '{}' with the password {password} — it is shown only now; \
-             change it with `inklink user passwd {}`",
-            users::FIRST_ADMIN,
-            users::FIRST_ADMIN
+        // On standard error whatever the log level: it is shown this once.
+        eprintln!(
+            "inklink: created the admin user '{admin}' with the password {password}\n\
+             inklink: it is shown only now; change it with: inklink user passwd {admin}",
+            admin = users::FIRST_ADMIN,
         );
     }
     if core.settings.admin_hosts.is_restricted() {
@@ -233,10 +263,16 @@ async fn serve(core: Inklink) -> anyhow::Result<()> {
 
 async fn migrate(db: &sea_orm::DatabaseConnection, action: MigrateAction) -> anyhow::Result<()> {
     match action {
-        MigrateAction::Up => Migrator::up(db, None).await?,
-        MigrateAction::Down => Migrator::down(db, Some(1)).await?,
+        MigrateAction::Up => crate::db::migrate_up(db).await?,
+        MigrateAction::Down { yes: false } => bail!(
+            "`inklink migrate down` reverts the newest migration: it drops what that migration \
+             added (tables or columns) with their data, and the running servers then fail. \
+             Take a backup first, then run `inklink migrate down --yes`"
+        ),
+        MigrateAction::Down { yes: true } => Migrator::down(db, Some(1)).await?,
         MigrateAction::Status => {}
     }
+    crate::db::check_not_newer(db).await?;
     let migrations = Migrator::get_migration_with_status(db).await?;
     let mut out = std::io::stdout().lock();
     for migration in migrations {

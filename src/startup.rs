@@ -35,6 +35,33 @@ pub enum StartupError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error(
+        "the spool directory {dir} is not usable ({source}); clicks could not be kept there while the database is away. Set INKLINK_SPOOL_DIR to a directory inklink can write"
+    )]
+    Spool { dir: String, source: std::io::Error },
+    #[error(
+        "there is no inklink database at {path} (INKLINK_DATABASE_URL is {url}); run the command where the server's database is, set INKLINK_DATABASE_URL, or create a database with `inklink migrate`"
+    )]
+    NoDatabase { path: String, url: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// For the commands that work on an existing database: a SQLite file must be there already
+/// (connecting would create an empty one, and a short URL printed from it would never work).
+pub fn existing_sqlite_file(url: &str) -> Result<(), StartupError> {
+    match db::sqlite_file(url) {
+        Some(path) if !path.exists() => {
+            let shown = std::env::current_dir()
+                .map(|dir| dir.join(&path))
+                .unwrap_or(path);
+            Err(StartupError::NoDatabase {
+                path: shown.display().to_string(),
+                url: redact(url),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Connects, applies pending migrations, loads (or creates) the secret, and on an empty
@@ -107,14 +134,20 @@ impl Application {
         let listener =
             TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
         Self::with_listener(Arc::new(core), listener)
-            .map_err(|source| StartupError::Listen { addr, source })
     }
 
     /// Serves on a listener the caller bound (tests bind port 0), and starts every background
     /// task of the server: the link lookups and change watcher, the click pipeline, and the
     /// session purge.
-    pub fn with_listener(core: Arc<Inklink>, listener: TcpListener) -> std::io::Result<Self> {
+    pub fn with_listener(core: Arc<Inklink>, listener: TcpListener) -> Result<Self, StartupError> {
         let settings = core.settings.clone();
+        // Found now, not during an outage, when the clicks would have nowhere to go.
+        crate::analytics::spool::check_dir(&settings.spool_dir).map_err(|source| {
+            StartupError::Spool {
+                dir: settings.spool_dir.display().to_string(),
+                source,
+            }
+        })?;
         let resolver = LinkResolver::start(
             core.db.clone(),
             core.link_cache.clone(),
@@ -150,8 +183,10 @@ impl Application {
                 .configure(|cfg| routes::configure(cfg, &frontends))
         })
         .listen(listener)?;
-        if let Some(address) = settings.metrics_listen {
-            server = server.listen(TcpListener::bind(address)?)?;
+        if let Some(addr) = settings.metrics_listen {
+            let metrics =
+                TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
+            server = server.listen(metrics)?;
         }
         if let Some(workers) = settings.workers {
             server = server.workers(workers as usize);

@@ -295,7 +295,9 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
 fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
     let field = match err {
         LinkError::NotFound(_) | LinkError::Db(_) => return Err(err.into()),
-        LinkError::CodeTaken(_) | LinkError::InvalidCode(_) => "code",
+        LinkError::CodeTaken(_) | LinkError::InvalidCode(_) | LinkError::CustomWithoutCode => {
+            "code"
+        }
         LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
             "domain"
         }

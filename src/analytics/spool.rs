@@ -132,6 +132,15 @@ impl Spool {
     }
 }
 
+/// Fails unless a spool file can be written in `dir` (made if missing).
+pub fn check_dir(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".inklink-write-test-{}", std::process::id()));
+    let written = File::create(&probe).and_then(|mut file| file.write_all(b"\n"));
+    let _ = std::fs::remove_file(&probe);
+    written
+}
+
 /// Whether the file's last byte is not a line end (a write cut short by a crash).
 fn ends_mid_line(file: &File) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;

@@ -161,6 +161,7 @@ impl From<LinkError> for ApiError {
                 Self::invalid("invalid_value", message, "description")
             }
             LinkError::InvalidUrl(_) => Self::invalid("invalid_url", message, "url"),
+            LinkError::CustomWithoutCode => Self::invalid("invalid_code", message, "code"),
             LinkError::InvalidCode(_) => Self::invalid("invalid_code", message, "code"),
             LinkError::Exhausted(_) | LinkError::NoFreeCode => Self::Conflict {
                 code: "no_free_code",

@@ -14,7 +14,40 @@ use std::time::Duration;
 
 pub use sea_orm::DatabaseConnection as Db;
 
+/// The file of a SQLite database URL (`sqlite://inklink.db?mode=rwc` → `inklink.db`); `None`
+/// for other databases and in-memory ones.
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" || query.contains("mode=memory") {
+        return None;
+    }
+    Some(std::path::PathBuf::from(path))
+}
+
+/// Makes a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
+/// the same permissions): it holds password hashes, keys and visitors' addresses.
+fn create_private(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => Err(err),
+        _ => Ok(()),
+    }
+}
+
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    if let Some(path) = sqlite_file(url).filter(|path| !path.exists())
+        && url.contains("mode=rwc")
+        && let Err(err) = create_private(&path)
+    {
+        tracing::debug!(error = %err, path = %path.display(), "could not create the SQLite file");
+    }
     let mut options = ConnectOptions::new(url);
     options
         .max_connections(max_connections)
@@ -81,7 +114,41 @@ pub async fn click_writer_connection(db: &DatabaseConnection, url: &str) -> Data
 /// Applies pending migrations. Several instances may start at once on one database: the
 /// loser of that race fails on a table the winner just made, so it waits and looks again
 /// until the winner has finished (or gives up after about 30 seconds).
+/// Refuses a database that a newer inklink migrated: this binary would not know its schema
+/// (and sea-orm would only say that "a migration file is missing", once per retry).
+pub async fn check_not_newer(db: &DatabaseConnection) -> Result<(), DbErr> {
+    use sea_orm::{ConnectionTrait, Statement};
+    let known: Vec<String> = Migrator::migrations()
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect();
+    let select = Statement::from_string(
+        db.get_database_backend(),
+        "SELECT version FROM seaql_migrations",
+    );
+    // No table yet: a new database.
+    let Ok(rows) = db.query_all_raw(select).await else {
+        return Ok(());
+    };
+    let mut unknown: Vec<String> = rows
+        .iter()
+        .filter_map(|row| row.try_get_by_index::<String>(0).ok())
+        .filter(|version| !known.contains(version))
+        .collect();
+    unknown.sort();
+    match unknown.last() {
+        None => Ok(()),
+        Some(newest) => Err(DbErr::Custom(format!(
+            "the database was migrated by a newer inklink: its schema goes up to {newest}, this \
+             binary knows up to {}. Run the newer inklink, or restore the backup taken before \
+             the upgrade",
+            known.last().map_or("nothing", String::as_str)
+        ))),
+    }
+}
+
 pub async fn migrate_up(db: &DatabaseConnection) -> Result<(), DbErr> {
+    check_not_newer(db).await?;
     const ATTEMPTS: u32 = 60;
     let mut attempt = 0;
     loop {

@@ -50,6 +50,8 @@ pub enum LinkError {
     Exhausted(#[from] CodeSpaceExhausted),
     #[error("no free code was found for this URL; try again or choose a custom code")]
     NoFreeCode,
+    #[error("a custom code was asked for, but no code was given; give the code you want")]
+    CustomWithoutCode,
     #[error(
         "the link '{0}' was changed by someone else since you opened it; reload it and make your change again"
     )]
@@ -236,6 +238,9 @@ pub async fn create_many(
 }
 
 fn check_new(new: &NewLink) -> Result<(), LinkError> {
+    if new.strategy == Strategy::Custom && new.custom_code.is_none() {
+        return Err(LinkError::CustomWithoutCode);
+    }
     check_fields(new.description.as_deref(), new.expires_at, None)
 }
 

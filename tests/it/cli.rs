@@ -390,7 +390,11 @@ async fn migrations_go_up_down_and_report_status() {
     );
     let up = ok(inklink(&db, &["migrate"]));
     assert!(up.contains("applied"), "{up}");
-    let down = ok(inklink(&db, &["migrate", "down"]));
+    // Reverting drops data: it takes --yes, and without it nothing changes.
+    fails(inklink(&db, &["migrate", "down"]), "--yes");
+    let still = ok(inklink(&db, &["migrate", "status"]));
+    assert!(!still.contains("pending"), "{still}");
+    let down = ok(inklink(&db, &["migrate", "down", "--yes"]));
     assert!(down.contains("pending"), "{down}");
     ok(inklink(&db, &["migrate", "up"]));
     ok(inklink(
@@ -628,4 +632,138 @@ async fn apikey_add_prints_a_working_key_once() {
         assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "no key printed on failure");
     }
+}
+
+#[actix_web::test]
+async fn commands_other_than_serve_and_migrate_never_make_a_new_sqlite_file() {
+    let db = TestDb::create().await;
+    let missing = std::env::temp_dir().join(format!("inklink-nowhere-{}.db", std::process::id()));
+    let url = format!("sqlite://{}?mode=rwc", missing.display());
+    let run = inklink_with(
+        &db,
+        &["link", "add", "https://example.com/lost"],
+        None,
+        &[("INKLINK_DATABASE_URL", &url)],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no inklink database at"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(&missing.display().to_string()));
+    assert!(!missing.exists(), "no file was made");
+    assert!(run.stdout.is_empty(), "no short URL that would never work");
+
+    // `migrate` makes it, readable by its owner only.
+    let made = inklink_with(&db, &["migrate"], None, &[("INKLINK_DATABASE_URL", &url)]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&missing).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", missing.display()));
+    }
+}
+
+#[actix_web::test]
+async fn link_add_follows_one_rule_for_custom_codes_and_redirect_status() {
+    use inklink::db::entities::url_map;
+    let db = TestDb::create().await;
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/c",
+                "--strategy",
+                "custom",
+            ],
+        ),
+        "no code was given",
+    );
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/d", "--code", "plain"],
+    ));
+    ok(inklink(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/e",
+            "--code",
+            "moved",
+            "--redirect-status",
+            "301",
+        ],
+    ));
+    let conn = Database::connect(&db.url).await.unwrap();
+    let status_of = |code: &'static str| {
+        let conn = conn.clone();
+        async move {
+            url_map::Entity::find()
+                .filter(url_map::Column::CompressionCode.eq(code))
+                .one(&conn)
+                .await
+                .unwrap()
+                .unwrap()
+                .redirect_status
+        }
+    };
+    // Like the API and the import: no status of its own unless one is given.
+    assert_eq!(status_of("plain").await, None);
+    assert_eq!(status_of("moved").await, Some(301));
+}
+
+#[actix_web::test]
+async fn serve_refuses_an_unusable_spool_directory_and_prints_the_first_password() {
+    let db = TestDb::create().await;
+    let blocker = std::env::temp_dir().join(format!("inklink-not-a-dir-{}", std::process::id()));
+    std::fs::write(&blocker, b"a file").unwrap();
+    let spool = blocker.join("spool");
+    let run = inklink_with(
+        &db,
+        &["serve"],
+        None,
+        &[
+            ("INKLINK_SPOOL_DIR", &spool.display().to_string()),
+            ("INKLINK_LISTEN", "127.0.0.1:0"),
+            ("INKLINK_LOG", "error"),
+        ],
+    );
+    std::fs::remove_file(&blocker).unwrap();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("spool directory"), "{}", run.stderr);
+    assert!(run.stderr.contains("INKLINK_SPOOL_DIR"), "{}", run.stderr);
+    // Quiet logs or not, the generated password of the first admin reached standard error.
+    assert!(
+        run.stderr
+            .contains("created the admin user 'admin' with the password")
+            && run.stderr.contains("inklink user passwd admin"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[actix_web::test]
+async fn a_database_migrated_by_a_newer_inklink_is_refused_with_the_versions() {
+    use sea_orm::ConnectionTrait;
+    let db = TestDb::create().await;
+    ok(inklink(&db, &["migrate"]));
+    let conn = Database::connect(&db.url).await.unwrap();
+    conn.execute_unprepared(
+        "INSERT INTO seaql_migrations (version, applied_at) VALUES ('m20991231_000001_from_the_future', 0)",
+    )
+    .await
+    .unwrap();
+    let run = inklink(&db, &["link", "add", "https://example.com/old-binary"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("migrated by a newer inklink")
+            && run.stderr.contains("m20991231_000001_from_the_future"),
+        "{}",
+        run.stderr
+    );
 }

@@ -49,6 +49,9 @@ impl TestDb {
         let server = std::env::var(ENV_URL).ok().filter(|url| !url.is_empty());
         let Some(server_url) = server else {
             let file = std::env::temp_dir().join(format!("{name}.db"));
+            // There, empty, as after `inklink migrate`: commands other than serve and migrate
+            // refuse to make a database.
+            std::fs::File::create(&file).expect("an empty SQLite file");
             return TestDb {
                 url: format!("sqlite://{}?mode=rwc", file.display()),
                 backend: Backend::Sqlite,
