@@ -189,7 +189,10 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let command = config::with_file_defaults(Cli::command(), &args)?;
-    let matches = command.try_get_matches_from(args)?;
+    let matches = command
+        .clone()
+        .try_get_matches_from(&args)
+        .map_err(|err| config::explain(err, &command, &args))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     // `link add --redirect-status` shares its name with the server-wide option, whose default
     // (302, INKLINK_REDIRECT_STATUS, the file) clap hands down to the subcommand: only a flag

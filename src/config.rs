@@ -181,6 +181,78 @@ pub enum ConfigError {
     UnknownKey { path: String, key: String },
     #[error("{path}: setting '{key}' must be a string, number or boolean")]
     BadValue { path: String, key: String },
+    /// A value from the environment or the file that the option refuses; named by where it
+    /// came from, not by a flag the user never typed.
+    #[error("{origin} is '{value}', which is not allowed ({reason}). Allowed: {allowed}")]
+    Setting {
+        origin: String,
+        value: String,
+        reason: String,
+        allowed: String,
+    },
+}
+
+/// Rewrites clap's error about an invalid option value when the value came from an
+/// `INKLINK_*` variable or the config file: clap names the flag (`--code-length`) and exits 2,
+/// as for a mistyped command line; the user set neither.
+pub fn explain(err: clap::Error, command: &clap::Command, args: &[OsString]) -> ConfigError {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        err.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return err.into();
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
+        err.get(ContextKind::InvalidArg),
+        err.get(ContextKind::InvalidValue),
+    ) else {
+        return err.into();
+    };
+    let long = arg.split_whitespace().next().unwrap_or_default();
+    let Some(option) = command.get_arguments().find(|option| {
+        option
+            .get_long()
+            .is_some_and(|name| format!("--{name}") == long)
+    }) else {
+        return err.into();
+    };
+    let typed = args.iter().skip(1).any(|given| {
+        let given = given.to_string_lossy();
+        given == long || given.starts_with(&format!("{long}="))
+    });
+    if typed {
+        return err.into();
+    }
+    let origin = match option.get_env() {
+        Some(name) if std::env::var_os(name).is_some() => name.to_string_lossy().into_owned(),
+        _ => format!(
+            "the setting '{}' in {}",
+            option.get_id(),
+            config_path(args).0.display()
+        ),
+    };
+    let reason = std::error::Error::source(&err)
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "not one of the allowed values".to_owned());
+    let possible: Vec<String> = option
+        .get_possible_values()
+        .iter()
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    let allowed = match possible.is_empty() {
+        false => possible.join(", "),
+        true => option
+            .get_help()
+            .map(|help| help.to_string().replace('\n', " "))
+            .unwrap_or_else(|| "see inklink --help".to_owned()),
+    };
+    ConfigError::Setting {
+        origin,
+        value: value.clone(),
+        reason,
+        allowed,
+    }
 }
 
 impl ConfigError {

@@ -41,7 +41,47 @@ fn create_private(path: &std::path::Path) -> std::io::Result<()> {
     }
 }
 
+/// Asks the database server's address first: the pool, on a refused connection, only says
+/// "pool timed out" after its whole timeout, while the reason is known at once.
+async fn reach_server(url: &str) -> Result<(), DbErr> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(());
+    };
+    let default_port = match parsed.scheme() {
+        "postgres" | "postgresql" => 5432,
+        "mysql" | "mariadb" => 3306,
+        _ => return Ok(()),
+    };
+    // A socket path (`?host=/run/postgresql`, or no host) is the driver's to find.
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        return Ok(());
+    };
+    if parsed
+        .query_pairs()
+        .any(|(key, _)| key == "host" || key == "socket")
+    {
+        return Ok(());
+    }
+    let port = parsed.port().unwrap_or(default_port);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let reached = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::TcpStream::connect((host, port)),
+    )
+    .await;
+    match reached {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(DbErr::Conn(RuntimeErr::Internal(format!(
+            "cannot reach {host}:{port}: {err}"
+        )))),
+        Err(_) => Err(DbErr::Conn(RuntimeErr::Internal(format!(
+            "cannot reach {host}:{port}: no answer within 10 seconds"
+        )))),
+    }
+}
+
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    reach_server(url).await?;
     if let Some(path) = sqlite_file(url).filter(|path| !path.exists())
         && url.contains("mode=rwc")
         && let Err(err) = create_private(&path)

@@ -767,3 +767,79 @@ async fn a_database_migrated_by_a_newer_inklink_is_refused_with_the_versions() {
         run.stderr
     );
 }
+
+#[actix_web::test]
+async fn a_bad_setting_is_named_by_where_it_came_from_with_what_is_allowed() {
+    let db = TestDb::create().await;
+    let env = |key: &'static str, value: &'static str| {
+        inklink_with(&db, &["migrate", "status"], None, &[(key, value)])
+    };
+    let length = env("INKLINK_CODE_LENGTH", "99");
+    assert_eq!(length.code, 1, "{}", length.stderr);
+    assert!(
+        length.stderr.contains("INKLINK_CODE_LENGTH is '99'")
+            && length.stderr.contains("4..=12")
+            && !length.stderr.contains("--code-length"),
+        "{}",
+        length.stderr
+    );
+    let zone = env("INKLINK_TIMEZONE", "Mars/Base");
+    assert_eq!(zone.code, 1, "{}", zone.stderr);
+    assert!(
+        zone.stderr.contains("INKLINK_TIMEZONE is 'Mars/Base'")
+            && zone.stderr.contains("IANA name such as Asia/Shanghai"),
+        "{}",
+        zone.stderr
+    );
+    // From the file: named as the file's key.
+    let dir = std::env::temp_dir().join(format!("inklink-bad-toml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("inklink.toml");
+    std::fs::write(&file, "redirect_status = 200\n").unwrap();
+    let run = inklink_with(
+        &db,
+        &["migrate", "status"],
+        None,
+        &[("INKLINK_CONFIG", &file.display().to_string())],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the setting 'redirect_status' in")
+            && run.stderr.contains("301, 302, 307 or 308"),
+        "{}",
+        run.stderr
+    );
+    // A flag typed on the command line keeps clap's own message.
+    let typed = inklink(&db, &["--code-length", "99", "migrate", "status"]);
+    assert_eq!(typed.code, 2);
+    assert!(typed.stderr.contains("--code-length"), "{}", typed.stderr);
+}
+
+#[actix_web::test]
+async fn a_wrong_database_port_says_connection_refused_at_once() {
+    let db = TestDb::create().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for url in [
+        format!("postgres://postgres@127.0.0.1:{port}/inklink"),
+        format!("mysql://root@127.0.0.1:{port}/inklink"),
+    ] {
+        let run = inklink_with(
+            &db,
+            &["migrate", "status"],
+            None,
+            &[("INKLINK_DATABASE_URL", &url)],
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.to_lowercase().contains("connection refused")
+                && run.stderr.contains(&format!("127.0.0.1:{port}")),
+            "{}",
+            run.stderr
+        );
+    }
+}
