@@ -65,6 +65,15 @@ pub enum Command {
         #[command(subcommand)]
         action: ApikeyAction,
     },
+    /// Check that inklink can start: configuration, database (reachable, schema version),
+    /// GeoIP file, spool directory, listen address. One OK or FAIL line each; exit 1 on a FAIL
+    Check,
+    /// Copy the database to FILE while the server runs (SQLite; for PostgreSQL and MySQL the
+    /// message shows the pg_dump or mysqldump command to use)
+    Backup {
+        /// Where the copy goes; an existing file is not overwritten
+        file: PathBuf,
+    },
     /// Daily visit statistics
     Stats {
         #[command(subcommand)]
@@ -224,7 +233,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let command = cli.command.unwrap_or(Command::Serve);
     // Only these two make a database; the others work on one that is there, and must not
     // leave an empty inklink.db behind in whatever directory they were run from.
-    if !matches!(command, Command::Serve | Command::Migrate { .. }) {
+    if !matches!(
+        command,
+        Command::Serve | Command::Migrate { .. } | Command::Check
+    ) {
         startup::existing_sqlite_file(&settings.database_url)?;
     }
     match command {
@@ -238,6 +250,136 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Domain { action } => domain(&startup::open(settings).await?, action).await,
         Command::Apikey { action } => apikey(&startup::open(settings).await?, action).await,
         Command::Stats { action } => stats(&startup::open(settings).await?, action).await,
+        Command::Check => check(&settings).await,
+        Command::Backup { file } => backup(&settings, &file).await,
+    }
+}
+
+/// `inklink check`: every start-up condition, each on its own line.
+async fn check(settings: &Settings) -> anyhow::Result<()> {
+    let mut failed = 0;
+    let mut line = |ok: bool, what: &str, detail: String| {
+        println!("{} {what}: {detail}", if ok { "OK  " } else { "FAIL" });
+        failed += usize::from(!ok);
+    };
+    line(
+        true,
+        "configuration",
+        format!(
+            "listen {}, time zone {}, codes of {} characters",
+            settings.listen, settings.timezone, settings.code_length
+        ),
+    );
+    let shown = startup::redact(&settings.database_url);
+    match crate::db::sqlite_file(&settings.database_url).filter(|path| !path.exists()) {
+        Some(path) => line(
+            true,
+            "database",
+            format!(
+                "{} does not exist yet; `inklink serve` creates it",
+                path.display()
+            ),
+        ),
+        None => match startup::connect(settings).await {
+            Err(err) => line(false, "database", err.to_string()),
+            Ok(db) => {
+                line(true, "database", format!("{shown} is reachable"));
+                let newer = crate::db::check_not_newer(&db).await;
+                match (newer, Migrator::get_pending_migrations(&db).await) {
+                    (Err(err), _) => line(false, "schema", err.to_string()),
+                    (Ok(()), Err(err)) => line(false, "schema", err.to_string()),
+                    (Ok(()), Ok(pending)) => {
+                        let applied = Migrator::get_applied_migrations(&db)
+                            .await
+                            .ok()
+                            .and_then(|applied| applied.last().map(|m| m.name().to_owned()))
+                            .unwrap_or_else(|| "none".to_owned());
+                        let state = match pending.len() {
+                            0 => "up to date".to_owned(),
+                            n => format!("{n} migrations to apply at start"),
+                        };
+                        line(true, "schema", format!("at {applied}, {state}"));
+                    }
+                }
+            }
+        },
+    }
+    match &settings.geoip_db {
+        None => line(
+            true,
+            "GeoIP",
+            "INKLINK_GEOIP_DB is not set: clicks get no country, province or city".to_owned(),
+        ),
+        Some(path) => match maxminddb::Reader::open_readfile(path) {
+            Ok(reader) => line(
+                true,
+                "GeoIP",
+                format!("{} ({})", path.display(), reader.metadata().database_type),
+            ),
+            Err(err) => line(false, "GeoIP", format!("{}: {err}", path.display())),
+        },
+    }
+    match crate::analytics::spool::check_dir(&settings.spool_dir) {
+        Ok(()) => line(
+            true,
+            "spool directory",
+            format!("{} is writable", settings.spool_dir.display()),
+        ),
+        Err(err) => line(
+            false,
+            "spool directory",
+            format!("{}: {err}", settings.spool_dir.display()),
+        ),
+    }
+    match std::net::TcpListener::bind(settings.listen) {
+        Ok(_) => line(
+            true,
+            "listen address",
+            format!("{} is free", settings.listen),
+        ),
+        Err(err) => line(
+            false,
+            "listen address",
+            format!("{}: {err}", settings.listen),
+        ),
+    }
+    if failed > 0 {
+        bail!("{failed} of the checks failed");
+    }
+    Ok(())
+}
+
+/// `inklink backup FILE`: a consistent copy of a SQLite database, taken while it is in use
+/// (SQLite's `VACUUM INTO` reads one snapshot); the servers' own tools for the others.
+async fn backup(settings: &Settings, file: &std::path::Path) -> anyhow::Result<()> {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    if file.exists() {
+        bail!("{} exists already; choose a new file", file.display());
+    }
+    let db = startup::connect(settings).await?;
+    match db.get_database_backend() {
+        DbBackend::Sqlite => {
+            let target = file.to_string_lossy().replace('\'', "''");
+            db.execute_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                format!("VACUUM INTO '{target}'"),
+            ))
+            .await
+            .with_context(|| format!("cannot write the backup to {}", file.display()))?;
+            println!("backed up to {}", file.display());
+            Ok(())
+        }
+        DbBackend::Postgres => bail!(
+            "use PostgreSQL's own tool for a consistent copy while inklink runs: \
+             pg_dump --format=custom --file={} '{}'",
+            file.display(),
+            startup::redact(&settings.database_url)
+        ),
+        _ => bail!(
+            "use MySQL's own tool for a consistent copy while inklink runs: \
+             mysqldump --single-transaction --routines DATABASE > {}",
+            file.display()
+        ),
     }
 }
 

@@ -156,6 +156,17 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_LOG", global = true)]
     pub log: Option<String>,
 
+    /// Log lines as text (coloured only on a terminal, and never with NO_COLOR set) or as
+    /// JSON, one object per line, for a log collector
+    #[arg(
+        long,
+        env = "INKLINK_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
+    pub log_format: LogFormat,
+
     /// Configuration file (TOML with the options above as keys)
     #[arg(
         long,
@@ -164,6 +175,12 @@ pub struct Settings {
         global = true
     )]
     pub config: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ fn main() -> ExitCode {
         .log
         .clone()
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.to_owned());
-    if let Err(err) = inklink::telemetry::init(&filter) {
+    if let Err(err) = inklink::telemetry::init(&filter, cli.settings.log_format) {
         eprintln!("error: {err}");
         return ExitCode::from(2);
     }

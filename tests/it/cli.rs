@@ -843,3 +843,162 @@ async fn a_wrong_database_port_says_connection_refused_at_once() {
         );
     }
 }
+
+#[actix_web::test]
+async fn check_reports_each_condition_and_fails_on_any_problem() {
+    let db = TestDb::create().await;
+    ok(inklink(&db, &["migrate"]));
+    let good = inklink_with(
+        &db,
+        &["check"],
+        None,
+        &[
+            ("INKLINK_SPOOL_DIR", &db.spool_dir().display().to_string()),
+            ("INKLINK_LISTEN", "127.0.0.1:0"),
+        ],
+    );
+    assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
+    for what in [
+        "configuration",
+        "database",
+        "schema",
+        "GeoIP",
+        "spool directory",
+        "listen address",
+    ] {
+        assert!(
+            good.stdout.contains(&format!("OK   {what}:")),
+            "{what}: {}",
+            good.stdout
+        );
+    }
+    assert!(good.stdout.contains("up to date"), "{}", good.stdout);
+
+    let blocker = std::env::temp_dir().join(format!("inklink-check-file-{}", std::process::id()));
+    std::fs::write(&blocker, b"x").unwrap();
+    let bad = inklink_with(
+        &db,
+        &["check"],
+        None,
+        &[
+            (
+                "INKLINK_SPOOL_DIR",
+                &blocker.join("spool").display().to_string(),
+            ),
+            ("INKLINK_GEOIP_DB", "/nonexistent/GeoLite2-City.mmdb"),
+            ("INKLINK_LISTEN", "127.0.0.1:0"),
+        ],
+    );
+    std::fs::remove_file(&blocker).unwrap();
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(
+        bad.stdout.contains("FAIL spool directory:"),
+        "{}",
+        bad.stdout
+    );
+    assert!(bad.stdout.contains("FAIL GeoIP:"), "{}", bad.stdout);
+    assert!(bad.stdout.contains("OK   database:"), "{}", bad.stdout);
+    assert!(
+        bad.stderr.contains("2 of the checks failed"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[actix_web::test]
+async fn backup_copies_a_database_in_use_and_the_copy_opens() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let saved = crate::support::create_link(&app, "https://example.com/kept").await;
+    let file = std::env::temp_dir().join(format!("inklink-backup-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let run = inklink_live(&db, &["backup", &file.display().to_string()]).await;
+    if db.url.starts_with("sqlite") {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        // The copy is a database of its own, with the link in it.
+        let copy = format!("sqlite://{}?mode=rw", file.display());
+        let conn = Database::connect(&copy).await.unwrap();
+        let found = inklink::db::entities::url_map::Entity::find()
+            .filter(
+                inklink::db::entities::url_map::Column::CompressionCode
+                    .eq(saved.link.compression_code.as_str()),
+            )
+            .one(&conn)
+            .await
+            .unwrap();
+        assert!(found.is_some());
+        conn.close().await.unwrap();
+        // An existing file is never overwritten.
+        let again = inklink_live(&db, &["backup", &file.display().to_string()]).await;
+        assert_eq!(again.code, 1);
+        assert!(again.stderr.contains("exists already"), "{}", again.stderr);
+        std::fs::remove_file(&file).unwrap();
+    } else {
+        assert_eq!(run.code, 1);
+        assert!(
+            run.stderr.contains("pg_dump") || run.stderr.contains("mysqldump"),
+            "{}",
+            run.stderr
+        );
+        assert!(!file.exists());
+    }
+}
+
+#[actix_web::test]
+async fn logs_are_plain_text_in_a_file_and_json_when_asked() {
+    let db = TestDb::create().await;
+    for format in ["text", "json"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::env::temp_dir().join(format!("inklink-log-{format}-{port}.log"));
+        let mut server = Command::new(env!("CARGO_BIN_EXE_inklink"))
+            .current_dir(std::env::temp_dir())
+            .env("INKLINK_DATABASE_URL", &db.url)
+            .env("INKLINK_SECRET", "test-secret")
+            .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
+            .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
+            .env("INKLINK_SPOOL_DIR", db.spool_dir())
+            .env("INKLINK_LOG_FORMAT", format)
+            .env("INKLINK_LOG", "info")
+            .env_remove("INKLINK_CONFIG")
+            .env_remove("NO_COLOR")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let client = crate::support::client();
+        for _ in 0..100 {
+            if client
+                .get(format!("http://127.0.0.1:{port}/healthz"))
+                .send()
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status()
+            .unwrap();
+        server.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        assert!(text.contains("inklink is serving"), "{text}");
+        assert!(
+            !text.contains('\u{1b}'),
+            "no colour codes in a file: {text:?}"
+        );
+        if format == "json" {
+            for line in text.lines().filter(|line| !line.is_empty()) {
+                let value: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+                assert!(value.get("level").is_some(), "{line}");
+            }
+        }
+    }
+}
