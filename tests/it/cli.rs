@@ -1002,3 +1002,117 @@ async fn logs_are_plain_text_in_a_file_and_json_when_asked() {
         }
     }
 }
+
+#[actix_web::test]
+async fn links_domains_users_and_keys_are_managed_from_the_cli() {
+    let db = TestDb::create().await;
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/a", "--code", "first"],
+    ));
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/b", "--code", "second"],
+    ));
+    ok(inklink(&db, &["link", "disable", "second"]));
+    ok(inklink(&db, &["domain", "add", "s.example.cn"]));
+
+    // Links: a table, JSON, one link whole, and deletion.
+    let table = ok(inklink(&db, &["link", "list"]));
+    assert!(table.starts_with("CODE"), "{table}");
+    assert!(
+        table.contains("first") && table.contains("second"),
+        "{table}"
+    );
+    let disabled: serde_json::Value = serde_json::from_str(&ok(inklink(
+        &db,
+        &["link", "list", "--status", "disabled", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(disabled.as_array().unwrap().len(), 1);
+    assert_eq!(disabled[0]["code"], "second");
+    assert_eq!(disabled[0]["status"], "disabled");
+    let shown = ok(inklink(&db, &["link", "show", "first"]));
+    assert!(
+        shown.contains("https://example.com/a") && shown.contains("active"),
+        "{shown}"
+    );
+    ok(inklink(&db, &["link", "delete", "first"]));
+    fails(
+        inklink(&db, &["link", "show", "first"]),
+        "no link with the code 'first'",
+    );
+
+    // Domains: list, rotate (the replacement becomes the default), disable, enable.
+    let domains: serde_json::Value =
+        serde_json::from_str(&ok(inklink(&db, &["domain", "list", "--json"]))).unwrap();
+    assert_eq!(domains.as_array().unwrap().len(), 2);
+    let first = domains[0]["host"].as_str().unwrap().to_owned();
+    let rotated = ok(inklink(
+        &db,
+        &["domain", "rotate", &first, "--to", "s.example.cn"],
+    ));
+    assert!(rotated.contains("keeps redirecting"), "{rotated}");
+    let after: serde_json::Value =
+        serde_json::from_str(&ok(inklink(&db, &["domain", "list", "--json"]))).unwrap();
+    let cn = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["host"] == "s.example.cn")
+        .unwrap();
+    assert_eq!(cn["default"], true);
+    fails(
+        inklink(&db, &["domain", "disable", "s.example.cn"]),
+        "default domain",
+    );
+    fails(
+        inklink(&db, &["domain", "default", "nowhere.example"]),
+        "no domain",
+    );
+
+    // Users: list, role, disable, enable; the last admin stays.
+    ok(inklink_with(
+        &db,
+        &["user", "add", "bob", "--role", "admin"],
+        Some("bob-password\n"),
+        &[],
+    ));
+    ok(inklink_with(
+        &db,
+        &["user", "add", "ann", "--role", "operator"],
+        Some("ann-password\n"),
+        &[],
+    ));
+    fails(
+        inklink(&db, &["user", "disable", "bob"]),
+        "last active admin",
+    );
+    ok(inklink(&db, &["user", "role", "ann", "admin"]));
+    ok(inklink(&db, &["user", "disable", "bob"]));
+    let people: serde_json::Value =
+        serde_json::from_str(&ok(inklink(&db, &["user", "list", "--json"]))).unwrap();
+    let bob = people
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "bob")
+        .unwrap();
+    assert_eq!(bob["disabled"], true);
+    ok(inklink(&db, &["user", "enable", "bob"]));
+
+    // Keys: list and revoke by name.
+    ok(inklink(
+        &db,
+        &["apikey", "add", "crm", "--role", "operator"],
+    ));
+    assert!(ok(inklink(&db, &["apikey", "list"])).contains("crm"));
+    ok(inklink(&db, &["apikey", "revoke", "crm"]));
+    let keys: serde_json::Value =
+        serde_json::from_str(&ok(inklink(&db, &["apikey", "list", "--json"]))).unwrap();
+    assert_eq!(keys[0]["revoked"], true);
+    fails(
+        inklink(&db, &["apikey", "revoke", "nobody"]),
+        "no API key 'nobody'",
+    );
+}

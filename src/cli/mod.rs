@@ -93,6 +93,13 @@ pub enum ApikeyAction {
         #[arg(long)]
         expires: Option<String>,
     },
+    /// List the keys: name, role, prefix, expiry, last use, whether revoked
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key by its name: requests with it are refused from now on
+    Revoke { name: String },
 }
 
 #[derive(Subcommand, Debug, Clone, Copy)]
@@ -131,8 +138,23 @@ pub enum UserAction {
         #[arg(long, value_enum)]
         role: Role,
     },
-    /// Set a user's password, read from standard input
+    /// Set a user's password, read from standard input (ends the user's sessions)
     Passwd { name: String },
+    /// List the users: name, role, whether disabled, last sign-in
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable a user: their sessions end and they cannot sign in
+    Disable { name: String },
+    /// Enable a disabled user again
+    Enable { name: String },
+    /// Give a user another role
+    Role {
+        name: String,
+        #[arg(value_enum)]
+        role: Role,
+    },
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -174,6 +196,35 @@ pub enum LinkAction {
     Disable { code: String },
     /// Enable a disabled link again
     Enable { code: String },
+    /// List links, newest first
+    List {
+        /// Only links whose code, target or description contains this
+        #[arg(long)]
+        search: Option<String>,
+        /// Only links in this state
+        #[arg(long, value_enum)]
+        status: Option<ListStatus>,
+        /// At most this many
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        limit: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one link whole
+    Show {
+        code: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a link: it answers 404, leaves the lists, and its code is never issued again
+    Delete { code: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListStatus {
+    Active,
+    Disabled,
+    Expired,
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -187,6 +238,25 @@ pub enum DomainAction {
         /// Make it the default domain for new links
         #[arg(long)]
         default: bool,
+    },
+    /// List the domains: host, protocol, status, default, what replaced it, links made for it
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a domain the default for new links
+    Default { host: String },
+    /// Disable a domain: no new links on it (its links keep redirecting)
+    Disable { host: String },
+    /// Enable a disabled domain again
+    Enable { host: String },
+    /// Replace a blocked domain: the replacement becomes the default, and the blocked one's
+    /// links are shown with it (the blocked host keeps redirecting)
+    Rotate {
+        host: String,
+        /// The domain that takes over
+        #[arg(long)]
+        to: String,
     },
 }
 
@@ -227,6 +297,8 @@ where
 pub fn parse() -> Result<Cli, ConfigError> {
     parse_from(std::env::args_os())
 }
+
+mod manage;
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = cli.settings;
@@ -433,6 +505,10 @@ async fn migrate(db: &sea_orm::DatabaseConnection, action: MigrateAction) -> any
 
 async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
     match action {
+        UserAction::List { .. }
+        | UserAction::Disable { .. }
+        | UserAction::Enable { .. }
+        | UserAction::Role { .. } => return manage::user(core, action).await,
         UserAction::Add { name, role } => {
             let name = Username::parse(&name)?;
             let password = read_password()?;
@@ -467,6 +543,9 @@ fn read_password() -> anyhow::Result<Password> {
 
 async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
     match action {
+        LinkAction::List { .. } | LinkAction::Show { .. } | LinkAction::Delete { .. } => {
+            return manage::link(core, action).await;
+        }
         LinkAction::Add {
             url,
             code,
@@ -545,6 +624,11 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
 
 async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
     match action {
+        DomainAction::List { .. }
+        | DomainAction::Default { .. }
+        | DomainAction::Disable { .. }
+        | DomainAction::Enable { .. }
+        | DomainAction::Rotate { .. } => return manage::domain(core, action).await,
         DomainAction::Add {
             host,
             http,
@@ -592,7 +676,10 @@ async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> {
         name,
         role,
         expires,
-    } = action;
+    } = action
+    else {
+        return manage::apikey(core, action).await;
+    };
     let name = crate::rules::KeyName::parse(&name)?;
     let expires = expires
         .map(|text| {

@@ -1,0 +1,362 @@
+//! The CLI's management commands: list and show as tables (or `--json`), and the changes the
+//! admin UI makes, through the same services.
+
+use super::{ApikeyAction, DomainAction, LinkAction, ListStatus, UserAction};
+use crate::db::entities::domain_conf::{self, DomainStatus};
+use crate::db::entities::url_map::{self, LinkState};
+use crate::rules::{DomainHost, KeyName, ShortCode, Username};
+use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
+use crate::services::users::UserChange;
+use crate::services::{Actor, api_keys, domains, links, users};
+use crate::state::Inklink;
+use anyhow::{Context, anyhow};
+use chrono::NaiveDateTime;
+use serde_json::{Value, json};
+
+/// Rows as an aligned table under `header`, or the JSON values, one array.
+fn print(json_output: bool, header: &[&str], rows: Vec<Vec<String>>, values: Vec<Value>) {
+    if json_output {
+        println!("{}", Value::Array(values));
+        return;
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        line(row);
+    }
+}
+
+fn time(at: Option<NaiveDateTime>) -> String {
+    at.map(|at| at.and_utc().to_rfc3339()).unwrap_or_default()
+}
+
+fn state(link: &url_map::Model) -> &'static str {
+    match link.state(crate::db::now()) {
+        LinkState::Live => "active",
+        LinkState::Disabled => "disabled",
+        LinkState::Expired => "expired",
+    }
+}
+
+async fn find_domain(core: &Inklink, host: &str) -> anyhow::Result<domain_conf::Model> {
+    let host = DomainHost::parse(host)?;
+    domains::find_by_host(&core.db, &host)
+        .await?
+        .ok_or_else(|| anyhow!("there is no domain '{host}' (see inklink domain list)"))
+}
+
+pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
+    let all = domains::by_id(&core.db).await?;
+    let short_url = |link: &url_map::Model| {
+        domains::effective(&all, link.domain_id)
+            .map(|domain| domains::short_url(domain, &link.compression_code))
+            .unwrap_or_default()
+    };
+    let as_json = |link: &url_map::Model| {
+        json!({
+            "code": link.compression_code,
+            "short_url": short_url(link),
+            "url": link.long_url,
+            "status": state(link),
+            "description": link.description,
+            "redirect_status": link.redirect_status,
+            "expires_at": link.expires_at.map(|at| at.and_utc().to_rfc3339()),
+            "created_at": link.created_at.and_utc().to_rfc3339(),
+            "creator": link.creator,
+            "version": link.version,
+        })
+    };
+    match action {
+        LinkAction::List {
+            search,
+            status,
+            limit,
+            json,
+        } => {
+            let filter = LinkFilter {
+                text: search.as_deref().and_then(listing::text),
+                status: status.map(|status| match status {
+                    ListStatus::Active => StatusFilter::Active,
+                    ListStatus::Disabled => StatusFilter::Disabled,
+                    ListStatus::Expired => StatusFilter::Expired,
+                }),
+                ..LinkFilter::default()
+            };
+            let found = listing::list(
+                &core.db,
+                &filter,
+                Order::Newest,
+                Paging::Before(None),
+                limit,
+            )
+            .await?;
+            let rows = found
+                .iter()
+                .map(|link| {
+                    vec![
+                        link.compression_code.to_string(),
+                        short_url(link),
+                        state(link).to_owned(),
+                        time(Some(link.created_at)),
+                        link.long_url.clone(),
+                    ]
+                })
+                .collect();
+            let values = found.iter().map(as_json).collect();
+            print(
+                json,
+                &["CODE", "SHORT URL", "STATUS", "CREATED", "TARGET"],
+                rows,
+                values,
+            );
+        }
+        LinkAction::Show { code, json } => {
+            let code = ShortCode::parse(&code)?;
+            let link = links::find_by_code(&core.db, &code)
+                .await?
+                .ok_or_else(|| anyhow!("there is no link with the code '{code}'"))?;
+            if json {
+                println!("{}", as_json(&link));
+            } else {
+                for (name, value) in [
+                    ("code", link.compression_code.to_string()),
+                    ("short url", short_url(&link)),
+                    ("target", link.long_url.clone()),
+                    ("status", state(&link).to_owned()),
+                    ("description", link.description.clone().unwrap_or_default()),
+                    (
+                        "redirect status",
+                        link.redirect()
+                            .map_or_else(|| "server default".to_owned(), |s| s.to_string()),
+                    ),
+                    ("expires", time(link.expires_at)),
+                    ("created", time(Some(link.created_at))),
+                    ("creator", link.creator.clone().unwrap_or_default()),
+                    ("version", link.version.to_string()),
+                ] {
+                    println!("{name:<16} {value}");
+                }
+            }
+        }
+        LinkAction::Delete { code } => {
+            let code = ShortCode::parse(&code)?;
+            links::delete(core, &code, &Actor::Cli).await?;
+            println!(
+                "deleted {code} (other running instances notice within INKLINK_CACHE_TTL seconds)"
+            );
+        }
+        _ => unreachable!("handled by the caller"),
+    }
+    Ok(())
+}
+
+pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
+    match action {
+        DomainAction::List { json } => {
+            let all = domains::list(&core.db).await?;
+            let counts = domains::link_counts(&core.db).await?;
+            let host_of = |id: Option<i64>| {
+                id.and_then(|id| all.iter().find(|d| d.id == id))
+                    .map(|d| d.host.clone())
+            };
+            let rows = all
+                .iter()
+                .map(|d| {
+                    vec![
+                        d.host.clone(),
+                        d.protocol.clone(),
+                        match d.status {
+                            DomainStatus::Active => "active".to_owned(),
+                            DomainStatus::Disabled => "disabled".to_owned(),
+                        },
+                        if d.is_default { "yes" } else { "" }.to_owned(),
+                        host_of(d.replaced_by_id).unwrap_or_default(),
+                        counts.get(&d.id).copied().unwrap_or(0).to_string(),
+                    ]
+                })
+                .collect();
+            let values = all
+                .iter()
+                .map(|d| {
+                    json!({
+                        "host": d.host,
+                        "protocol": d.protocol,
+                        "status": match d.status {
+                            DomainStatus::Active => "active",
+                            DomainStatus::Disabled => "disabled",
+                        },
+                        "default": d.is_default,
+                        "replaced_by": host_of(d.replaced_by_id),
+                        "links": counts.get(&d.id).copied().unwrap_or(0),
+                    })
+                })
+                .collect();
+            print(
+                json,
+                &[
+                    "HOST",
+                    "PROTOCOL",
+                    "STATUS",
+                    "DEFAULT",
+                    "REPLACED BY",
+                    "LINKS",
+                ],
+                rows,
+                values,
+            );
+        }
+        DomainAction::Default { host } => {
+            let domain = find_domain(core, &host).await?;
+            domains::set_default(&core.db, domain.id, &Actor::Cli).await?;
+            println!("{} is the default domain now", domain.host);
+        }
+        DomainAction::Disable { host } => {
+            let domain = find_domain(core, &host).await?;
+            domains::set_status(&core.db, domain.id, DomainStatus::Disabled, &Actor::Cli).await?;
+            println!("disabled {} (its links keep redirecting)", domain.host);
+        }
+        DomainAction::Enable { host } => {
+            let domain = find_domain(core, &host).await?;
+            domains::set_status(&core.db, domain.id, DomainStatus::Active, &Actor::Cli).await?;
+            println!("enabled {}", domain.host);
+        }
+        DomainAction::Rotate { host, to } => {
+            let blocked = find_domain(core, &host).await?;
+            let replacement = find_domain(core, &to).await?;
+            let moved = domains::link_counts(&core.db)
+                .await?
+                .get(&blocked.id)
+                .copied()
+                .unwrap_or(0);
+            domains::rotate(&core.db, blocked.id, replacement.id, &Actor::Cli).await?;
+            println!(
+                "{} replaces {}: {moved} links are shown with it, and {} is the default; {} keeps redirecting",
+                replacement.host, blocked.host, replacement.host, blocked.host
+            );
+        }
+        DomainAction::Add { .. } => unreachable!("handled by the caller"),
+    }
+    Ok(())
+}
+
+pub async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
+    let find = |name: String| async move {
+        let name = Username::parse(&name)?;
+        users::find(&core.db, &name)
+            .await?
+            .ok_or_else(|| anyhow!("there is no user '{name}' (see inklink user list)"))
+    };
+    let (user, change, done) = match action {
+        UserAction::List { json } => {
+            let all = users::list(&core.db).await?;
+            let rows = all
+                .iter()
+                .map(|u| {
+                    vec![
+                        u.username.clone(),
+                        u.role.to_string(),
+                        if u.disabled { "disabled" } else { "active" }.to_owned(),
+                        time(u.last_login_at),
+                    ]
+                })
+                .collect();
+            let values = all
+                .iter()
+                .map(|u| {
+                    json!({
+                        "name": u.username,
+                        "role": u.role,
+                        "disabled": u.disabled,
+                        "last_sign_in": u.last_login_at.map(|at| at.and_utc().to_rfc3339()),
+                    })
+                })
+                .collect();
+            print(
+                json,
+                &["NAME", "ROLE", "STATUS", "LAST SIGN-IN"],
+                rows,
+                values,
+            );
+            return Ok(());
+        }
+        UserAction::Disable { name } => (find(name).await?, UserChange::Disable, "disabled"),
+        UserAction::Enable { name } => (find(name).await?, UserChange::Enable, "enabled"),
+        UserAction::Role { name, role } => {
+            (find(name).await?, UserChange::Role(role), "given the role")
+        }
+        UserAction::Add { .. } | UserAction::Passwd { .. } => unreachable!("handled by the caller"),
+    };
+    let changed = users::change(&core.db, user.id, change, None, &Actor::Cli)
+        .await
+        .with_context(|| format!("cannot change {}", user.username))?;
+    match done {
+        "given the role" => println!("{} is {} now", changed.username, changed.role),
+        _ => println!("{done} {}", changed.username),
+    }
+    Ok(())
+}
+
+pub async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> {
+    match action {
+        ApikeyAction::List { json } => {
+            let all = api_keys::list(&core.db).await?;
+            let rows = all
+                .iter()
+                .map(|k| {
+                    vec![
+                        k.name.clone(),
+                        k.role.to_string(),
+                        format!("ik_{}_…", k.prefix),
+                        if k.revoked { "revoked" } else { "active" }.to_owned(),
+                        time(k.expires_at),
+                        time(k.last_used_at),
+                    ]
+                })
+                .collect();
+            let values = all
+                .iter()
+                .map(|k| {
+                    json!({
+                        "name": k.name,
+                        "role": k.role,
+                        "prefix": k.prefix,
+                        "revoked": k.revoked,
+                        "expires_at": k.expires_at.map(|at| at.and_utc().to_rfc3339()),
+                        "last_used_at": k.last_used_at.map(|at| at.and_utc().to_rfc3339()),
+                    })
+                })
+                .collect();
+            print(
+                json,
+                &["NAME", "ROLE", "PREFIX", "STATUS", "EXPIRES", "LAST USED"],
+                rows,
+                values,
+            );
+        }
+        ApikeyAction::Revoke { name } => {
+            let name = KeyName::parse(&name)?;
+            let key = api_keys::list(&core.db)
+                .await?
+                .into_iter()
+                .find(|k| k.name == name.as_str())
+                .ok_or_else(|| anyhow!("there is no API key '{name}' (see inklink apikey list)"))?;
+            api_keys::revoke(&core.db, key.id, &Actor::Cli).await?;
+            println!("revoked {name}: requests with it are refused from now on");
+        }
+        ApikeyAction::Add { .. } => unreachable!("handled by the caller"),
+    }
+    Ok(())
+}
