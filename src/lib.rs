@@ -5,7 +5,7 @@
 //! - `digest`, `rules`: pure functions and the types that carry validated input (codes, URLs,
 //!   hosts, names, statuses);
 //! - `net`: client address, admin host list, rate limits; `config`: flags, environment and
-//!   inklink.toml; `telemetry`: logging;
+//!   inklink.toml; `telemetry`: logging, as configured;
 //! - `db`: entities, connections, the id allocator;
 //! - `analytics`: click capture, the writer, daily aggregation and the reports;
 //! - `resolver`: code → link through this process's cache;
