@@ -525,11 +525,14 @@ async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line from standard input; a prompt only when a person is typing.
+/// One line from standard input; at a terminal, a prompt and no echo.
 fn read_password() -> anyhow::Result<Password> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
-        eprint!("Password (shown as you type; or pipe it in): ");
+        // Typed at a terminal: not echoed.
+        let typed = rpassword::prompt_password("Password: ")
+            .context("cannot read the password from the terminal")?;
+        return Ok(Password::parse(&typed)?);
     }
     let mut line = String::new();
     stdin

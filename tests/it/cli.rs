@@ -1116,3 +1116,56 @@ async fn links_domains_users_and_keys_are_managed_from_the_cli() {
         "no API key 'nobody'",
     );
 }
+
+#[actix_web::test]
+async fn a_password_typed_at_a_terminal_is_not_shown() {
+    use std::io::Read;
+    let db = TestDb::create().await;
+    ok(inklink(&db, &["migrate"]));
+    // `script` (util-linux) runs the command on a pseudo-terminal, as a person would.
+    let command = format!(
+        "{} user add zed --role operator",
+        env!("CARGO_BIN_EXE_inklink")
+    );
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(std::env::temp_dir())
+        .env("INKLINK_DATABASE_URL", &db.url)
+        .env("INKLINK_SECRET", "test-secret")
+        .env_remove("INKLINK_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 256];
+    // Type only once the prompt is there (and echo is off).
+    while !String::from_utf8_lossy(&seen).contains("Password:") {
+        let read = stdout.read(&mut chunk).unwrap();
+        assert!(read > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..read]);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"secret-password-1\r").unwrap();
+    stdin.flush().unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let shown = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{shown}");
+    assert!(shown.contains("added operator user zed"), "{shown}");
+    assert!(
+        !shown.contains("secret-password-1"),
+        "the password was echoed: {shown}"
+    );
+    let conn = Database::connect(&db.url).await.unwrap();
+    let zed = users::Entity::find()
+        .filter(users::Column::Username.eq("zed"))
+        .one(&conn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(verify_password(&zed.password_hash, "secret-password-1"));
+}
