@@ -120,6 +120,18 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_GEOIP_DB", global = true)]
     pub geoip_db: Option<PathBuf>,
 
+    /// What is kept of a visitor's address: the whole address, or only its network (the /24 of
+    /// an IPv4 address, the /48 of an IPv6 one). With `network`, UV counts distinct networks and
+    /// user agents, and IP counts networks; GeoIP still reads the whole address, in memory
+    #[arg(
+        long,
+        env = "INKLINK_KEEP_ADDRESSES",
+        value_enum,
+        default_value = "full",
+        global = true
+    )]
+    pub keep_addresses: KeepAddresses,
+
     /// Language of GeoIP place names (en, zh-CN, de, es, fr, ja, pt-BR, ru), falling back to
     /// English where the database has no name in it
     #[arg(long, env = "INKLINK_GEOIP_LANG", default_value = "en", global = true)]
@@ -175,6 +187,12 @@ pub struct Settings {
         global = true
     )]
     pub config: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepAddresses {
+    Full,
+    Network,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -151,6 +151,22 @@ pub struct Enricher {
     success: Text,
     failure: Text,
     reasons: HashMap<&'static str, Text>,
+    /// Keep only the network of each address (INKLINK_KEEP_ADDRESSES=network).
+    networks_only: bool,
+}
+
+/// The network an address belongs to: its /24 (IPv4) or /48 (IPv6), host bits zero.
+pub fn network_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            IpAddr::from([a, b, c, 0])
+        }
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 80) - 1);
+            IpAddr::V6(bits.into())
+        }
+    }
 }
 
 impl Enricher {
@@ -169,7 +185,14 @@ impl Enricher {
             success: Text::from(SUCCESS),
             failure: Text::from(FAILURE),
             reasons: HashMap::new(),
+            networks_only: false,
         }
+    }
+
+    /// Stores (and counts visitors by) the network of each address instead of the address.
+    pub fn keep_networks_only(mut self, networks_only: bool) -> Self {
+        self.networks_only = networks_only;
+        self
     }
 
     /// Picks up a replaced GeoIP file.
@@ -194,7 +217,12 @@ impl Enricher {
     pub fn enrich(&mut self, event: ClickEvent) -> EventRow {
         self.sequence += 1;
         let event_key = hex(u128::from(self.instance) << 64 | u128::from(self.sequence));
-        let unique_identity = self.visitor(event.client_ip, event.user_agent.as_deref());
+        // What is stored and counted; GeoIP below reads the whole address, which stays here.
+        let kept_ip = match self.networks_only {
+            true => network_of(event.client_ip),
+            false => event.client_ip,
+        };
+        let unique_identity = self.visitor(kept_ip, event.user_agent.as_deref());
         let (user_agent, agent) = match event.user_agent {
             Some(ua) => {
                 let (ua, agent) = interned(&mut self.agents, ua, |ua| parse_agent(Some(ua)));
@@ -209,7 +237,7 @@ impl Enricher {
                     self.places.clear();
                 }
                 let found = (
-                    Text::from(event.client_ip.to_string()),
+                    Text::from(kept_ip.to_string()),
                     clipped(self.geo.lookup(event.client_ip)),
                 );
                 self.places.insert(event.client_ip, found.clone());

@@ -61,7 +61,8 @@ impl Analytics {
         let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
         let mut instance = [0u8; 8];
         getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
-        let enricher = enrich::Enricher::new(geo, visitor_key, u64::from_le_bytes(instance));
+        let enricher = enrich::Enricher::new(geo, visitor_key, u64::from_le_bytes(instance))
+            .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
         let dirty = days::DirtyDays::default();
         let shared_db = db.clone();
         let database_url = settings.database_url.clone();

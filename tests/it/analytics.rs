@@ -692,3 +692,54 @@ fn counters_sum_what_every_thread_added() {
     });
     assert_eq!(counter.get(), 1_000 * (1..=40).sum::<u64>());
 }
+
+#[actix_web::test]
+async fn with_keep_addresses_network_only_the_network_of_an_address_is_stored() {
+    let app = spawn_app_with(&[
+        "--geoip-db",
+        GEOIP,
+        "--trusted-proxies",
+        "127.0.0.1",
+        "--keep-addresses",
+        "network",
+    ])
+    .await;
+    let link = create_link(&app, "https://example.com/private").await;
+    for visitor in ["203.0.113.9", "203.0.113.77", "2001:db8:1234:5678::1"] {
+        let response = app
+            .client
+            .get(app.url(&format!("/{}", link.link.compression_code)))
+            .insert_header(("x-forwarded-for", visitor))
+            .insert_header(("user-agent", AGENTS[0].ua))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 302);
+    }
+    wait_written(&app, 3).await;
+    let db = &app.core.db;
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT client_ip, unique_identity, country FROM transform_event_record",
+        ))
+        .await
+        .unwrap();
+    let mut stored: Vec<(String, String, Option<String>)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row.try_get_by_index(0).unwrap(),
+                row.try_get_by_index(1).unwrap(),
+                row.try_get_by_index(2).unwrap(),
+            )
+        })
+        .collect();
+    stored.sort();
+    let ips: Vec<&str> = stored.iter().map(|(ip, _, _)| ip.as_str()).collect();
+    assert_eq!(ips, ["2001:db8:1234::", "203.0.113.0", "203.0.113.0"]);
+    // One network and one browser: one visitor, as UV will count it.
+    assert_eq!(stored[1].1, stored[2].1);
+    // GeoIP still read the whole address.
+    assert_eq!(stored[1].2.as_deref(), Some("United States"));
+}
