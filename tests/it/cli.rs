@@ -948,44 +948,17 @@ async fn backup_copies_a_database_in_use_and_the_copy_opens() {
 async fn logs_are_plain_text_in_a_file_and_json_when_asked() {
     let db = TestDb::create().await;
     for format in ["text", "json"] {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = std::env::temp_dir().join(format!("inklink-log-{format}-{port}.log"));
-        let mut server = Command::new(env!("CARGO_BIN_EXE_inklink"))
-            .current_dir(std::env::temp_dir())
-            .env("INKLINK_DATABASE_URL", &db.url)
-            .env("INKLINK_SECRET", "test-secret")
-            .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
-            .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
-            .env("INKLINK_SPOOL_DIR", db.spool_dir())
-            .env("INKLINK_LOG_FORMAT", format)
-            .env("INKLINK_LOG", "info")
-            .env_remove("INKLINK_CONFIG")
-            .env_remove("NO_COLOR")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let client = crate::support::client();
-        for _ in 0..100 {
-            if client
-                .get(format!("http://127.0.0.1:{port}/healthz"))
-                .send()
-                .await
-                .is_ok()
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Command::new("kill")
-            .args(["-TERM", &server.id().to_string()])
-            .status()
-            .unwrap();
-        server.wait().unwrap();
+        let log =
+            std::env::temp_dir().join(format!("inklink-log-{format}-{}.log", std::process::id()));
+        let env = [
+            ("INKLINK_LOG_FORMAT", format),
+            ("INKLINK_LOG", "info"),
+            ("NO_COLOR", ""),
+        ];
+        let stderr = Stdio::from(std::fs::File::create(&log).unwrap());
+        let (mut server, _) = crate::support::serve_binary(&db, &env, stderr).await;
+        crate::support::signal(&server, "-TERM");
+        crate::support::exit_of(&mut server).await;
         let text = std::fs::read_to_string(&log).unwrap();
         std::fs::remove_file(&log).unwrap();
         assert!(text.contains("inklink is serving"), "{text}");

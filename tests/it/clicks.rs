@@ -424,50 +424,20 @@ async fn sighup_leaves_the_server_serving_and_sigterm_still_stops_it() {
         &db,
         &["link", "add", "https://example.com/h", "--code", "hup"],
     ));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"))
-        .current_dir(std::env::temp_dir())
-        .env("INKLINK_DATABASE_URL", &db.url)
-        .env("INKLINK_SECRET", "test-secret")
-        .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
-        .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
-        .env("INKLINK_SPOOL_DIR", db.spool_dir())
-        .env_remove("INKLINK_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut server, port) =
+        crate::support::serve_binary(&db, &[], std::process::Stdio::null()).await;
     let client = crate::support::client();
-    let base = format!("http://127.0.0.1:{port}");
     let answers = || async {
         client
-            .get(format!("{base}/hup"))
+            .get(format!("http://127.0.0.1:{port}/hup"))
             .send()
             .await
             .map(|r| r.status().as_u16())
             .ok()
     };
-    for _ in 0..100 {
-        if answers().await.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     assert_eq!(answers().await, Some(302), "the server came up");
-    let pid = server.id().to_string();
-    let signal = |name: &str| {
-        std::process::Command::new("kill")
-            .args([name, &pid])
-            .status()
-            .unwrap()
-            .success()
-    };
 
-    assert!(signal("-HUP"));
+    crate::support::signal(&server, "-HUP");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(
         server.try_wait().unwrap().is_none(),
@@ -475,18 +445,7 @@ async fn sighup_leaves_the_server_serving_and_sigterm_still_stops_it() {
     );
     assert_eq!(answers().await, Some(302));
 
-    assert!(signal("-TERM"));
-    let mut status = None;
-    for _ in 0..300 {
-        if let Some(exit) = server.try_wait().unwrap() {
-            status = Some(exit);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let status = status.unwrap_or_else(|| {
-        let _ = server.kill();
-        panic!("the server did not exit after SIGTERM")
-    });
+    crate::support::signal(&server, "-TERM");
+    let status = crate::support::exit_of(&mut server).await;
     assert!(status.success(), "exit status {status}");
 }

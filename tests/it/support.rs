@@ -373,3 +373,62 @@ impl TestDb {
             .next()
     }
 }
+
+/// The real `inklink serve` on a free port over `db`, with `env` added, its standard error
+/// going to `stderr`. Returns once it answers.
+pub async fn serve_binary(
+    db: &TestDb,
+    env: &[(&str, &str)],
+    stderr: std::process::Stdio,
+) -> (std::process::Child, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"));
+    command
+        .current_dir(std::env::temp_dir())
+        .env("INKLINK_DATABASE_URL", &db.url)
+        .env("INKLINK_SECRET", "test-secret")
+        .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
+        .env("INKLINK_SPOOL_DIR", db.spool_dir())
+        .env_remove("INKLINK_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let server = command.spawn().expect("the inklink binary runs");
+    let client = client();
+    for _ in 0..100 {
+        let health = client.get(format!("http://127.0.0.1:{port}/healthz"));
+        if health.send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    (server, port)
+}
+
+/// Sends `signal` (`-TERM`, `-HUP`, …) to `server`.
+pub fn signal(server: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal}");
+}
+
+/// How `server` exited, waiting up to 30 s (then it is killed and the test fails).
+pub async fn exit_of(server: &mut std::process::Child) -> std::process::ExitStatus {
+    for _ in 0..300 {
+        if let Some(exit) = server.try_wait().unwrap() {
+            return exit;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = server.kill();
+    panic!("the server did not exit")
+}
