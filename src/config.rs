@@ -218,6 +218,9 @@ pub enum ConfigError {
     BadValue { path: String, key: String },
     /// A value from the environment or the file that the option refuses; named by where it
     /// came from, not by a flag the user never typed.
+    /// Help asked for, already rendered: printed to standard output, exit 0.
+    #[error("{0}")]
+    Help(String),
     #[error("{origin} is '{value}', which is not allowed ({reason}). Allowed: {allowed}")]
     Setting {
         origin: String,
@@ -295,6 +298,10 @@ impl ConfigError {
     pub fn exit(self) -> ! {
         match self {
             Self::Cli(err) => err.exit(),
+            Self::Help(text) => {
+                print!("{text}");
+                std::process::exit(0)
+            }
             other => {
                 eprintln!("error: {other}");
                 std::process::exit(1)

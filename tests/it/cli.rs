@@ -1142,3 +1142,24 @@ async fn a_password_typed_at_a_terminal_is_not_shown() {
         .unwrap();
     assert!(verify_password(&zed.password_hash, "secret-password-1"));
 }
+
+#[test]
+fn a_subcommands_help_shows_its_own_arguments_not_every_server_option() {
+    let help = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_inklink"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let link_add = help(&["link", "add", "--help"]);
+    assert!(link_add.contains("--code") && link_add.contains("--description"));
+    assert!(link_add.contains("A note for the people who manage the link"));
+    assert!(!link_add.contains("--cache-ttl"), "{link_add}");
+    assert!(link_add.contains("inklink --help"), "{link_add}");
+    assert!(link_add.lines().count() < 50, "{link_add}");
+    // The server's options are where they belong, and still accepted anywhere.
+    assert!(help(&["serve", "--help"]).contains("--cache-ttl"));
+    assert!(help(&["--help"]).contains("INKLINK_CACHE_TTL"));
+}
