@@ -1120,6 +1120,9 @@ async fn a_password_typed_at_a_terminal_is_not_shown() {
         assert!(read > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&chunk[..read]);
     }
+    // The prompt is written just before echo is switched off; give that a moment, as a
+    // person's typing would.
+    std::thread::sleep(Duration::from_millis(500));
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"secret-password-1\r").unwrap();
     stdin.flush().unwrap();
