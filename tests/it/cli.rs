@@ -956,12 +956,48 @@ async fn logs_are_plain_text_in_a_file_and_json_when_asked() {
             ("NO_COLOR", ""),
         ];
         let stderr = Stdio::from(std::fs::File::create(&log).unwrap());
-        let (mut server, _) = crate::support::serve_binary(&db, &env, stderr).await;
+        let (mut server, port) = crate::support::serve_binary(&db, &env, stderr).await;
+        // A wrong password: the log says who failed from where.
+        let client = crate::support::client();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut form = client
+            .get(format!("{base}/admin/login"))
+            .send()
+            .await
+            .unwrap();
+        let cookie = form
+            .headers()
+            .get("set-cookie")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
+        let body = String::from_utf8(form.body().await.unwrap().to_vec()).unwrap();
+        let start = body.find("name=\"csrf\" value=\"").unwrap() + 19;
+        let csrf = body[start..start + 64].to_owned();
+        let refused = client
+            .post(format!("{base}/admin/login"))
+            .insert_header(("cookie", cookie))
+            .send_form(&[
+                ("csrf", csrf.as_str()),
+                ("username", "mallory"),
+                ("password", "guess-guess"),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 401);
         crate::support::signal(&server, "-TERM");
         crate::support::exit_of(&mut server).await;
         let text = std::fs::read_to_string(&log).unwrap();
         std::fs::remove_file(&log).unwrap();
         assert!(text.contains("inklink is serving"), "{text}");
+        assert!(
+            text.contains("failed sign-in") && text.contains("mallory"),
+            "{text}"
+        );
         assert!(
             !text.contains('\u{1b}'),
             "no colour codes in a file: {text:?}"
