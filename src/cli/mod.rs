@@ -455,6 +455,11 @@ async fn check(settings: &Settings) -> anyhow::Result<()> {
             "listen address",
             format!("{} is free", settings.listen),
         ),
+        Err(_) if answers_as_inklink(settings.listen) => line(
+            true,
+            "listen address",
+            format!("{} is served by a running inklink", settings.listen),
+        ),
         Err(err) => line(
             false,
             "listen address",
@@ -467,6 +472,26 @@ async fn check(settings: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the program on `address` answers `/healthz` as inklink does (so a check run beside
+/// the server does not call its own port taken).
+fn answers_as_inklink(address: std::net::SocketAddr) -> bool {
+    use std::io::Read;
+    let timeout = std::time::Duration::from_secs(2);
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&address, timeout) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    if stream
+        .write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.take(4096).read_to_string(&mut answer);
+    answer.contains("\"database\"")
+}
+
 /// `inklink backup FILE`: a consistent copy of a SQLite database, taken while it is in use
 /// (SQLite's `VACUUM INTO` reads one snapshot); the servers' own tools for the others.
 async fn backup(settings: &Settings, file: &std::path::Path) -> anyhow::Result<()> {
@@ -477,6 +502,17 @@ async fn backup(settings: &Settings, file: &std::path::Path) -> anyhow::Result<(
     let db = startup::connect(settings).await?;
     match db.get_database_backend() {
         DbBackend::Sqlite => {
+            // An empty file first, readable by its owner only: the copy holds what the
+            // database does (password hashes, keys, visitors' addresses).
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(file)
+                    .with_context(|| format!("cannot create {}", file.display()))?;
+            }
             let target = file.to_string_lossy().replace('\'', "''");
             db.execute_raw(Statement::from_string(
                 DbBackend::Sqlite,

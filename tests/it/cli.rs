@@ -915,6 +915,9 @@ async fn backup_copies_a_database_in_use_and_the_copy_opens() {
     let run = inklink_live(&db, &["backup", &file.display().to_string()]).await;
     if db.url.starts_with("sqlite") {
         assert_eq!(run.code, 0, "{}", run.stderr);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the copy is private: {mode:o}");
         // The copy is a database of its own, with the link in it.
         let copy = format!("sqlite://{}?mode=rw", file.display());
         let conn = Database::connect(&copy).await.unwrap();
@@ -1201,4 +1204,29 @@ fn a_subcommands_help_shows_its_own_arguments_not_every_server_option() {
     // The server's options are where they belong, and still accepted anywhere.
     assert!(help(&["serve", "--help"]).contains("--cache-ttl"));
     assert!(help(&["--help"]).contains("INKLINK_CACHE_TTL"));
+}
+
+#[actix_web::test]
+async fn check_beside_a_running_server_finds_its_address_served_not_taken() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let listen = format!("127.0.0.1:{}", app.port);
+    let spool = db.spool_dir().display().to_string();
+    let db_for_cli = db.clone();
+    let run = actix_web::rt::task::spawn_blocking(move || {
+        inklink_with(
+            &db_for_cli,
+            &["check"],
+            None,
+            &[("INKLINK_LISTEN", &listen), ("INKLINK_SPOOL_DIR", &spool)],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("is served by a running inklink"),
+        "{}",
+        run.stdout
+    );
 }
