@@ -83,6 +83,8 @@ pub struct Row {
     pub expired: bool,
     pub created: String,
     pub expires: String,
+    /// Whether the signed-in person may disable or enable it (operators: their own links).
+    pub changeable: bool,
 }
 
 pub struct DomainOption {
@@ -146,9 +148,11 @@ pub async fn list(
         .collect();
     let by_id: HashMap<i64, domain_conf::Model> = all.into_iter().map(|d| (d.id, d)).collect();
     let now = crate::db::now();
+    let actor = user.actor();
     let rows = links
         .into_iter()
         .map(|link| Row {
+            changeable: links::may_change(&actor, &link).is_ok(),
             short_url: domains::effective(&by_id, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default(),

@@ -605,6 +605,15 @@ async fn operators_change_only_their_own_links_in_the_admin_ui_too() {
         .compression_code
         .to_string();
 
+    // The list offers her the actions on her own link only.
+    let list = olivia.get("/admin/links").await;
+    assert!(
+        !list
+            .body
+            .contains(&format!("/admin/links/{theirs}/disable"))
+    );
+    assert!(list.body.contains(&format!("/admin/links/{mine}/disable")));
+
     // Act and assert: someone else's link is refused, her own is not.
     for action in ["disable", "enable"] {
         let page = olivia
