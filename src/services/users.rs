@@ -74,12 +74,6 @@ pub async fn hash_password_async(password: &Password) -> String {
     off_the_workers(move || hash_password(&password)).await
 }
 
-/// [`verify_password`] on the bounded argon2 pool.
-pub async fn verify_password_async(stored_hash: &str, candidate: &str) -> bool {
-    let (hash, candidate) = (stored_hash.to_owned(), candidate.to_owned());
-    off_the_workers(move || verify_password(&hash, &candidate)).await
-}
-
 pub async fn by_id(db: &DatabaseConnection, id: i64) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find_by_id(id).one(db).await
 }

@@ -124,36 +124,15 @@ async fn sigterm_under_load_loses_no_click_and_records_none_twice() {
         &db,
         &["link", "add", "https://example.com/t", "--code", "term"],
     ));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = std::fs::File::create(std::env::temp_dir().join(format!("inklink-term-{port}.log")))
-        .unwrap();
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"))
-        .current_dir(std::env::temp_dir())
-        .env("INKLINK_DATABASE_URL", &db.url)
-        .env("INKLINK_SECRET", "test-secret")
-        .env("INKLINK_LISTEN", format!("127.0.0.1:{port}"))
-        .env("INKLINK_ADMIN_PASSWORD", "an-admin-password")
-        .env("INKLINK_SPOOL_DIR", db.spool_dir())
-        .env("INKLINK_WORKERS", "2")
-        .env_remove("INKLINK_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let log = std::fs::File::create(
+        std::env::temp_dir().join(format!("inklink-term-{}.log", std::process::id())),
+    )
+    .unwrap();
+    let (mut server, port) =
+        crate::support::serve_binary(&db, &[("INKLINK_WORKERS", "2")], log.into()).await;
     let client = crate::support::client();
     let base = format!("http://127.0.0.1:{port}");
-    let mut ready = false;
-    for _ in 0..100 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ready = client.get(format!("{base}/healthz")).send().await.is_ok();
     assert!(ready, "the server came up");
 
     let redirected: Arc<Mutex<Vec<String>>> = Arc::default();
