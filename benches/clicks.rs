@@ -82,6 +82,7 @@ fn synthetic(rng: &mut Rng, links: &[(i64, String)], at: chrono::NaiveDateTime) 
         } else {
             Outcome::Redirected
         },
+        head: false,
     }
 }
 

@@ -5,6 +5,7 @@ use super::event::{ClickEvent, Outcome};
 use crate::net::client::TrustedProxies;
 use actix_web::HttpRequest;
 use actix_web::http::header::{self, HeaderName};
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Longest user agent, referer or query string kept: enough for any real one, and a bound on
@@ -23,9 +24,9 @@ pub fn click(
     let header = |name: HeaderName, max: usize| {
         req.headers()
             .get(name)
-            .and_then(|value| value.to_str().ok())
+            .map(|value| text_of(value.as_bytes()))
             .filter(|value| !value.is_empty())
-            .map(|value| clip(value, max).into())
+            .map(|value| clip(&value, max).into())
     };
     let query = req.query_string();
     ClickEvent {
@@ -41,6 +42,17 @@ pub fn click(
         referer: header(header::REFERER, MAX_TEXT),
         query: (!query.is_empty()).then(|| clip(query, MAX_TEXT).into()),
         outcome,
+        head: req.method() == actix_web::http::Method::HEAD,
+    }
+}
+
+/// A header's text. Browsers and apps do send bytes outside ASCII (a phone model with an "ñ",
+/// a search term in a referer): UTF-8 is read as such, anything else as Latin-1, so that no
+/// real value is lost.
+pub fn text_of(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => Cow::Owned(bytes.iter().map(|&byte| char::from(byte)).collect()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! From a raw click to a stored row: who (a keyed visitor hash, bot or not), with what (browser,
 //! OS, device, from the user agent by woothee), from where (GeoIP, referrer host).
 
+use super::agent::{Agent, parse_agent};
 use super::capture::clip;
 use super::event::{ClickEvent, EventRow, FAILURE, SUCCESS, Text};
 use super::geoip::{GeoIp, Place};
@@ -8,120 +9,6 @@ use siphasher::sip128::{Hasher128, SipHasher24};
 use std::collections::HashMap;
 use std::hash::Hasher;
 use std::net::IpAddr;
-
-/// What a user agent says about the visitor's software.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Agent {
-    pub browser: Option<Text>,
-    pub browser_version: Option<Text>,
-    pub os: Option<Text>,
-    pub os_version: Option<Text>,
-    pub device: Option<Text>,
-    pub is_bot: bool,
-}
-
-/// Link-preview fetchers of chat and social apps, and scripted clients: woothee does not call
-/// them crawlers, but none of them is a person following the link.
-const BOT_MARKERS: &[&str] = &[
-    "facebookexternalhit",
-    "facebookcatalog",
-    "meta-externalagent",
-    "twitterbot",
-    "slackbot",
-    "slack-imgproxy",
-    "discordbot",
-    "telegrambot",
-    "whatsapp/",
-    "linkedinbot",
-    "skypeuripreview",
-    "pinterestbot",
-    "redditbot",
-    "embedly",
-    "iframely",
-    "vkshare",
-    "line-poker",
-    "viber",
-    "bitlybot",
-    "applebot",
-    "curl/",
-    "wget/",
-    "python-requests",
-    "python-urllib",
-    "go-http-client",
-    "libwww-perl",
-    "scrapy",
-    "headlesschrome",
-];
-
-/// Chinese super-apps browse inside their own web views; their token names the app, which is
-/// what an operator wants to see rather than the engine underneath.
-const IN_APP: &[(&str, &str)] = &[
-    ("MicroMessenger/", "WeChat"),
-    ("DingTalk/", "DingTalk"),
-    ("AlipayClient/", "Alipay"),
-    ("Weibo__", "Weibo"),
-    (" QQ/", "QQ"),
-];
-
-const MAX_NAME: usize = 64;
-
-pub fn parse_agent(user_agent: Option<&str>) -> Agent {
-    // Every browser sends a user agent; a request without one is a script.
-    let Some(ua) = user_agent else {
-        return Agent {
-            is_bot: true,
-            ..Agent::default()
-        };
-    };
-    let known = |value: &str| {
-        (!value.is_empty() && value != woothee::woothee::VALUE_UNKNOWN)
-            .then(|| Text::from(clip(value, MAX_NAME)))
-    };
-    let lower = ua.to_ascii_lowercase();
-    let marked_bot = BOT_MARKERS.iter().any(|marker| lower.contains(marker));
-    let Some(parsed) = woothee::parser::Parser::new().parse(ua) else {
-        return Agent {
-            is_bot: marked_bot,
-            ..Agent::default()
-        };
-    };
-    let is_bot = marked_bot || parsed.category == "crawler";
-    let (browser, browser_version) = match in_app(ua) {
-        Some((app, version)) => (Some(Text::from(app)), known(version)),
-        None => (known(parsed.name), known(parsed.version)),
-    };
-    let device = if is_bot {
-        "bot"
-    } else {
-        match parsed.category {
-            "pc" => "desktop",
-            "smartphone" if ua.contains("iPad") || !ua.contains("Mobile") => "tablet",
-            "smartphone" => "mobile",
-            "mobilephone" => "feature phone",
-            "appliance" => "appliance",
-            _ => "other",
-        }
-    };
-    Agent {
-        browser,
-        browser_version,
-        os: known(parsed.os),
-        os_version: known(&parsed.os_version),
-        device: Some(Text::from(device)),
-        is_bot,
-    }
-}
-
-fn in_app(ua: &str) -> Option<(&'static str, &str)> {
-    IN_APP.iter().find_map(|(token, app)| {
-        let at = ua.find(token)? + token.len();
-        let version = ua[at..]
-            .split(|c: char| c.is_whitespace() || c == '(' || c == ';')
-            .next()
-            .unwrap_or_default();
-        Some((*app, version))
-    })
-}
 
 /// The host a referer points at, lower-cased; `None` for anything that is not a URL.
 pub fn referer_host(referer: &str) -> Option<Text> {
@@ -223,13 +110,16 @@ impl Enricher {
             false => event.client_ip,
         };
         let unique_identity = self.visitor(kept_ip, event.user_agent.as_deref());
-        let (user_agent, agent) = match event.user_agent {
+        let (user_agent, mut agent) = match event.user_agent {
             Some(ua) => {
                 let (ua, agent) = interned(&mut self.agents, ua, |ua| parse_agent(Some(ua)));
                 (Some(ua), agent)
             }
             None => (None, parse_agent(None)),
         };
+        if event.head {
+            agent.mark_bot();
+        }
         let (client_ip, place) = match self.places.get(&event.client_ip) {
             Some(found) => found.clone(),
             None => {

@@ -50,6 +50,9 @@ pub struct ClickEvent {
     pub referer: Option<Box<str>>,
     pub query: Option<Box<str>>,
     pub outcome: Outcome,
+    /// A `HEAD` request: answered like `GET`, but no browser sends one to follow a link, so
+    /// it is counted as a bot's.
+    pub head: bool,
 }
 
 /// Shared text: the enricher hands out one allocation per distinct user agent, address,

@@ -7,6 +7,7 @@
 //! `spool` while the database is away; `aggregate` turns a day of events into
 //! `visit_statistics` rows; `report` reads those for dashboards and the API.
 
+pub mod agent;
 pub mod aggregate;
 pub mod capture;
 pub mod days;

@@ -52,8 +52,8 @@ impl TrustedProxies {
         }
         if let Some(chain) = forwarded_for {
             let mut last = None;
-            for hop in chain.rsplit(',').map(str::trim) {
-                let Ok(ip) = hop.parse::<IpAddr>().map(canonical) else {
+            for hop in chain.rsplit(',') {
+                let Some(ip) = address_of(hop) else {
                     break;
                 };
                 last = Some(ip);
@@ -65,10 +65,7 @@ impl TrustedProxies {
                 return ip;
             }
         }
-        real_ip
-            .and_then(|value| value.trim().parse::<IpAddr>().ok())
-            .map(canonical)
-            .unwrap_or(peer)
+        real_ip.and_then(address_of).unwrap_or(peer)
     }
 
     /// Whether the client reached us over https: only a trusted proxy can say so (inklink
@@ -98,6 +95,21 @@ impl TrustedProxies {
         req.peer_addr()
             .is_some_and(|peer| self.forwarded_https(peer.ip(), proto))
     }
+}
+
+/// One address of `X-Forwarded-For` or `X-Real-IP` as proxies write them: `1.2.3.4`,
+/// `1.2.3.4:40001` (some load balancers add the client's port), `2001:db8::1`, `[2001:db8::1]`
+/// or `[2001:db8::1]:4711`, possibly quoted.
+fn address_of(hop: &str) -> Option<IpAddr> {
+    let hop = hop.trim().trim_matches('"');
+    let ip = match hop.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        Err(_) => match hop.parse::<std::net::SocketAddr>() {
+            Ok(socket) => socket.ip(),
+            Err(_) => hop.strip_prefix('[')?.strip_suffix(']')?.parse().ok()?,
+        },
+    };
+    Some(canonical(ip))
 }
 
 /// IPv4 addresses that arrive mapped into IPv6 (`::ffff:1.2.3.4`) compare as IPv4.

@@ -62,7 +62,7 @@ const AGENTS: &[Agent] = &[
     person(
         "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
         "Safari",
-        "Mac OSX",
+        "macOS",
         "desktop",
     ),
     person(
@@ -74,7 +74,7 @@ const AGENTS: &[Agent] = &[
     person(
         "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
         "WeChat",
-        "iPhone",
+        "iOS",
         "mobile",
     ),
     person(
@@ -92,13 +92,13 @@ const AGENTS: &[Agent] = &[
     person(
         "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
         "Safari",
-        "iPhone",
+        "iOS",
         "mobile",
     ),
     person(
         "Mozilla/5.0 (iPad; CPU OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
         "Safari",
-        "iPad",
+        "iOS",
         "tablet",
     ),
     bot("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
@@ -240,6 +240,7 @@ fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
                     referer: referer.map(Into::into),
                     query: None,
                     outcome,
+                    head: false,
                 },
                 day,
                 link,

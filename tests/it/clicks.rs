@@ -263,6 +263,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
             referer: None,
             query: None,
             outcome: Outcome::Redirected,
+            head: false,
         });
     }
     wait_written(&app, 3).await;

@@ -83,6 +83,7 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
                 referer: (i % 2 == 0).then(|| "https://weixin.qq.com/s/x?ü=1&p=C:\\N\t\\".into()),
                 query: (i % 3 == 0).then(|| format!("n={i}&raw=\\N&tab=\t\r\n").into()),
                 outcome,
+                head: false,
             })
         })
         .collect()

@@ -2,6 +2,7 @@
 //! database — a SQLite file, or a new database on the server in INKLINK_TEST_DATABASE_URL.
 
 mod admin;
+mod agents;
 mod analytics;
 mod api;
 mod bootstrap;

@@ -273,7 +273,7 @@ fn client_addresses_are_believed_only_from_trusted_proxies() {
     use std::net::IpAddr;
     let trusted: TrustedProxies = "127.0.0.1, 10.0.0.0/8, ::1".parse().unwrap();
     let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-    let cases: [(&str, Option<&str>, Option<&str>, &str); 9] = [
+    let cases: [(&str, Option<&str>, Option<&str>, &str); 15] = [
         // An untrusted peer's headers are ignored, however convincing.
         (
             "203.0.113.9",
@@ -305,6 +305,23 @@ fn client_addresses_are_believed_only_from_trusted_proxies() {
         ("127.0.0.1", None, None, "127.0.0.1"),
         ("::ffff:127.0.0.1", Some("2001:db8::5"), None, "2001:db8::5"),
         ("::1", Some("10.0.0.2, 10.0.0.3"), None, "10.0.0.2"),
+        // Proxies that add the client's port, and IPv6 in brackets.
+        (
+            "127.0.0.1",
+            Some("115.82.82.248:40001"),
+            None,
+            "115.82.82.248",
+        ),
+        ("127.0.0.1", Some("[2001:db8::7]:4711"), None, "2001:db8::7"),
+        ("127.0.0.1", Some("[2001:db8::8]"), None, "2001:db8::8"),
+        (
+            "127.0.0.1",
+            Some("\"[2001:db8::9]:80\", 10.0.0.2:1234"),
+            None,
+            "2001:db8::9",
+        ),
+        ("127.0.0.1", None, Some("198.51.100.9:5555"), "198.51.100.9"),
+        ("127.0.0.1", Some("1.2.3.4:notaport"), None, "127.0.0.1"),
     ];
     for (peer, forwarded, real, expected) in cases {
         assert_eq!(
