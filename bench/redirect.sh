@@ -8,7 +8,8 @@
 #   bash bench/redirect.sh --ceiling             # also bench/ceiling: bare actix-web, a fixed 302
 #
 # With --db, a fresh database is created on that server for the run and dropped after it.
-# Knobs: LINKS (100000), ROUNDS (3), DURATION (10s).
+# Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
+# instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SERVER_URL="" CEILING=""
@@ -31,8 +32,12 @@ if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
   echo "installing wrk and nginx from Debian's packages"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null
 fi
-cargo build --release --quiet
-BIN="$CARGO_TARGET_DIR/release/inklink"
+if [ -n "${INKLINK_BIN:-}" ]; then
+  BIN=$INKLINK_BIN
+else
+  cargo build --release --quiet
+  BIN="$CARGO_TARGET_DIR/release/inklink"
+fi
 [ -n "$CEILING" ] && cargo build --release --quiet --manifest-path bench/ceiling/Cargo.toml
 WORK=$(mktemp -d)
 INKLINK_PID="" NGINX_PID="" CEILING_PID="" BENCH_DB=""

@@ -83,6 +83,8 @@ fn synthetic(rng: &mut Rng, links: &[(i64, String)], at: chrono::NaiveDateTime) 
             Outcome::Redirected
         },
         head: false,
+        key: None,
+        generation: 0,
     }
 }
 

@@ -147,7 +147,8 @@ pub struct Settings {
     pub click_buffer: u32,
 
     /// Directory of the spool file (inklink-spool-<port>.jsonl) that holds clicks while the
-    /// database is unavailable; they are written when it returns, also after a restart
+    /// database is unavailable, and of the click journal (inklink-journal-<port>-*.jsonl)
+    /// that keeps answered clicks through a crash; both are written at the next start
     #[arg(long, env = "INKLINK_SPOOL_DIR", default_value = ".", global = true)]
     pub spool_dir: PathBuf,
 

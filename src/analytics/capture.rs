@@ -43,6 +43,8 @@ pub fn click(
         query: (!query.is_empty()).then(|| clip(query, MAX_TEXT).into()),
         outcome,
         head: req.method() == actix_web::http::Method::HEAD,
+        key: None,
+        generation: 0,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::agent::{Agent, parse_agent};
 use super::capture::clip;
-use super::event::{ClickEvent, EventRow, FAILURE, SUCCESS, Text};
+use super::event::{ClickEvent, EventKey, EventRow, FAILURE, SUCCESS, Text};
 use super::geoip::{GeoIp, Place};
 use siphasher::sip128::{Hasher128, SipHasher24};
 use std::collections::HashMap;
@@ -102,8 +102,12 @@ impl Enricher {
     }
 
     pub fn enrich(&mut self, event: ClickEvent) -> EventRow {
-        self.sequence += 1;
-        let event_key = hex(u128::from(self.instance) << 64 | u128::from(self.sequence));
+        let key = event.key.unwrap_or_else(|| {
+            self.sequence += 1;
+            // A stripe number the journal never gives out.
+            EventKey::new(self.instance, usize::from(u8::MAX), self.sequence)
+        });
+        let event_key = hex(key.0);
         // What is stored and counted; GeoIP below reads the whole address, which stays here.
         let kept_ip = match self.networks_only {
             true => network_of(event.client_ip),
@@ -171,6 +175,7 @@ impl Enricher {
             is_bot: agent.is_bot,
             transform_status,
             failure_reason,
+            generation: event.generation,
         }
     }
 }

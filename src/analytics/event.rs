@@ -38,8 +38,22 @@ impl Outcome {
 pub const SUCCESS: &str = "success";
 pub const FAILURE: &str = "failure";
 
+/// What makes a stored click unique: the high 64 bits name the process (random), the rest
+/// count its events. Given when the click is journaled, so a replay stores it once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventKey(pub u128);
+
+impl EventKey {
+    pub fn new(instance: u64, stripe: usize, sequence: u64) -> Self {
+        const SEQUENCE_BITS: u32 = 56;
+        let sequence = u128::from(sequence) & ((1 << SEQUENCE_BITS) - 1);
+        Self(u128::from(instance) << 64 | (stripe as u128) << SEQUENCE_BITS | sequence)
+    }
+}
+
 /// Taken on the redirect path: only copies of what the request carried, nothing computed.
-#[derive(Clone, Debug, PartialEq)]
+/// It is also the line format of the click journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClickEvent {
     pub at: NaiveDateTime,
     pub code: Box<str>,
@@ -53,6 +67,12 @@ pub struct ClickEvent {
     /// A `HEAD` request: answered like `GET`, but no browser sends one to follow a link, so
     /// it is counted as a bot's.
     pub head: bool,
+    /// Given by the journal; an event without one gets it from the enricher.
+    #[serde(default)]
+    pub key: Option<EventKey>,
+    /// The journal generation the event was written in (see `journal`).
+    #[serde(skip)]
+    pub generation: u32,
 }
 
 /// Shared text: the enricher hands out one allocation per distinct user agent, address,
@@ -86,4 +106,7 @@ pub struct EventRow {
     pub is_bot: bool,
     pub transform_status: Text,
     pub failure_reason: Option<Text>,
+    /// The journal generation of the event (not stored, not spooled).
+    #[serde(skip)]
+    pub generation: u32,
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// More than the threads that count at the same time (the HTTP workers, one per core, and the
 /// writer); threads past that share stripes, which stays correct, only slower.
-const STRIPES: usize = 16;
+pub const STRIPES: usize = 16;
 
 /// A counter split into one atomic per thread, each on its own cache line. One shared atomic
 /// bumped by every worker on every redirect makes that line travel between the cores for each
@@ -37,7 +37,7 @@ impl Counter {
 }
 
 /// This thread's stripe, given out in turn as threads first count.
-fn stripe() -> usize {
+pub fn stripe() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static STRIPE: usize = NEXT.fetch_add(1, Relaxed) % STRIPES;

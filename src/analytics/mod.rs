@@ -15,6 +15,7 @@ pub mod enrich;
 pub mod event;
 pub mod geoip;
 pub mod insert;
+pub mod journal;
 pub mod metrics;
 pub mod queue;
 pub mod report;
@@ -53,16 +54,24 @@ impl Analytics {
         port: u16,
     ) -> std::io::Result<Self> {
         let metrics = Arc::new(Metrics::default());
-        let (sink, queue) = queue::channel(settings.click_queue as usize, metrics.clone());
+        let mut instance = [0u8; 8];
+        getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
+        let instance = u64::from_le_bytes(instance);
+        // Read before this process journals anything: all there is belongs to a dead one.
+        let leftover = journal::leftover(&settings.spool_dir, port)?;
+        let journal = Arc::new(journal::Journal::new(&settings.spool_dir, port, instance));
+        let (sink, queue) = queue::channel(
+            settings.click_queue as usize,
+            metrics.clone(),
+            journal.clone(),
+        );
         let spool = spool::Spool::open(
             &settings
                 .spool_dir
                 .join(format!("inklink-spool-{port}.jsonl")),
         )?;
         let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
-        let mut instance = [0u8; 8];
-        getrandom::fill(&mut instance).map_err(std::io::Error::other)?;
-        let enricher = enrich::Enricher::new(geo, visitor_key, u64::from_le_bytes(instance))
+        let enricher = enrich::Enricher::new(geo, visitor_key, instance)
             .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
         let dirty = days::DirtyDays::default();
         let shared_db = db.clone();
@@ -85,6 +94,7 @@ impl Analytics {
                 writer_dirty,
                 writer_config,
             )
+            .with_journal(journal, leftover)
             .run(queue, stopped)
             .await
         });

@@ -6,12 +6,14 @@
 use super::days::{self, DirtyDays};
 use super::enrich::Enricher;
 use super::event::{ClickEvent, EventRow};
+use super::journal::{Journal, Leftover, RECOVERED};
 use super::metrics::Metrics;
 use super::spool::Spool;
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ const LINGER: Duration = Duration::from_millis(20);
 const DRAIN_TICK: Duration = Duration::from_millis(5);
 /// How often the GeoIP file is looked at (one `stat`) for a newer version.
 const GEOIP_CHECK: Duration = Duration::from_secs(2);
+/// How often a journal generation is closed, so that its files can go once it is stored.
+const JOURNAL_CHECKPOINT: Duration = Duration::from_secs(1);
 
 pub struct WriterConfig {
     /// Events held in memory while the database is away, before the spool takes over.
@@ -55,6 +59,21 @@ pub struct Writer {
     /// After a failed insert, nothing is tried before this.
     retry_at: Option<Instant>,
     outage_logged: bool,
+    journal: Option<Arc<Journal>>,
+    /// Journal generations not yet deleted: how many events each has (once closed) and how
+    /// many of them are stored or spooled.
+    generations: BTreeMap<u32, Generation>,
+    /// The journals of a crashed process, deleted once what they held is stored.
+    recovered: Vec<PathBuf>,
+    /// Events were lost here (spool unwritable, insert task failed): the journals stay at
+    /// shutdown, so that the next start writes them.
+    keep_journal: bool,
+}
+
+#[derive(Default)]
+struct Generation {
+    total: Option<u64>,
+    done: u64,
 }
 
 type Inserted = (Arc<[EventRow]>, Result<(), DbErr>, Duration);
@@ -88,6 +107,87 @@ impl Writer {
             config,
             retry_at: None,
             outage_logged: false,
+            journal: None,
+            generations: BTreeMap::new(),
+            recovered: Vec::new(),
+            keep_journal: false,
+        }
+    }
+
+    /// Keeps the journal's generations until their events are stored, after writing what
+    /// a crashed process left in its journals.
+    pub fn with_journal(mut self, journal: Arc<Journal>, leftover: Leftover) -> Self {
+        self.journal = Some(journal);
+        if !leftover.events.is_empty() {
+            self.generations.insert(
+                RECOVERED,
+                Generation {
+                    total: Some(leftover.events.len() as u64),
+                    done: 0,
+                },
+            );
+            let mut events = leftover.events;
+            self.accept(&mut events);
+        }
+        self.recovered = leftover.files;
+        self.release();
+        self
+    }
+
+    /// Counts rows as stored or spooled (or lost for good), for their journal generation.
+    fn done(&mut self, rows: &[EventRow]) {
+        if self.journal.is_none() {
+            return;
+        }
+        for row in rows {
+            self.generations.entry(row.generation).or_default().done += 1;
+        }
+        self.release();
+    }
+
+    /// Deletes the journals of the generations whose every event is stored or spooled.
+    fn release(&mut self) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let complete: Vec<u32> = self
+            .generations
+            .iter()
+            .filter(|(generation, counts)| {
+                counts
+                    .total
+                    .is_some_and(|total| counts.done + journal.dropped(**generation) >= total)
+            })
+            .map(|(generation, _)| *generation)
+            .collect();
+        for generation in complete {
+            self.generations.remove(&generation);
+            if generation == RECOVERED {
+                for path in self.recovered.drain(..) {
+                    if let Err(err) = std::fs::remove_file(&path) {
+                        tracing::warn!(error = %err, path = %path.display(), "cannot remove a replayed click journal");
+                    }
+                }
+            } else {
+                journal.remove_generation(generation);
+            }
+        }
+        if self.recovered.is_empty() || self.generations.contains_key(&RECOVERED) {
+            return;
+        }
+        // Journals that held nothing readable.
+        for path in self.recovered.drain(..) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
+    fn checkpoint(&mut self) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        if let Some((generation, total)) = journal.close_generation() {
+            self.generations.entry(generation).or_default().total = Some(total);
+            self.release();
         }
     }
 
@@ -101,6 +201,7 @@ impl Writer {
     ) {
         let mut events = Vec::with_capacity(BATCH);
         let mut geoip_check = tokio::time::interval(GEOIP_CHECK);
+        let mut checkpoint = tokio::time::interval(JOURNAL_CHECKPOINT);
         // Set while clicks are arriving: the next time the queue is drained without a wake-up.
         let mut drain_at: Option<Instant> = None;
         loop {
@@ -127,6 +228,7 @@ impl Writer {
                 _ = &mut stop => break,
                 _ = sleep_until(wake), if wake.is_some() => {}
                 _ = geoip_check.tick() => self.enricher.refresh_geoip(),
+                _ = checkpoint.tick() => self.checkpoint(),
             }
         }
         self.finish(queue).await;
@@ -163,11 +265,16 @@ impl Writer {
                         .fetch_add(rows.len() as u64, Relaxed);
                 }
                 Err(err) => {
-                    tracing::error!(error = %err, events = rows.len(), "cannot spool click events at shutdown: they are lost");
-                    self.metrics
-                        .events_dropped
-                        .fetch_add(rows.len() as u64, Relaxed);
+                    tracing::error!(error = %err, events = rows.len(), "cannot spool click events at shutdown: they stay in the click journal for the next start");
+                    self.keep_journal = true;
                 }
+            }
+        }
+        // Everything is stored or spooled: nothing is left to replay.
+        if let Some(journal) = self.journal.as_ref().filter(|_| !self.keep_journal) {
+            journal.remove_all();
+            for path in self.recovered.drain(..) {
+                let _ = std::fs::remove_file(&path);
             }
         }
         self.update_backlog();
@@ -257,8 +364,11 @@ impl Writer {
         let (rows, result, took) = match joined {
             Ok(done) => done,
             Err(err) => {
-                tracing::error!(error = %err, events = count, "the click insert task failed: its events are lost");
+                // Its rows went with the task; they stay in the journal until a restart
+                // replays them (their generation never completes).
+                tracing::error!(error = %err, events = count, "the click insert task failed: its events are written at the next start");
                 self.metrics.events_dropped.fetch_add(count as u64, Relaxed);
+                self.keep_journal = true;
                 return self.update_backlog();
             }
         };
@@ -269,10 +379,14 @@ impl Writer {
                     .events_written
                     .fetch_add(rows.len() as u64, Relaxed);
                 self.mark_late_days(&rows);
-                if let Some(offset) = spool_offset
-                    && let Err(err) = self.spool.consume(offset, rows.len() as u64)
-                {
-                    tracing::error!(error = %err, "cannot update the spool");
+                match spool_offset {
+                    Some(offset) => {
+                        if let Err(err) = self.spool.consume(offset, rows.len() as u64) {
+                            tracing::error!(error = %err, "cannot update the spool");
+                        }
+                    }
+                    // Spooled rows were counted when they were spooled.
+                    None => self.done(&rows),
                 }
                 self.retry_at = None;
                 if self.outage_logged && self.backlog() == 0 {
@@ -316,10 +430,12 @@ impl Writer {
             match self.spool.append(&rows) {
                 Ok(()) => {
                     self.metrics.events_spooled.fetch_add(count, Relaxed);
+                    self.done(&rows);
                 }
                 Err(err) => {
-                    tracing::error!(error = %err, path = %self.spool.path().display(), events = count, "cannot spool click events: they are lost");
+                    tracing::error!(error = %err, path = %self.spool.path().display(), events = count, "cannot spool click events: they are written from the journal at the next start");
                     self.metrics.events_dropped.fetch_add(count, Relaxed);
+                    self.keep_journal = true;
                 }
             }
         }

@@ -241,6 +241,8 @@ fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
                     query: None,
                     outcome,
                     head: false,
+                    key: None,
+                    generation: 0,
                 },
                 day,
                 link,

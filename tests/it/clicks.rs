@@ -135,15 +135,34 @@ async fn sigterm_under_load_loses_no_click_and_records_none_twice() {
     let ready = client.get(format!("{base}/healthz")).send().await.is_ok();
     assert!(ready, "the server came up");
 
+    let (redirected, clients) = load(&base, "term");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    crate::support::signal(&server, "-TERM");
+    let redirected = finished(redirected, clients).await;
+    let status = crate::support::exit_of(&mut server).await;
+    assert!(status.success(), "exit status {status}");
+    let conn = Database::connect(&db.url).await.unwrap();
+    assert_stored_once(&conn, &redirected).await;
+}
+
+/// Eight clients following `/{code}?n=…` as fast as they can until the server stops
+/// answering; what they collect is the query of every click that was redirected.
+fn load(
+    base: &str,
+    code: &str,
+) -> (
+    Arc<Mutex<Vec<String>>>,
+    Vec<actix_web::rt::task::JoinHandle<()>>,
+) {
     let redirected: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut clients = Vec::new();
     for worker in 0..8 {
-        let (redirected, base) = (redirected.clone(), base.clone());
+        let (redirected, url) = (redirected.clone(), format!("{base}/{code}"));
         clients.push(actix_web::rt::spawn(async move {
             let client = crate::support::client();
             for i in 0.. {
                 let n = format!("n={worker}-{i}");
-                match client.get(format!("{base}/term?{n}")).send().await {
+                match client.get(format!("{url}?{n}")).send().await {
                     Ok(response) if response.status().as_u16() == 302 => {
                         redirected.lock().unwrap().push(n)
                     }
@@ -154,38 +173,28 @@ async fn sigterm_under_load_loses_no_click_and_records_none_twice() {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let pid = server.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    (redirected, clients)
+}
+
+async fn finished(
+    redirected: Arc<Mutex<Vec<String>>>,
+    clients: Vec<actix_web::rt::task::JoinHandle<()>>,
+) -> Vec<String> {
     for task in clients {
         task.await.unwrap();
     }
-    let mut status = None;
-    for _ in 0..300 {
-        if let Some(exit) = server.try_wait().unwrap() {
-            status = Some(exit);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let status = status.unwrap_or_else(|| {
-        let _ = server.kill();
-        panic!("the server did not exit after SIGTERM")
-    });
-    assert!(status.success(), "exit status {status}");
-
     let redirected = redirected.lock().unwrap().clone();
     assert!(
         redirected.len() > 100,
         "the load ran ({} clicks)",
         redirected.len()
     );
-    let conn = Database::connect(&db.url).await.unwrap();
-    let stored = query_strings(&conn).await;
+    redirected
+}
+
+/// Every redirected click is stored, and no click twice.
+async fn assert_stored_once(conn: &sea_orm::DatabaseConnection, redirected: &[String]) {
+    let stored = query_strings(conn).await;
     let unique: HashSet<&String> = stored.iter().collect();
     assert_eq!(unique.len(), stored.len(), "no click recorded twice");
     let missing: Vec<&String> = redirected.iter().filter(|n| !unique.contains(n)).collect();
@@ -195,6 +204,57 @@ async fn sigterm_under_load_loses_no_click_and_records_none_twice() {
         missing.len(),
         redirected.len(),
         missing.first()
+    );
+}
+
+fn journals(db: &TestDb) -> Vec<String> {
+    std::fs::read_dir(db.spool_dir())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with("inklink-journal-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[actix_web::test]
+async fn kill_9_under_load_loses_no_answered_click_and_records_none_twice() {
+    let db = Arc::new(TestDb::create().await);
+    ok(inklink(
+        &db,
+        &["link", "add", "https://example.com/k", "--code", "kill9"],
+    ));
+    let env = [("INKLINK_WORKERS", "2")];
+    let (mut server, port) =
+        crate::support::serve_binary(&db, &env, std::process::Stdio::null()).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let (redirected, clients) = load(&base, "kill9");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    crate::support::signal(&server, "-KILL");
+    let redirected = finished(redirected, clients).await;
+    assert!(!crate::support::exit_of(&mut server).await.success());
+    assert!(
+        !journals(&db).is_empty(),
+        "the dead process left its journal"
+    );
+
+    // The next start on that port writes what the journal holds, then removes it.
+    let (mut server, _) =
+        crate::support::serve_binary_on(&db, port, &env, std::process::Stdio::null()).await;
+    let conn = Database::connect(&db.url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while query_strings(&conn).await.len() < redirected.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    crate::support::signal(&server, "-TERM");
+    assert!(crate::support::exit_of(&mut server).await.success());
+    assert_stored_once(&conn, &redirected).await;
+    assert_eq!(
+        journals(&db),
+        Vec::<String>::new(),
+        "a clean stop leaves no journal"
     );
 }
 
@@ -264,6 +324,8 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
             query: None,
             outcome: Outcome::Redirected,
             head: false,
+            key: None,
+            generation: 0,
         });
     }
     wait_written(&app, 3).await;

@@ -84,6 +84,8 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
                 query: (i % 3 == 0).then(|| format!("n={i}&raw=\\N&tab=\t\r\n").into()),
                 outcome,
                 head: false,
+                key: None,
+                generation: 0,
             })
         })
         .collect()
@@ -144,6 +146,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
             is_bot: row.try_get_by_index(19).unwrap(),
             transform_status: text(row, 20).unwrap(),
             failure_reason: text(row, 21),
+            generation: 0,
         })
         .collect()
 }

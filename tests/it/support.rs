@@ -386,6 +386,16 @@ pub async fn serve_binary(
         .local_addr()
         .unwrap()
         .port();
+    serve_binary_on(db, port, env, stderr).await
+}
+
+/// [`serve_binary`] on a given port (a restart finds its spool and journal by the port).
+pub async fn serve_binary_on(
+    db: &TestDb,
+    port: u16,
+    env: &[(&str, &str)],
+    stderr: std::process::Stdio,
+) -> (std::process::Child, u16) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_inklink"));
     command
         .current_dir(std::env::temp_dir())
