@@ -157,6 +157,23 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_STATS_INTERVAL", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
     pub stats_interval: u64,
 
+    /// Days of raw click events to keep, today included (default: all). Older events are
+    /// deleted hourly, in small batches; daily statistics are kept for ever and stay as they
+    /// were
+    #[arg(long, env = "INKLINK_EVENT_RETENTION_DAYS", value_parser = clap::value_parser!(u32).range(1..=36500), global = true)]
+    pub event_retention_days: Option<u32>,
+
+    /// Visits to codes that match no link stored per day and instance (without referer and
+    /// query, the user agent cut to 256 bytes); more are only counted in /metrics, so that
+    /// strangers probing codes cannot fill the database
+    #[arg(
+        long,
+        env = "INKLINK_UNKNOWN_VISITS_PER_DAY",
+        default_value_t = 100_000,
+        global = true
+    )]
+    pub unknown_visits_per_day: u32,
+
     /// REST API requests per minute per API key (bursts up to the same number); more get 429
     #[arg(long, env = "INKLINK_API_RATE_LIMIT", default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub api_rate_limit: u32,

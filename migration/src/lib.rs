@@ -13,6 +13,7 @@ mod m20261121_000007_drop_event_link_index;
 mod m20261123_000008_user_session_epoch;
 mod m20261123_000009_login_throttle;
 mod m20261123_000010_link_creator_principal;
+mod m20261123_000011_event_purge;
 
 pub struct Migrator;
 
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000008_user_session_epoch::Migration),
             Box::new(m20261123_000009_login_throttle::Migration),
             Box::new(m20261123_000010_link_creator_principal::Migration),
+            Box::new(m20261123_000011_event_purge::Migration),
         ]
     }
 }

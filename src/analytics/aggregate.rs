@@ -2,6 +2,8 @@
 //! inside one transaction: delete its rows, count its events, insert the counts. Recomputing
 //! is therefore idempotent, and late events only need their day recomputed again.
 //!
+//! Days before the last purge of raw events (`retention`) are final: they are not recounted.
+//!
 //! Definitions: a page view (PV) is a successful redirect of a visitor that is not a bot; UV
 //! counts distinct visitor identities and IP distinct client addresses among page views;
 //! effective counts every successful redirect (bots included), ineffective every failure.
@@ -147,11 +149,26 @@ pub async fn count_day(
     Ok((stats, breakdown))
 }
 
+/// The day before which raw events were purged (see `retention`), if any purge happened:
+/// the statistics of earlier days are final.
+pub async fn purged_before(db: &impl ConnectionTrait) -> Result<Option<NaiveDate>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT purged_before FROM event_purge WHERE id = 1";
+    match db.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => Ok(Some(row.try_get_by_index(0)?)),
+        None => Ok(None),
+    }
+}
+
 /// Recomputes `day` (in `tz`): afterwards its stored rows are exactly what its events give.
+/// A day whose events were purged keeps its rows.
 pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<(), DbErr> {
     let Some((start, end)) = day_range(day, tz) else {
         return Ok(());
     };
+    if purged_before(db).await?.is_some_and(|frozen| day < frozen) {
+        return Ok(());
+    }
     // Counted outside the writing transaction: on SQLite a transaction that reads first
     // cannot start writing once the click writer has committed meanwhile. Events that land
     // between counting and replacing are counted at the next refresh (or, for a past day,
@@ -234,7 +251,8 @@ async fn replace_day(
     Ok(())
 }
 
-/// Recomputes every day from `from` to `to` inclusive; returns how many.
+/// Recomputes every day from `from` to `to` inclusive, except days whose events were purged
+/// (their statistics are final); returns how many.
 pub async fn rebuild(
     db: &DatabaseConnection,
     tz: Tz,
@@ -242,7 +260,9 @@ pub async fn rebuild(
     to: NaiveDate,
 ) -> Result<u64, DbErr> {
     let mut days = 0;
-    let mut day = from;
+    let mut day = purged_before(db)
+        .await?
+        .map_or(from, |frozen| frozen.max(from));
     while day <= to {
         recompute_day(db, tz, day).await?;
         days += 1;

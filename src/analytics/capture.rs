@@ -13,6 +13,9 @@ use std::net::{IpAddr, Ipv4Addr};
 pub const MAX_TEXT: usize = 2048;
 /// The width of the `host` column.
 pub const MAX_HOST: usize = 255;
+/// The longest user agent kept of a visit to a code that matches no link (its referer and
+/// query are not kept at all): such visits are mostly strangers probing, and cost storage.
+pub const MAX_UNKNOWN_AGENT: usize = 256;
 
 pub fn click(
     req: &HttpRequest,
@@ -29,6 +32,7 @@ pub fn click(
             .map(|value| clip(&value, max).into())
     };
     let query = req.query_string();
+    let unknown = outcome == Outcome::Unknown;
     ClickEvent {
         at: crate::db::now(),
         code: code.into(),
@@ -38,9 +42,12 @@ pub fn click(
         client_ip: proxies
             .client_ip_of(req)
             .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-        user_agent: header(header::USER_AGENT, MAX_TEXT),
-        referer: header(header::REFERER, MAX_TEXT),
-        query: (!query.is_empty()).then(|| clip(query, MAX_TEXT).into()),
+        user_agent: header(
+            header::USER_AGENT,
+            if unknown { MAX_UNKNOWN_AGENT } else { MAX_TEXT },
+        ),
+        referer: header(header::REFERER, MAX_TEXT).filter(|_| !unknown),
+        query: (!query.is_empty() && !unknown).then(|| clip(query, MAX_TEXT).into()),
         outcome,
         head: req.method() == actix_web::http::Method::HEAD,
         key: None,

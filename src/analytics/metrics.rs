@@ -90,6 +90,8 @@ pub struct Metrics {
     pub events_written: AtomicU64,
     pub events_spooled: AtomicU64,
     pub events_dropped: AtomicU64,
+    /// Visits to unknown codes past the day's budget: counted here, not stored.
+    pub unknown_not_stored: AtomicU64,
     /// Events waiting for the database (in memory or in the spool file).
     pub events_backlog: AtomicU64,
     pub batch_latency: Histogram,
@@ -191,6 +193,12 @@ impl Metrics {
             "inklink_click_events_dropped_total",
             "Click events lost because the queue was full",
             self.events_dropped.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_unknown_code_visits_not_stored_total",
+            "Visits to codes that match no link beyond INKLINK_UNKNOWN_VISITS_PER_DAY, counted only here",
+            self.unknown_not_stored.load(Relaxed),
         );
         gauge(
             &mut out,

@@ -19,6 +19,7 @@ pub mod journal;
 pub mod metrics;
 pub mod queue;
 pub mod report;
+pub mod retention;
 pub mod spool;
 pub mod visits;
 pub mod writer;
@@ -42,6 +43,7 @@ pub struct Analytics {
     stop: Mutex<Option<oneshot::Sender<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     schedule: JoinHandle<()>,
+    retention: Option<JoinHandle<()>>,
 }
 
 impl Analytics {
@@ -64,6 +66,7 @@ impl Analytics {
             settings.click_queue as usize,
             metrics.clone(),
             journal.clone(),
+            settings.unknown_visits_per_day,
         );
         let spool = spool::Spool::open(
             &settings
@@ -75,6 +78,7 @@ impl Analytics {
             .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
         let dirty = days::DirtyDays::default();
         let shared_db = db.clone();
+        let retention_db = db.clone();
         let database_url = settings.database_url.clone();
         let writer_config = writer::WriterConfig {
             memory_limit: settings.click_buffer as usize,
@@ -112,12 +116,20 @@ impl Analytics {
                 }
             },
         ));
+        let retention = settings.event_retention_days.map(|days| {
+            tokio::spawn(retention::run_retention(
+                retention_db,
+                settings.timezone,
+                days,
+            ))
+        });
         Ok(Self {
             sink,
             metrics,
             stop: Mutex::new(Some(stop)),
             writer: Mutex::new(Some(writer)),
             schedule,
+            retention,
         })
     }
 
@@ -133,6 +145,9 @@ impl Analytics {
     /// it when the database is away) and returns when that is done.
     pub async fn shutdown(&self) {
         self.schedule.abort();
+        if let Some(retention) = &self.retention {
+            retention.abort();
+        }
         if let Some(stop) = self.stop.lock().expect("stop").take() {
             let _ = stop.send(());
         }

@@ -79,6 +79,23 @@ pub enum Command {
         #[command(subcommand)]
         action: StatsAction,
     },
+    /// Raw click events (what the statistics are counted from)
+    Events {
+        #[command(subcommand)]
+        action: EventsAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, Copy)]
+pub enum EventsAction {
+    /// Delete the click events recorded before DATE (in INKLINK_TIMEZONE), in small batches.
+    /// The daily statistics of those days are counted one last time and kept as they are;
+    /// `stats rebuild` leaves them alone from then on. See also INKLINK_EVENT_RETENTION_DAYS
+    Purge {
+        /// The first day whose events are kept, YYYY-MM-DD (at most today)
+        #[arg(long)]
+        before: chrono::NaiveDate,
+    },
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -368,6 +385,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Domain { action } => domain(&startup::open(settings).await?, action).await,
         Command::Apikey { action } => apikey(&startup::open(settings).await?, action).await,
         Command::Stats { action } => stats(&startup::open(settings).await?, action).await,
+        Command::Events { action } => events(&startup::open(settings).await?, action).await,
         Command::Check => check(&settings).await,
         Command::Backup { file } => backup(&settings, &file).await,
     }
@@ -753,6 +771,24 @@ async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
     }
     let days = aggregate::rebuild(&core.db, tz, from, to).await?;
     println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
+    if let Some(frozen) = aggregate::purged_before(&core.db).await?
+        && from < frozen
+    {
+        println!("days before {frozen} keep their statistics: their click events were purged");
+    }
+    Ok(())
+}
+
+async fn events(core: &Inklink, action: EventsAction) -> anyhow::Result<()> {
+    let EventsAction::Purge { before } = action;
+    let tz = core.settings.timezone;
+    let purged = crate::analytics::retention::purge(&core.db, tz, before)
+        .await
+        .context("cannot purge click events")?;
+    println!(
+        "deleted {} click events recorded before {before} ({tz}); the statistics of those days are kept",
+        purged.events
+    );
     Ok(())
 }
 

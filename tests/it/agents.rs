@@ -295,3 +295,69 @@ async fn the_headers_real_clients_send_are_kept() {
         .collect();
     assert_eq!(bots, ["198.51.100.4"]);
 }
+
+#[actix_web::test]
+async fn strangers_probing_codes_cannot_fill_the_database() {
+    let app = spawn_app_with(&["--unknown-visits-per-day", "3"]).await;
+    let link = create_link(&app, "https://example.com/known").await;
+    let long = "x".repeat(2048);
+    let ua = format!("Mozilla/5.0 (X11; Linux x86_64) {long}");
+    for i in 0..5 {
+        let response = app
+            .client
+            .get(app.url(&format!("/NoSuch{i}?{long}")))
+            .insert_header(("user-agent", ua.as_str()))
+            .insert_header(("referer", format!("https://example.org/{long}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404);
+    }
+    // A visit to a real link keeps everything it carried.
+    let response = app
+        .client
+        .get(app.url(&format!("/{}?{long}", link.link.compression_code)))
+        .insert_header(("user-agent", ua.as_str()))
+        .insert_header(("referer", format!("https://example.org/{long}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 302);
+    wait_written(&app, 4).await;
+    let db = &app.core.db;
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT compression_code, user_agent, referer, query_string FROM transform_event_record ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    let stored: Vec<(String, String, Option<String>, Option<String>)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row.try_get_by_index(0).unwrap(),
+                row.try_get_by_index(1).unwrap(),
+                row.try_get_by_index(2).unwrap(),
+                row.try_get_by_index(3).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(stored.len(), 4, "three unknown visits and the real one");
+    for (code, agent, referer, query) in &stored[..3] {
+        assert!(code.starts_with("NoSuch"), "{code}");
+        assert_eq!(agent.len(), 256);
+        assert_eq!((referer, query), (&None, &None));
+    }
+    let (_, agent, referer, query) = &stored[3];
+    assert!(ua.starts_with(agent.as_str()) && agent.len() == 2048);
+    assert!(referer.as_ref().is_some_and(|r| r.len() == 2048));
+    assert!(query.as_deref() == Some(long.as_str()));
+    let metrics = app.state.analytics.metrics();
+    assert_eq!(
+        metrics
+            .unknown_not_stored
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+}

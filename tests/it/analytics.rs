@@ -6,6 +6,7 @@ use crate::support::{TestApp, create_link, spawn_app_with};
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use inklink::analytics::aggregate::{self, ALL_LINKS, UNKNOWN_LINK};
 use inklink::analytics::report::{self, Scope};
+use inklink::analytics::retention;
 use inklink::analytics::{ClickEvent, Outcome};
 use inklink::db::entities::url_map;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, Set, Statement};
@@ -486,6 +487,106 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
         .get(&format!("/admin/links/{}/stats?{range}", links[0].1))
         .await;
     assert_eq!(page.status, 200);
+
+    // Purging the events of the first days (in batches) leaves every figure as it was, also
+    // after a rebuild: those days are not counted again.
+    let dashboard = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+    let days: BTreeSet<NaiveDate> = clicks.iter().map(|c| c.day).collect();
+    let kept_from = *days.iter().last().unwrap();
+    let gone = clicks.iter().filter(|c| c.day < kept_from).count() as u64;
+    assert!(gone > retention::PURGE_BATCH as u64, "more than one batch");
+    let stored_before = count_events(&app).await;
+    let purged = retention::purge(&app.core.db, tz, kept_from).await.unwrap();
+    assert_eq!(purged.events, gone);
+    assert_eq!(count_events(&app).await, stored_before - gone);
+    assert_eq!(stored_days(&app).await, expected, "after a purge");
+    assert_eq!(stored_breakdown(&app).await, breakdown, "after a purge");
+    aggregate::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
+    assert_eq!(stored_days(&app).await, expected, "rebuilt after a purge");
+    assert_eq!(stored_breakdown(&app).await, breakdown);
+    let again = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+    assert_eq!(again.body, dashboard.body);
+    let twice = retention::purge(&app.core.db, tz, kept_from).await.unwrap();
+    assert_eq!(twice.events, 0);
+    let tomorrow = aggregate::today(tz).succ_opt().unwrap();
+    let err = retention::purge(&app.core.db, tz, tomorrow)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("only the events of past days"),
+        "{err}"
+    );
+}
+
+async fn count_events(app: &TestApp) -> u64 {
+    let db = &app.core.db;
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) FROM transform_event_record",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index::<i64>(0).unwrap() as u64
+}
+
+#[actix_web::test]
+async fn the_server_keeps_the_configured_days_of_events_and_every_statistic() {
+    let db = std::sync::Arc::new(crate::support::TestDb::create().await);
+    let utc = ["--timezone", "UTC", "--stats-interval", "3600"];
+    let app = crate::support::spawn_on(db.clone(), &utc).await;
+    let link = create_link(&app, "https://example.com/kept").await;
+    let now = inklink::db::now();
+    let ages = [0u64, 1, 5, 9];
+    for age in ages {
+        for i in 0..3u8 {
+            app.state.analytics.sink().record(ClickEvent {
+                at: now - chrono::Days::new(age),
+                code: link.link.compression_code.as_str().into(),
+                link_id: Some(link.link.id),
+                host: None,
+                client_ip: IpAddr::from([198, 51, 100, i]),
+                user_agent: Some(AGENTS[0].ua.into()),
+                referer: None,
+                query: None,
+                outcome: Outcome::Redirected,
+                head: false,
+                key: None,
+                generation: 0,
+            });
+        }
+    }
+    wait_written(&app, 12).await;
+    let tz = chrono_tz::UTC;
+    let today = aggregate::today(tz);
+    aggregate::rebuild(&app.core.db, tz, today - Duration::days(9), today)
+        .await
+        .unwrap();
+    let figures = stored_days(&app).await;
+    assert_eq!(
+        figures.len(),
+        8,
+        "four days, each for the link and for all links"
+    );
+
+    let mut args = utc.to_vec();
+    args.extend(["--event-retention-days", "2"]);
+    let kept = crate::support::spawn_on(db, &args).await;
+    for _ in 0..300 {
+        if count_events(&kept).await == 6 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        count_events(&kept).await,
+        6,
+        "today's and yesterday's events stay"
+    );
+    assert_eq!(stored_days(&kept).await, figures);
 }
 
 #[actix_web::test]

@@ -1230,3 +1230,28 @@ async fn check_beside_a_running_server_finds_its_address_served_not_taken() {
         run.stdout
     );
 }
+
+#[actix_web::test]
+async fn events_purge_deletes_old_events_and_refuses_future_days() {
+    let db = Arc::new(TestDb::create().await);
+    ok(inklink(&db, &["migrate"]));
+    let out = ok(inklink(&db, &["events", "purge", "--before", "2020-01-01"]));
+    assert!(
+        out.contains("deleted 0 click events recorded before 2020-01-01"),
+        "{out}"
+    );
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(2)).date_naive();
+    fails(
+        inklink(&db, &["events", "purge", "--before", &tomorrow.to_string()]),
+        "only the events of past days can be purged",
+    );
+    let bad = inklink(&db, &["events", "purge", "--before", "last week"]);
+    assert_eq!(bad.code, 2, "a usage error");
+    assert!(
+        bad.stderr.contains("invalid value 'last week'"),
+        "{}",
+        bad.stderr
+    );
+    let help = ok(inklink(&db, &["events", "purge", "--help"]));
+    assert!(help.contains("INKLINK_EVENT_RETENTION_DAYS"), "{help}");
+}

@@ -1,0 +1,139 @@
+//! Retention of raw click events. Statistics are kept for ever; the events they were counted
+//! from can go: `inklink events purge --before DATE`, or INKLINK_EVENT_RETENTION_DAYS on the
+//! server. A purge first counts the days it empties one last time, then records the day
+//! before which events are gone (those days are never counted again, so their statistics stay
+//! exactly as they were), then deletes the events in small batches, so that neither the click
+//! writer nor the dashboards wait behind one huge delete.
+
+use super::aggregate::{self, purged_before, statement};
+use chrono::{Days, NaiveDate};
+use chrono_tz::Tz;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
+use std::time::Duration;
+
+/// Events deleted per statement.
+pub const PURGE_BATCH: i64 = 5_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PurgeError {
+    #[error(
+        "{before} is after today ({today} in {tz}): only the events of past days can be purged"
+    )]
+    NotPast {
+        before: NaiveDate,
+        today: NaiveDate,
+        tz: Tz,
+    },
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// What a purge did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Purged {
+    /// Events deleted.
+    pub events: u64,
+    /// Days counted one last time before their events went.
+    pub days_counted: u64,
+}
+
+/// Deletes every event recorded before `before` begins (in `tz`), keeping every statistic.
+pub async fn purge(
+    db: &DatabaseConnection,
+    tz: Tz,
+    before: NaiveDate,
+) -> Result<Purged, PurgeError> {
+    let today = aggregate::today(tz);
+    if before > today {
+        return Err(PurgeError::NotPast { before, today, tz });
+    }
+    let Some(cutoff) = aggregate::day_start(before, tz) else {
+        return Ok(Purged {
+            events: 0,
+            days_counted: 0,
+        });
+    };
+    let frozen = purged_before(db).await?;
+    let mut days_counted = 0;
+    if let Some((first, _)) = aggregate::event_span(db, tz).await? {
+        let from = frozen.map_or(first, |frozen| frozen.max(first));
+        if let Some(to) = before.pred_opt().filter(|to| from <= *to) {
+            days_counted = aggregate::rebuild(db, tz, from, to).await?;
+        }
+    }
+    if frozen.is_none_or(|frozen| frozen < before) {
+        freeze_before(db, before).await?;
+    }
+    let backend = db.get_database_backend();
+    let mut events = 0;
+    loop {
+        // The last id of the next batch: DELETE … LIMIT is not portable, and MySQL refuses a
+        // LIMIT inside `IN (…)`.
+        let last = format!(
+            "SELECT MAX(id) FROM (SELECT id FROM transform_event_record WHERE record_time < ? \
+             ORDER BY id LIMIT {PURGE_BATCH}) batch"
+        );
+        let row = db
+            .query_one_raw(statement(backend, &last, vec![cutoff.into()]))
+            .await?;
+        let Some(last): Option<i64> = row
+            .map(|row| row.try_get_by_index(0))
+            .transpose()?
+            .flatten()
+        else {
+            break;
+        };
+        let delete = "DELETE FROM transform_event_record WHERE id <= ? AND record_time < ?";
+        let deleted = db
+            .execute_raw(statement(backend, delete, vec![last.into(), cutoff.into()]))
+            .await?;
+        events += deleted.rows_affected();
+    }
+    Ok(Purged {
+        events,
+        days_counted,
+    })
+}
+
+/// Records that days before `before` have no events any more (never moving it back).
+async fn freeze_before(db: &DatabaseConnection, before: NaiveDate) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let insert = match backend {
+        DbBackend::MySql => "INSERT IGNORE INTO event_purge (id, purged_before) VALUES (1, ?)",
+        _ => {
+            "INSERT INTO event_purge (id, purged_before) VALUES (1, ?) ON CONFLICT (id) DO NOTHING"
+        }
+    };
+    db.execute_raw(statement(backend, insert, vec![before.into()]))
+        .await?;
+    let update = "UPDATE event_purge SET purged_before = ? WHERE id = 1 AND purged_before < ?";
+    db.execute_raw(statement(
+        backend,
+        update,
+        vec![before.into(), before.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// How often the server applies INKLINK_EVENT_RETENTION_DAYS.
+const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+
+/// Keeps `days` days of events (today included), purging older ones at start and hourly.
+pub async fn run_retention(db: DatabaseConnection, tz: Tz, days: u32) {
+    loop {
+        let before = aggregate::today(tz).checked_sub_days(Days::new(u64::from(days) - 1));
+        if let Some(before) = before {
+            match purge(&db, tz, before).await {
+                Ok(purged) if purged.events > 0 => {
+                    tracing::info!(events = purged.events, %before, "purged click events past INKLINK_EVENT_RETENTION_DAYS");
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot purge old click events; will retry")
+                }
+            }
+        }
+        tokio::time::sleep(RETENTION_EVERY).await;
+    }
+}
