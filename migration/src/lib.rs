@@ -14,6 +14,7 @@ mod m20261123_000008_user_session_epoch;
 mod m20261123_000009_login_throttle;
 mod m20261123_000010_link_creator_principal;
 mod m20261123_000011_event_purge;
+mod m20261123_000012_visit_day_sets;
 
 pub struct Migrator;
 
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000009_login_throttle::Migration),
             Box::new(m20261123_000010_link_creator_principal::Migration),
             Box::new(m20261123_000011_event_purge::Migration),
+            Box::new(m20261123_000012_visit_day_sets::Migration),
         ]
     }
 }

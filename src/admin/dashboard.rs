@@ -95,7 +95,7 @@ async fn page(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let totals: Visits = days.iter().map(|d| d.visits).sum();
+    let totals = report::range_totals(db, scope, period.from, period.to).await?;
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
         .into_iter()
@@ -191,19 +191,24 @@ pub async fn link(
     .await
 }
 
-fn daily_csv(days: &[DayRow], name: &str) -> Result<HttpResponse, AdminError> {
+/// The daily rows, then one `total` row for the range (UV and IP distinct over the range).
+fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse, AdminError> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let failed = |err: csv::Error| AdminError::BadRequest(err.to_string());
     out.write_record(["date", "pv", "uv", "ip", "effective", "ineffective"])
         .map_err(failed)?;
-    for d in days {
+    let rows = days
+        .iter()
+        .map(|d| (d.day.to_string(), &d.visits))
+        .chain([("total".to_owned(), total)]);
+    for (label, visits) in rows {
         out.write_record([
-            d.day.to_string(),
-            d.visits.pv.to_string(),
-            d.visits.uv.to_string(),
-            d.visits.ip.to_string(),
-            d.visits.effective.to_string(),
-            d.visits.ineffective.to_string(),
+            label,
+            visits.pv.to_string(),
+            visits.uv.to_string(),
+            visits.ip.to_string(),
+            visits.effective.to_string(),
+            visits.ineffective.to_string(),
         ])
         .map_err(failed)?;
     }
@@ -225,9 +230,12 @@ pub async fn global_csv(
     query: web::Query<RangeQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let period = query.period(&state)?;
-    let days = report::daily(&state.core.db, Scope::All, period.from, period.to).await?;
+    let db = &state.core.db;
+    let days = report::daily(db, Scope::All, period.from, period.to).await?;
+    let total = report::range_totals(db, Scope::All, period.from, period.to).await?;
     daily_csv(
         &days,
+        &total,
         &format!("inklink-visits-{}-{}.csv", period.from, period.to),
     )
 }
@@ -240,9 +248,12 @@ pub async fn link_csv(
 ) -> Result<HttpResponse, AdminError> {
     let (id, code, _) = find_link(&state, &code).await?;
     let period = query.period(&state)?;
-    let days = report::daily(&state.core.db, Scope::Link(id), period.from, period.to).await?;
+    let db = &state.core.db;
+    let days = report::daily(db, Scope::Link(id), period.from, period.to).await?;
+    let total = report::range_totals(db, Scope::Link(id), period.from, period.to).await?;
     daily_csv(
         &days,
+        &total,
         &format!("inklink-visits-{code}-{}-{}.csv", period.from, period.to),
     )
 }

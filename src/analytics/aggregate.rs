@@ -52,6 +52,10 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
     Statement::from_sql_and_values(backend, numbered, values)
 }
 
+/// The sets of a day in `visit_day_set`: kind, and the event column whose distinct values
+/// it holds.
+pub const DAY_SETS: [(&str, &str); 2] = [("v", "unique_identity"), ("i", "client_ip")];
+
 /// A visit that counts as a page view.
 const VIEW: &str = "transform_status = 'success' AND is_bot = FALSE";
 
@@ -179,7 +183,7 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
     let mut attempt = 0;
     loop {
         let txn = db.begin().await?;
-        let result = replace_day(&txn, day, &stats, &breakdown).await;
+        let result = replace_day(&txn, day, (start, end), &stats, &breakdown).await;
         match crate::db::finish(txn, result).await {
             Err(err) if crate::db::is_retryable(&err) && attempt < 3 => attempt += 1,
             done => return done,
@@ -190,14 +194,35 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
 async fn replace_day(
     txn: &impl ConnectionTrait,
     day: NaiveDate,
+    (start, end): (NaiveDateTime, NaiveDateTime),
     stats: &[DayStats],
     breakdown: &[BreakdownRow],
 ) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    for table in ["visit_statistics", "visit_statistics_breakdown"] {
+    for table in [
+        "visit_statistics",
+        "visit_statistics_breakdown",
+        "visit_day_set",
+    ] {
         let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
         txn.execute_raw(statement(backend, &sql, vec![day.into()]))
             .await?;
+    }
+    // The day's distinct visitors and addresses, per link and for all links: what range UV
+    // and IP are counted from.
+    for (kind, column) in DAY_SETS {
+        for scope in [
+            format!("COALESCE(url_map_id, {UNKNOWN_LINK})"),
+            ALL_LINKS.to_string(),
+        ] {
+            let sql = format!(
+                "INSERT INTO visit_day_set (url_map_id, kind, stat_date, who) \
+                 SELECT DISTINCT {scope}, '{kind}', ?, {column} FROM transform_event_record \
+                 WHERE record_time >= ? AND record_time < ? AND {VIEW} AND {column} IS NOT NULL"
+            );
+            let values = vec![day.into(), start.into(), end.into()];
+            txn.execute_raw(statement(backend, &sql, values)).await?;
+        }
     }
     let now = crate::db::now();
     for chunk in stats.chunks(1000) {

@@ -1,6 +1,6 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
-use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
+use super::aggregate::{ALL_LINKS, DAY_SETS, DIMENSIONS, statement};
 use super::visits::Visits;
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
@@ -92,6 +92,45 @@ pub async fn daily(
         };
     }
     Ok(days)
+}
+
+/// The five numbers of a whole range: PV, effective and ineffective summed over its days, UV
+/// and IP as true distinct counts over the range (a visitor who came on three days is one).
+pub async fn range_totals(
+    db: &impl ConnectionTrait,
+    scope: Scope,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<Visits, DbErr> {
+    let backend = db.get_database_backend();
+    let sums = format!(
+        "SELECT {pv}, {effective}, {ineffective} FROM visit_statistics \
+         WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?",
+        pv = sum(backend, "pv"),
+        effective = sum(backend, "effective"),
+        ineffective = sum(backend, "ineffective"),
+    );
+    let range = || -> Vec<Value> { vec![scope.id().into(), from.into(), to.into()] };
+    let mut totals = Visits::default();
+    if let Some(row) = db.query_one_raw(statement(backend, &sums, range())).await? {
+        let read = |at: usize| -> Result<i64, DbErr> {
+            Ok(row.try_get_by_index::<Option<i64>>(at)?.unwrap_or(0))
+        };
+        (totals.pv, totals.effective, totals.ineffective) = (read(0)?, read(1)?, read(2)?);
+    }
+    let [(visitors, _), (addresses, _)] = DAY_SETS;
+    let distinct = format!(
+        "SELECT COUNT(DISTINCT CASE WHEN kind = '{visitors}' THEN who END), \
+         COUNT(DISTINCT CASE WHEN kind = '{addresses}' THEN who END) FROM visit_day_set \
+         WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?"
+    );
+    if let Some(row) = db
+        .query_one_raw(statement(backend, &distinct, range()))
+        .await?
+    {
+        (totals.uv, totals.ip) = (row.try_get_by_index(0)?, row.try_get_by_index(1)?);
+    }
+    Ok(totals)
 }
 
 /// The `limit` most viewed values of `dimension` over the range (UV summed over days).

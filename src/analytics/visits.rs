@@ -1,5 +1,6 @@
-//! The five numbers of a day, or of a range summed day by day: what every dashboard, export,
-//! stored statistic and API answer shows.
+//! The five numbers of a day or of a range: what every dashboard, export, stored statistic and
+//! API answer shows. Over a range UV and IP are distinct counts (see `report::range_totals`),
+//! never sums of days.
 
 use sea_orm::{DbErr, QueryResult};
 use serde::Serialize;
@@ -34,17 +35,5 @@ impl Visits {
     /// Any request at all (views, bots and failures).
     pub fn requests(&self) -> i64 {
         self.effective + self.ineffective
-    }
-}
-
-impl std::iter::Sum for Visits {
-    fn sum<I: Iterator<Item = Self>>(days: I) -> Self {
-        days.fold(Self::default(), |total, day| Self {
-            pv: total.pv + day.pv,
-            uv: total.uv + day.uv,
-            ip: total.ip + day.ip,
-            effective: total.effective + day.effective,
-            ineffective: total.ineffective + day.ineffective,
-        })
     }
 }

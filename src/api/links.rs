@@ -5,7 +5,7 @@ use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody};
 use super::model::{
     BatchRequest, BatchResponse, BatchResult, CodeStrategy, CreateLink, DayStats, Link, LinkPage,
-    LinkState, LinkStats, ListQuery, PatchLink, SetState, StatsQuery, StatusFilter,
+    LinkState, LinkStats, ListQuery, PatchLink, RangeStats, SetState, StatsQuery, StatusFilter,
 };
 use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, Period, Scope};
@@ -501,7 +501,9 @@ pub async fn stats(
     let tz = state.core.settings.timezone;
     let period = Period::parse(None, query.from.as_deref(), query.to.as_deref(), today(tz))
         .map_err(|err| ApiError::bad(err.to_string(), Some(err.field())))?;
-    let days = report::daily(&state.core.db, Scope::Link(link.id), period.from, period.to).await?;
+    let scope = Scope::Link(link.id);
+    let days = report::daily(&state.core.db, scope, period.from, period.to).await?;
+    let total = report::range_totals(&state.core.db, scope, period.from, period.to).await?;
     Ok(HttpResponse::Ok().json(LinkStats {
         code: link.compression_code.to_string(),
         from: period.from,
@@ -518,5 +520,12 @@ pub async fn stats(
                 ineffective: d.visits.ineffective,
             })
             .collect(),
+        total: RangeStats {
+            pv: total.pv,
+            uv: total.uv,
+            ip: total.ip,
+            effective: total.effective,
+            ineffective: total.ineffective,
+        },
     }))
 }

@@ -274,6 +274,23 @@ pub struct LinkStats {
     pub timezone: String,
     /// Every day of the range, days without visits as zeros.
     pub days: Vec<DayStats>,
+    /// The whole range: pv, effective and ineffective are the sums of the days; uv and ip
+    /// are distinct over the range (a visitor who came on several days counts once).
+    pub total: RangeStats,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct RangeStats {
+    /// Page views over the range.
+    pub pv: i64,
+    /// Distinct visitors over the range.
+    pub uv: i64,
+    /// Distinct client addresses over the range.
+    pub ip: i64,
+    /// Successful redirects over the range, bots included.
+    pub effective: i64,
+    /// Requests over the range that were not redirected.
+    pub ineffective: i64,
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]

@@ -37,6 +37,7 @@ use utoipa::{Modify, OpenApi};
         model::LinkPage,
         model::LinkStats,
         model::DayStats,
+        model::RangeStats,
         model::Domain,
         model::StatusFilter,
         model::CodeStrategy,
