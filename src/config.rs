@@ -147,7 +147,7 @@ pub struct Settings {
     pub click_buffer: u32,
 
     /// Directory of the spool file (inklink-spool-<port>.jsonl) that holds clicks while the
-    /// database is unavailable, and of the click journal (inklink-journal-<port>-*.jsonl)
+    /// database is unavailable, and of the click journal (inklink-journal-<port>-*.journal)
     /// that keeps answered clicks through a crash; both are written at the next start
     #[arg(long, env = "INKLINK_SPOOL_DIR", default_value = ".", global = true)]
     pub spool_dir: PathBuf,

@@ -40,7 +40,7 @@ pub const FAILURE: &str = "failure";
 
 /// What makes a stored click unique: the high 64 bits name the process (random), the rest
 /// count its events. Given when the click is journaled, so a replay stores it once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventKey(pub u128);
 
 impl EventKey {
@@ -52,8 +52,7 @@ impl EventKey {
 }
 
 /// Taken on the redirect path: only copies of what the request carried, nothing computed.
-/// It is also the line format of the click journal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClickEvent {
     pub at: NaiveDateTime,
     pub code: Box<str>,
@@ -68,10 +67,8 @@ pub struct ClickEvent {
     /// it is counted as a bot's.
     pub head: bool,
     /// Given by the journal; an event without one gets it from the enricher.
-    #[serde(default)]
     pub key: Option<EventKey>,
     /// The journal generation the event was written in (see `journal`).
-    #[serde(skip)]
     pub generation: u32,
 }
 

@@ -361,3 +361,49 @@ async fn strangers_probing_codes_cannot_fill_the_database() {
         2
     );
 }
+
+#[test]
+fn journal_lines_give_back_the_click_they_hold() {
+    use inklink::analytics::event::EventKey;
+    use inklink::analytics::journal::line;
+    use inklink::analytics::{ClickEvent, Outcome};
+    let at = chrono::NaiveDate::from_ymd_opt(2026, 11, 23)
+        .unwrap()
+        .and_hms_micro_opt(8, 1, 2, 345_678)
+        .unwrap();
+    let full = ClickEvent {
+        at,
+        code: "abc".into(),
+        link_id: Some(42),
+        host: Some("s.example.com".into()),
+        client_ip: "115.82.82.248".parse().unwrap(),
+        user_agent: Some("Mozilla/5.0 (Linux; Android 9; España)\ttab \\ back".into()),
+        referer: Some("https://www.baidu.com/s?wd=短链接".into()),
+        query: Some("a=1&b=\\t".into()),
+        outcome: Outcome::Redirected,
+        head: true,
+        key: Some(EventKey(u128::MAX - 7)),
+        generation: 0,
+    };
+    let bare = ClickEvent {
+        link_id: None,
+        host: None,
+        client_ip: "2001:db8::7".parse().unwrap(),
+        user_agent: None,
+        referer: None,
+        query: None,
+        outcome: Outcome::Unknown,
+        head: false,
+        key: None,
+        ..full.clone()
+    };
+    for event in [full, bare] {
+        let mut out = Vec::new();
+        line::encode(&event, &mut out);
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(out.last(), Some(&b'\n'));
+        assert_eq!(line::decode(&out[..out.len() - 1]), Some(event.clone()));
+        // A line cut short by a crash is not a click.
+        assert_eq!(line::decode(&out[..out.len() / 2]), None);
+    }
+}
