@@ -175,6 +175,19 @@ type Visitor = (IpAddr, &'static str);
 type StoredEvent = (String, Option<i64>, String, Option<String>, Option<String>);
 
 impl Expected {
+    fn add(&mut self, click: &Click) {
+        if click.event.outcome == Outcome::Redirected {
+            self.effective += 1;
+        } else {
+            self.ineffective += 1;
+        }
+        if click.counted {
+            self.pv += 1;
+            self.uv.insert(click.visitor);
+            self.ip.insert(click.visitor.0);
+        }
+    }
+
     fn row(&self) -> Row {
         (
             self.pv,
@@ -262,17 +275,7 @@ fn expected_days(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64), Row> {
     let mut sums: BTreeMap<(NaiveDate, i64), Expected> = BTreeMap::new();
     for click in clicks {
         for link in [click.link, ALL_LINKS] {
-            let e = sums.entry((click.day, link)).or_default();
-            if click.event.outcome == Outcome::Redirected {
-                e.effective += 1;
-            } else {
-                e.ineffective += 1;
-            }
-            if click.counted {
-                e.pv += 1;
-                e.uv.insert(click.visitor);
-                e.ip.insert(click.visitor.0);
-            }
+            sums.entry((click.day, link)).or_default().add(click);
         }
     }
     sums.into_iter().map(|(key, e)| (key, e.row())).collect()
@@ -285,16 +288,7 @@ fn expected_range(clicks: &[Click], link: i64) -> Row {
         .iter()
         .filter(|c| link == ALL_LINKS || c.link == link)
     {
-        if click.event.outcome == Outcome::Redirected {
-            e.effective += 1;
-        } else {
-            e.ineffective += 1;
-        }
-        if click.counted {
-            e.pv += 1;
-            e.uv.insert(click.visitor);
-            e.ip.insert(click.visitor.0);
-        }
+        e.add(click);
     }
     e.row()
 }
