@@ -7,7 +7,7 @@ use super::pages::{Frame, render};
 use crate::services::bulk::{self, ImportError, RowOutcome};
 use crate::state::AppState;
 use actix_multipart::Multipart;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use base64::Engine;
@@ -111,7 +111,8 @@ pub async fn upload(
             .collect(),
         download: format!(
             "data:text/csv;charset=utf-8;base64,{}",
-            base64::engine::general_purpose::STANDARD.encode(csv.as_bytes())
+            base64::engine::general_purpose::STANDARD
+                .encode(super::download::for_excel(&csv).as_bytes())
         ),
     };
     let page = ImportPage {
@@ -132,11 +133,5 @@ pub async fn export(
         "inklink-links-{}.csv",
         chrono::Utc::now().format("%Y%m%d-%H%M")
     );
-    Ok(HttpResponse::Ok()
-        .content_type("text/csv; charset=utf-8")
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{name}\""),
-        ))
-        .body(csv))
+    Ok(super::download::attachment(&csv, &name))
 }

@@ -12,7 +12,6 @@ use crate::rules::ShortCode;
 use crate::services::links;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
@@ -215,13 +214,8 @@ fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse
     let body = out
         .into_inner()
         .map_err(|err| AdminError::BadRequest(err.to_string()))?;
-    Ok(HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
-        .insert_header((
-            CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{name}\""),
-        ))
-        .body(body))
+    let body = String::from_utf8(body).map_err(|err| AdminError::BadRequest(err.to_string()))?;
+    Ok(super::download::attachment(&body, name))
 }
 
 pub async fn global_csv(

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod bulk;
 pub mod dashboard;
 pub mod domains;
+pub mod download;
 pub mod error;
 pub mod keys;
 pub mod links;

@@ -531,6 +531,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     assert!(all.1 < summed_uv, "visitors come back on other days");
     assert_eq!(stored_range(&app, Scope::All, first, last).await, all);
     let dashboard = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+    assert!(dashboard.body.starts_with("\u{feff}date,pv,uv,ip"));
     assert_eq!(csv_total(&dashboard.body), all);
     let page = browser.get(&format!("/admin/dashboard?{range}")).await;
     assert!(
