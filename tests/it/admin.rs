@@ -1604,3 +1604,76 @@ async fn admins_issue_api_keys_that_show_their_secret_once_and_can_be_revoked() 
     let audit = admin.get("/admin/audit?action=api_key").await;
     assert!(audit.body.contains("api_key.create") && audit.body.contains("api_key.revoke"));
 }
+
+/// WCAG 2 contrast ratio of two `#rrggbb` colours.
+fn contrast(a: &str, b: &str) -> f64 {
+    let luminance = |hex: &str| {
+        let channel = |i: usize| {
+            let c = f64::from(u8::from_str_radix(&hex[1 + 2 * i..3 + 2 * i], 16).unwrap()) / 255.0;
+            if c <= 0.03928 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2)
+    };
+    let (x, y) = (luminance(a), luminance(b));
+    (x.max(y) + 0.05) / (x.min(y) + 0.05)
+}
+
+#[test]
+fn text_has_a_contrast_of_at_least_4_5_in_light_and_dark_mode() {
+    let css = include_str!("../../static/admin.css");
+    // The two `:root` blocks: light first, then the one inside prefers-color-scheme: dark.
+    let blocks: Vec<&str> = css
+        .match_indices(":root {")
+        .map(|(at, _)| &css[at..at + css[at..].find('}').unwrap()])
+        .collect();
+    assert_eq!(blocks.len(), 2, "a light and a dark palette");
+    for (scheme, block) in ["light", "dark"].iter().zip(blocks) {
+        let var = |name: &str| {
+            let at = block.find(&format!("--{name}:")).unwrap() + name.len() + 3;
+            let value = block[at..].split(';').next().unwrap().trim();
+            match value.len() {
+                // #rgb is #rrggbb with every digit doubled.
+                4 => value.chars().flat_map(|c| [c, c]).skip(1).collect(),
+                _ => value.to_owned(),
+            }
+        };
+        for (text, background) in [
+            ("fg", "bg"),
+            ("fg", "card"),
+            ("muted", "card"),
+            ("accent", "card"),
+            ("danger", "card"),
+            ("on-accent", "accent"),
+            ("on-danger", "danger"),
+        ] {
+            let ratio = contrast(&var(text), &var(background));
+            assert!(
+                ratio >= 4.5,
+                "{scheme}: --{text} on --{background} is {ratio:.2}:1"
+            );
+        }
+    }
+    // Buttons and the current preset take their text colour from the palette.
+    assert!(
+        !css.contains("color: #fff"),
+        "no fixed white text on the accent"
+    );
+}
+
+#[actix_web::test]
+async fn every_admin_page_starts_with_a_skip_link_to_its_content() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    for path in ["/admin/links", "/admin/dashboard", "/admin/links/new"] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        let skip = page.body.find("<a class=\"skip\" href=\"#main\">").unwrap();
+        let header = page.body.find("<header").unwrap();
+        assert!(skip < header, "{path}: the skip link comes first");
+        assert!(page.body.contains("<main id=\"main\""), "{path}");
+    }
+}
