@@ -167,12 +167,17 @@ pub async fn purged_before(db: &impl ConnectionTrait) -> Result<Option<NaiveDate
 /// Recomputes `day` (in `tz`): afterwards its stored rows are exactly what its events give.
 /// A day whose events were purged keeps its rows.
 pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<(), DbErr> {
-    let Some((start, end)) = day_range(day, tz) else {
-        return Ok(());
-    };
     if purged_before(db).await?.is_some_and(|frozen| day < frozen) {
         return Ok(());
     }
+    recount_day(db, tz, day).await
+}
+
+/// [`recompute_day`] for a day known to have its events (after the purge boundary).
+async fn recount_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<(), DbErr> {
+    let Some((start, end)) = day_range(day, tz) else {
+        return Ok(());
+    };
     // Counted outside the writing transaction: on SQLite a transaction that reads first
     // cannot start writing once the click writer has committed meanwhile. Events that land
     // between counting and replacing are counted at the next refresh (or, for a past day,
@@ -289,7 +294,8 @@ pub async fn rebuild(
         .await?
         .map_or(from, |frozen| frozen.max(from));
     while day <= to {
-        recompute_day(db, tz, day).await?;
+        // The purge boundary was read once above.
+        recount_day(db, tz, day).await?;
         days += 1;
         day = match day.checked_add_days(Days::new(1)) {
             Some(next) => next,
