@@ -10,8 +10,9 @@
 //! keep answering.
 
 use crate::analytics::metrics::Counter;
+use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkState, LinkStatus};
-use crate::rules::{RedirectStatus, ShortCode};
+use crate::rules::{AltTargets, InAppApps, RedirectStatus, ShortCode, TargetRule};
 use actix_web::http::header::HeaderValue;
 use chrono::NaiveDateTime;
 use quick_cache::sync::Cache;
@@ -20,7 +21,7 @@ use sea_orm::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -48,12 +49,36 @@ pub struct ResolvedLink {
     pub target: Box<str>,
     /// Built once per link, not once per click.
     pub location: HeaderValue,
+    /// A campaign link's settings; `None` for a plain link, which the redirect path then
+    /// answers without looking further.
+    pub campaign: Option<Box<CampaignRules>>,
+    /// Set once the link was found used up: later visits are turned away without asking the
+    /// database. (An edit of the limit drops the cached link, and with it this flag.)
+    pub used_up: AtomicBool,
+}
+
+/// What a campaign link asks of each visit, with its domain's defaults filled in.
+#[derive(Debug, Default)]
+pub struct CampaignRules {
+    pub password_hash: Option<Box<str>>,
+    pub limited: bool,
+    pub valid_from: Option<NaiveDateTime>,
+    pub fallback: Option<HeaderValue>,
+    pub in_app: InAppApps,
+    pub targets: Vec<(TargetRule, HeaderValue)>,
 }
 
 impl ResolvedLink {
     pub fn state(&self) -> LinkState {
         LinkState::of(self.status, self.expires_at, crate::db::now())
     }
+}
+
+/// The part of a domain's settings its links inherit.
+#[derive(Clone, Debug, Default)]
+struct DomainDefaults {
+    in_app: Option<String>,
+    fallback: Option<String>,
 }
 
 type Found = Option<Arc<ResolvedLink>>;
@@ -273,16 +298,50 @@ impl Batcher {
         let rows = tokio::time::timeout(LOOKUP_TIMEOUT, query)
             .await
             .map_err(|_| DbErr::Custom("link lookup timed out".into()))??;
+        let defaults = self.domain_defaults(&rows).await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| {
-                let link = self.resolved(&row)?;
+                let link = self.resolved(&row, defaults.get(&row.domain_id))?;
                 Some((row.compression_code.to_string(), Arc::new(link)))
             })
             .collect())
     }
 
-    fn resolved(&self, row: &url_map::Model) -> Option<ResolvedLink> {
+    /// The in-app page and fallback of the domains of `rows` that set either.
+    async fn domain_defaults(
+        &self,
+        rows: &[url_map::Model],
+    ) -> Result<HashMap<i64, DomainDefaults>, DbErr> {
+        let mut ids: Vec<i64> = rows.iter().map(|row| row.domain_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let query = domain_conf::Entity::find()
+            .select_only()
+            .column(domain_conf::Column::Id)
+            .column(domain_conf::Column::InAppPage)
+            .column(domain_conf::Column::FallbackUrl)
+            .filter(domain_conf::Column::Id.is_in(ids))
+            .into_tuple::<(i64, Option<String>, Option<String>)>()
+            .all(&self.db);
+        let found = tokio::time::timeout(LOOKUP_TIMEOUT, query)
+            .await
+            .map_err(|_| DbErr::Custom("domain lookup timed out".into()))??;
+        Ok(found
+            .into_iter()
+            .filter(|(_, in_app, fallback)| in_app.is_some() || fallback.is_some())
+            .map(|(id, in_app, fallback)| (id, DomainDefaults { in_app, fallback }))
+            .collect())
+    }
+
+    fn resolved(
+        &self,
+        row: &url_map::Model,
+        domain: Option<&DomainDefaults>,
+    ) -> Option<ResolvedLink> {
         let location = match HeaderValue::try_from(row.long_url.as_str()) {
             Ok(value) => value,
             Err(_) => {
@@ -298,8 +357,66 @@ impl Batcher {
             redirect,
             target: row.long_url.as_str().into(),
             location,
+            campaign: campaign_rules(row, domain).map(Box::new),
+            used_up: AtomicBool::new(false),
         })
     }
+}
+
+/// A link's campaign settings over its domain's; `None` when the link is a plain one.
+fn campaign_rules(row: &url_map::Model, domain: Option<&DomainDefaults>) -> Option<CampaignRules> {
+    let header = |url: &str| HeaderValue::try_from(url).ok();
+    let in_app = row
+        .in_app_page
+        .as_deref()
+        .or(domain.and_then(|d| d.in_app.as_deref()))
+        .map(InAppApps::stored)
+        .unwrap_or_default();
+    let fallback = row
+        .fallback_url
+        .as_deref()
+        .or(domain.and_then(|d| d.fallback.as_deref()))
+        .and_then(header);
+    let targets: Vec<(TargetRule, HeaderValue)> = row
+        .alt_targets
+        .as_deref()
+        .map(AltTargets::stored)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(rule, url)| Some((*rule, header(url.as_str())?)))
+        .collect();
+    let rules = CampaignRules {
+        password_hash: row.password_hash.as_deref().map(Into::into),
+        limited: row.max_visits.is_some(),
+        valid_from: row.valid_from,
+        fallback,
+        in_app,
+        targets,
+    };
+    let plain = rules.password_hash.is_none()
+        && !rules.limited
+        && rules.valid_from.is_none()
+        && rules.fallback.is_none()
+        && rules.in_app.is_empty()
+        && rules.targets.is_empty();
+    (!plain).then_some(rules)
+}
+
+/// Counts one visit of a link with a visit limit, if it has one left: one conditional
+/// UPDATE, so instances and concurrent visitors together never serve more than the limit.
+pub async fn take_visit(db: &DatabaseConnection, link_id: i64) -> Result<bool, DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    let taken = url_map::Entity::update_many()
+        .col_expr(
+            url_map::Column::VisitCount,
+            Expr::col(url_map::Column::VisitCount).add(1),
+        )
+        .filter(url_map::Column::Id.eq(link_id))
+        .filter(url_map::Column::MaxVisits.is_not_null())
+        .filter(Expr::col(url_map::Column::VisitCount).lt(Expr::col(url_map::Column::MaxVisits)))
+        .exec(db)
+        .await?;
+    Ok(taken.rows_affected == 1)
 }
 
 /// Drops the cache entries of links changed since the last look, every `every`.
@@ -314,8 +431,22 @@ async fn watch_changes(db: DatabaseConnection, cache: LinkCache, every: Duration
     // the same import again at every look and keep the cache empty for minutes.
     let mut floor: Option<NaiveDateTime> = None;
     let mut cleared_at: Option<NaiveDateTime> = None;
+    // Links inherit their domain's in-app page and fallback: a domain changed anywhere
+    // (rare) starts the cache afresh.
+    let mut domains_seen: Option<Option<NaiveDateTime>> = None;
     loop {
         ticker.tick().await;
+        let latest_domain = domain_conf::Entity::find()
+            .select_only()
+            .column_as(domain_conf::Column::UpdatedAt.max(), "latest")
+            .into_tuple::<Option<NaiveDateTime>>()
+            .one(&db);
+        if let Ok(Ok(Some(latest))) = tokio::time::timeout(LOOKUP_TIMEOUT, latest_domain).await {
+            if domains_seen.is_some_and(|seen| seen != latest) {
+                cache.clear();
+            }
+            domains_seen = Some(latest);
+        }
         let looked_at = crate::db::now();
         let Some(since) = seen_until else {
             // Everything cached so far was read after this point.

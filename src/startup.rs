@@ -8,7 +8,7 @@ use crate::db::{self, allocator::BlockAllocator};
 use crate::net::rate_limit::RateLimits;
 use crate::resolver::{LinkCache, LinkResolver};
 use crate::routes::{self, Frontends};
-use crate::rules::{CodeFormat, CodeGenerator, DomainHost};
+use crate::rules::{CodeFormat, CodeGenerator, CodeLength, DomainHost};
 use crate::services::{domains, secret};
 use crate::state::{AppState, Inklink};
 use actix_web::cookie::Key;
@@ -96,6 +96,16 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
         visitor_key,
         codes: CodeGenerator::new(format, secret.as_bytes()),
         allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
+        other_lengths: CodeLength::all()
+            .filter(|length| length.get() != settings.code_length)
+            .map(|length| {
+                let format = CodeFormat::new(length.get(), settings.code_check_char);
+                (
+                    CodeGenerator::new(format, secret.as_bytes()),
+                    BlockAllocator::new(db::allocator::sequence_of_length(length.get()), ID_BLOCK),
+                )
+            })
+            .collect(),
         link_cache: LinkCache::new(settings.cache_capacity as usize),
         settings: Arc::new(settings),
     })

@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::db::allocator::BlockAllocator;
 use crate::net::rate_limit::RateLimits;
 use crate::resolver::{LinkCache, LinkResolver};
-use crate::rules::CodeGenerator;
+use crate::rules::{CodeGenerator, CodeLength};
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
 
@@ -15,14 +15,32 @@ use std::sync::Arc;
 pub struct Inklink {
     pub db: DatabaseConnection,
     pub settings: Arc<Settings>,
+    /// Codes of the configured length (`INKLINK_CODE_LENGTH`).
     pub codes: CodeGenerator,
     pub allocator: BlockAllocator,
+    /// Codes of every other length a link may ask for, each with its own sequence.
+    pub other_lengths: Vec<(CodeGenerator, BlockAllocator)>,
     pub link_cache: LinkCache,
     /// Signs the admin session cookie; derived from the secret, so every instance agrees.
     pub cookie_key: [u8; 64],
     /// Keys the visitor hash of click events; derived from the secret, so every instance
     /// counts the same visitor once.
     pub visitor_key: [u8; 16],
+}
+
+impl Inklink {
+    /// The generator and sequence for codes of `length` (`None`: the configured length).
+    pub fn sequence(&self, length: Option<CodeLength>) -> (&CodeGenerator, &BlockAllocator) {
+        length
+            .and_then(|length| {
+                self.other_lengths
+                    .iter()
+                    .find(|(codes, _)| codes.format().length == length.get())
+            })
+            .map_or((&self.codes, &self.allocator), |(codes, allocator)| {
+                (codes, allocator)
+            })
+    }
 }
 
 /// A running server's state, shared by every handler.

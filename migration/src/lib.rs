@@ -15,6 +15,7 @@ mod m20261123_000009_login_throttle;
 mod m20261123_000010_link_creator_principal;
 mod m20261123_000011_event_purge;
 mod m20261123_000012_visit_day_sets;
+mod m20261123_000013_campaign_links;
 
 pub struct Migrator;
 
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000010_link_creator_principal::Migration),
             Box::new(m20261123_000011_event_purge::Migration),
             Box::new(m20261123_000012_visit_day_sets::Migration),
+            Box::new(m20261123_000013_campaign_links::Migration),
         ]
     }
 }

@@ -6,9 +6,12 @@ use super::pages::see_other;
 use super::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{DomainHost, RedirectStatus, ShortCode, TargetUrl};
+use crate::rules::{
+    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus, ShortCode,
+    TargetUrl, VisitLimit,
+};
 use crate::services::domains;
-use crate::services::links::{self, LinkChanges, LinkError, NewLink};
+use crate::services::links::{self, Campaign, LinkChanges, LinkError, NewLink};
 use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
 use crate::state::AppState;
 use actix_web::http::{StatusCode, header};
@@ -197,6 +200,31 @@ pub struct LinkForm {
     expires: String,
     #[serde(default)]
     redirect_status: String,
+    /// Campaign settings (the new-link form only).
+    #[serde(default)]
+    length: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    max_visits: String,
+    #[serde(default)]
+    valid_from: String,
+    #[serde(default)]
+    fallback_url: String,
+    #[serde(default)]
+    in_app_page: String,
+    #[serde(default)]
+    targets: String,
+    #[serde(default)]
+    utm_source: String,
+    #[serde(default)]
+    utm_medium: String,
+    #[serde(default)]
+    utm_campaign: String,
+    #[serde(default)]
+    utm_term: String,
+    #[serde(default)]
+    utm_content: String,
 }
 
 #[derive(Template)]
@@ -207,6 +235,7 @@ struct FormPage {
     domains: Vec<String>,
     errors: HashMap<&'static str, String>,
     timezone: String,
+    lengths: Vec<u8>,
 }
 
 impl FormPage {
@@ -233,6 +262,7 @@ async fn form_page(
         domains,
         errors,
         timezone: state.core.settings.timezone.name().to_owned(),
+        lengths: (4..=12).collect(),
     })
 }
 
@@ -244,6 +274,7 @@ pub async fn new_form(
     let form = LinkForm {
         domain: default.map(|d| d.host).unwrap_or_default(),
         redirect_status: String::new(),
+        length: state.core.settings.code_length.to_string(),
         ..LinkForm::default()
     };
     let page = form_page(&state, &user, form, HashMap::new()).await?;
@@ -295,6 +326,107 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
     })
 }
 
+/// The UTM builder: the parameters filled in are written into the target URL (replacing a
+/// value the URL already has for the same parameter).
+async fn with_utm(
+    state: &AppState,
+    target: TargetUrl,
+    form: &LinkForm,
+    errors: &mut HashMap<&'static str, String>,
+) -> Result<Option<TargetUrl>, AdminError> {
+    let pairs: Vec<(&str, &str)> = [
+        ("utm_source", form.utm_source.trim()),
+        ("utm_medium", form.utm_medium.trim()),
+        ("utm_campaign", form.utm_campaign.trim()),
+        ("utm_term", form.utm_term.trim()),
+        ("utm_content", form.utm_content.trim()),
+    ]
+    .into_iter()
+    .filter(|(_, value)| !value.is_empty())
+    .collect();
+    if pairs.is_empty() {
+        return Ok(Some(target));
+    }
+    let mut url = url::Url::parse(target.as_str()).expect("a target URL parses");
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(key, _)| !pairs.iter().any(|(name, _)| key == name))
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
+        .collect();
+    url.query_pairs_mut()
+        .clear()
+        .extend_pairs(kept)
+        .extend_pairs(pairs);
+    match links::parse_target(&state.core, url.as_str()).await {
+        Ok(target) => Ok(Some(target)),
+        Err(LinkError::Db(err)) => Err(err.into()),
+        Err(err) => {
+            errors.insert("url", err.to_string());
+            Ok(None)
+        }
+    }
+}
+
+/// The campaign fields of the new-link form; each mistake is kept per field.
+async fn parse_campaign(
+    state: &AppState,
+    form: &LinkForm,
+    errors: &mut HashMap<&'static str, String>,
+) -> Result<(Option<CodeLength>, Campaign), AdminError> {
+    let rules_hosts = domains::own_hosts(&state.core.db).await?;
+    let rules = crate::rules::UrlRules {
+        max_length: state.core.settings.max_url_length as usize,
+        own_hosts: &rules_hosts,
+    };
+    let mut note = |field: &'static str, message: String| {
+        errors.insert(field, message);
+    };
+    let length = match form.length.trim() {
+        "" => None,
+        text => CodeLength::parse(text)
+            .map_err(|err| note("length", err.to_string()))
+            .ok(),
+    };
+    let mut campaign = Campaign::default();
+    if !form.password.is_empty() {
+        campaign.password = LinkPassword::parse(&form.password)
+            .map_err(|err| note("password", err.to_string()))
+            .ok();
+    }
+    if !form.max_visits.trim().is_empty() {
+        campaign.max_visits = VisitLimit::parse(&form.max_visits)
+            .map_err(|err| note("max_visits", err.to_string()))
+            .ok();
+    }
+    if !form.valid_from.trim().is_empty() {
+        campaign.valid_from =
+            NaiveDateTime::parse_from_str(form.valid_from.trim(), "%Y-%m-%dT%H:%M")
+                .map_err(|_| "give a date and time such as 2026-12-31T09:00".to_owned())
+                .and_then(|local| {
+                    crate::services::bulk::local_to_utc(local, state.core.settings.timezone)
+                })
+                .map_err(|message| note("valid_from", message))
+                .ok();
+    }
+    if !form.fallback_url.trim().is_empty() {
+        campaign.fallback = TargetUrl::parse(form.fallback_url.trim(), &rules)
+            .map_err(|err| note("fallback_url", err.to_string()))
+            .ok();
+    }
+    match form.in_app_page.trim() {
+        "" | "domain" => {}
+        text => {
+            campaign.in_app = InAppApps::parse(text)
+                .map_err(|err| note("in_app_page", err.to_string()))
+                .ok();
+        }
+    }
+    campaign.targets = AltTargets::parse_lines(form.targets.lines(), &rules)
+        .map_err(|err| note("targets", err.to_string()))
+        .unwrap_or_default();
+    Ok((length, campaign))
+}
+
 /// Which field a service error belongs to; database failures are not the user's.
 fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
     let field = match err {
@@ -306,6 +438,7 @@ fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
             "domain"
         }
         LinkError::ExpiryInPast(_) => "expires",
+        LinkError::OpensAfterExpiry(_) => "valid_from",
         LinkError::DescriptionTooLong(_) => "description",
         _ => "url",
     };
@@ -332,7 +465,12 @@ pub async fn create(
             .map_err(|err| parsed.errors.insert("domain", err.to_string()))
             .ok(),
     };
-    if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
+    let target = match parsed.target.clone() {
+        Some(target) => with_utm(&state, target, &form, &mut parsed.errors).await?,
+        None => None,
+    };
+    let (length, campaign) = parse_campaign(&state, &form, &mut parsed.errors).await?;
+    if let (Some(target), true) = (target, parsed.errors.is_empty()) {
         let new = NewLink {
             custom_code: code,
             domain,
@@ -341,6 +479,8 @@ pub async fn create(
             redirect_status: parsed.redirect_status,
             strategy: Strategy::Sequence,
             reuse: false,
+            length,
+            campaign,
             ..NewLink::to(target)
         };
         match links::create(&state.core, new, &user.actor()).await {

@@ -58,10 +58,7 @@ pub fn render(status: StatusCode, template: &impl Template) -> HttpResponse {
 
 /// A stored UTC time as people read it, in the configured time zone.
 pub fn human_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
-    use chrono::TimeZone;
-    tz.from_utc_datetime(&at)
-        .format("%Y-%m-%d %H:%M %Z")
-        .to_string()
+    crate::db::local_time(at, tz)
 }
 
 /// A stored UTC time as a `datetime-local` input shows it, in the configured time zone.

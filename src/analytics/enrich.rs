@@ -38,6 +38,8 @@ pub struct Enricher {
     success: Text,
     failure: Text,
     reasons: HashMap<&'static str, Text>,
+    /// One shared text per target rule, in `TargetRule::ALL` order.
+    rules: [Text; 4],
     /// Keep only the network of each address (INKLINK_KEEP_ADDRESSES=network).
     networks_only: bool,
 }
@@ -72,6 +74,7 @@ impl Enricher {
             success: Text::from(SUCCESS),
             failure: Text::from(FAILURE),
             reasons: HashMap::new(),
+            rules: crate::rules::TargetRule::ALL.map(|rule| Text::from(rule.as_str())),
             networks_only: false,
         }
     }
@@ -175,6 +178,10 @@ impl Enricher {
             is_bot: agent.is_bot,
             transform_status,
             failure_reason,
+            target_rule: event
+                .outcome
+                .target_rule()
+                .map(|rule| self.rules[rule as usize].clone()),
             generation: event.generation,
         }
     }

@@ -25,11 +25,11 @@ use std::sync::{Arc, LazyLock};
 
 mod sqlite;
 
-/// Rows per batch: 1,000 rows of 22 values stays under every backend's parameter limit
+/// Rows per batch: 1,000 rows of 23 values stays under every backend's parameter limit
 /// (SQLite's 32,766 is the lowest).
 pub const BATCH: usize = 1000;
 
-const COLUMNS: [&str; 22] = [
+const COLUMNS: [&str; 23] = [
     "event_key",
     "record_time",
     "compression_code",
@@ -52,6 +52,7 @@ const COLUMNS: [&str; 22] = [
     "is_bot",
     "transform_status",
     "failure_reason",
+    "target_rule",
 ];
 
 /// Statement sizes for the `VALUES` backends: a batch is split into statements of these many
@@ -139,6 +140,7 @@ fn bind_row<'q>(query: MySqlQuery<'q>, row: &EventRow) -> MySqlQuery<'q> {
         .bind(row.is_bot)
         .bind(row.transform_status.clone())
         .bind(row.failure_reason.clone())
+        .bind(row.target_rule.clone())
 }
 
 async fn insert_mysql(pool: &MySqlPool, rows: &[EventRow]) -> Result<(), sqlx::Error> {
@@ -175,6 +177,7 @@ static POSTGRES_SQL: LazyLock<String> = LazyLock::new(|| {
         "varchar",
         "varchar",
         "bool",
+        "varchar",
         "varchar",
         "varchar",
     ];
@@ -221,6 +224,7 @@ async fn insert_postgres(pool: &PgPool, rows: &[EventRow]) -> Result<(), sqlx::E
         .bind(rows.iter().map(|r| r.is_bot).collect::<Vec<_>>())
         .bind(text(|r| &r.transform_status))
         .bind(optional(|r| &r.failure_reason))
+        .bind(optional(|r| &r.target_rule))
         // One statement is atomic on its own: no transaction needed around it.
         .execute(pool)
         .await
@@ -290,6 +294,7 @@ fn copy_text(rows: &[EventRow]) -> Vec<u8> {
         out.field(if row.is_bot { b"t" } else { b"f" });
         out.text(&row.transform_status);
         out.optional(&row.failure_reason);
+        out.optional(&row.target_rule);
         out.end_row();
     }
     out.out

@@ -83,8 +83,8 @@ impl Histogram {
 
 #[derive(Default)]
 pub struct Metrics {
-    /// Redirect requests, in the order of [`OUTCOMES`].
-    redirects: [Counter; 4],
+    /// Redirect requests, in the order of [`Outcome::ALL`].
+    redirects: [Counter; Outcome::ALL.len()],
     pub redirect_latency: Histogram,
     pub events_queued: Counter,
     pub events_written: AtomicU64,
@@ -97,13 +97,6 @@ pub struct Metrics {
     pub batch_latency: Histogram,
 }
 
-const OUTCOMES: [(Outcome, &str); 4] = [
-    (Outcome::Redirected, "redirected"),
-    (Outcome::Unknown, "unknown"),
-    (Outcome::Disabled, "disabled"),
-    (Outcome::Expired, "expired"),
-];
-
 pub struct Gauges {
     pub queue_depth: usize,
     pub cache_hits: u64,
@@ -114,9 +107,9 @@ pub struct Gauges {
 impl Metrics {
     /// One answered request to a short code.
     pub fn redirect(&self, outcome: Outcome, took: Duration) {
-        let slot = OUTCOMES
+        let slot = Outcome::ALL
             .iter()
-            .position(|(known, _)| *known == outcome)
+            .position(|known| *known == outcome)
             .expect("every outcome is listed");
         self.redirects[slot].add(1);
         self.redirect_latency.observe(took);
@@ -140,10 +133,11 @@ impl Metrics {
             out,
             "# HELP inklink_redirect_requests_total Requests to short codes, by outcome\n# TYPE inklink_redirect_requests_total counter"
         );
-        for ((_, outcome), count) in OUTCOMES.iter().zip(&self.redirects) {
+        for (outcome, count) in Outcome::ALL.iter().zip(&self.redirects) {
             let _ = writeln!(
                 out,
-                "inklink_redirect_requests_total{{outcome=\"{outcome}\"}} {}",
+                "inklink_redirect_requests_total{{outcome=\"{}\"}} {}",
+                outcome.label(),
                 count.get()
             );
         }

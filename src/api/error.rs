@@ -157,6 +157,7 @@ impl From<LinkError> for ApiError {
             LinkError::DomainDisabled(_) => Self::invalid("domain_disabled", message, "domain"),
             LinkError::NoDefaultDomain => Self::invalid("unknown_domain", message, "domain"),
             LinkError::ExpiryInPast(_) => Self::invalid("expiry_in_past", message, "expires_at"),
+            LinkError::OpensAfterExpiry(_) => Self::invalid("invalid_value", message, "valid_from"),
             LinkError::DescriptionTooLong(_) => {
                 Self::invalid("invalid_value", message, "description")
             }

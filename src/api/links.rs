@@ -4,16 +4,22 @@ use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody};
 use super::model::{
-    BatchRequest, BatchResponse, BatchResult, CodeStrategy, CreateLink, DayStats, Link, LinkPage,
-    LinkState, LinkStats, ListQuery, PatchLink, RangeStats, SetState, StatsQuery, StatusFilter,
+    AltTarget, BatchRequest, BatchResponse, BatchResult, CodeStrategy, CreateLink, DayStats, Link,
+    LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats, SetState, StatsQuery,
+    StatusFilter,
 };
 use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{DomainHost, OwnHost, ShortCode, UrlRules};
+use crate::rules::{
+    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, TargetRule,
+    TargetUrl, UrlRules, VisitLimit,
+};
 use crate::services::domains;
-use crate::services::links::{self, LinkChanges, LinkEdit, NewLink, Outcome};
+use crate::services::links::{
+    self, Campaign, CampaignEdit, LinkChanges, LinkEdit, NewLink, Outcome,
+};
 use crate::services::listing::{self, LinkFilter, Order, Paging};
 use crate::state::AppState;
 use actix_web::http::StatusCode;
@@ -31,6 +37,11 @@ type Domains = HashMap<i64, domain_conf::Model>;
 
 async fn all_domains(state: &AppState) -> Result<Domains, ApiError> {
     Ok(domains::by_id(&state.core.db).await?)
+}
+
+/// Every domain by id, for [`view`].
+pub async fn all_domains_of(state: &AppState) -> Result<Domains, ApiError> {
+    all_domains(state).await
 }
 
 fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {
@@ -61,7 +72,67 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
         created_at: utc(link.created_at),
         expires_at: link.expires_at.map(utc),
         version: link.version,
+        password_protected: link.password_hash.is_some(),
+        max_visits: link.max_visits,
+        visits: link.visit_count,
+        valid_from: link.valid_from.map(utc),
+        fallback_url: link.fallback_url.clone(),
+        in_app_page: link.in_app_page.as_deref().map(|text| {
+            InAppApps::stored(text)
+                .apps()
+                .map(|app| app.key().to_owned())
+                .collect()
+        }),
+        targets: link
+            .alt_targets
+            .as_deref()
+            .map(AltTargets::stored)
+            .unwrap_or_default()
+            .iter()
+            .map(|(rule, url)| AltTarget {
+                rule: rule.as_str().to_owned(),
+                url: url.to_string(),
+            })
+            .collect(),
     }
+}
+
+fn password(input: &str) -> Result<LinkPassword, ApiError> {
+    LinkPassword::parse(input)
+        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "password"))
+}
+
+fn visit_limit(limit: i64) -> Result<VisitLimit, ApiError> {
+    VisitLimit::new(limit)
+        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "max_visits"))
+}
+
+fn fallback(input: &str, rules: &UrlRules<'_>) -> Result<TargetUrl, ApiError> {
+    TargetUrl::parse(input, rules)
+        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "fallback_url"))
+}
+
+fn in_app(apps: &[String]) -> Result<InAppApps, ApiError> {
+    InAppApps::parse(&apps.join(","))
+        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "in_app_page"))
+}
+
+fn alt_targets(targets: &[AltTarget], rules: &UrlRules<'_>) -> Result<AltTargets, ApiError> {
+    let invalid = |err: crate::rules::CampaignError| {
+        ApiError::invalid("invalid_value", err.to_string(), "targets")
+    };
+    let mut parsed = Vec::with_capacity(targets.len());
+    for target in targets {
+        let rule = TargetRule::parse(&target.rule).map_err(invalid)?;
+        let url = TargetUrl::parse(&target.url, rules).map_err(|error| {
+            invalid(crate::rules::CampaignError::TargetUrl {
+                rule: rule.as_str(),
+                error,
+            })
+        })?;
+        parsed.push((rule, url));
+    }
+    AltTargets::new(parsed).map_err(invalid)
 }
 
 async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, ApiError> {
@@ -99,6 +170,28 @@ fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError
             _ => Strategy::Sequence,
         },
         reuse: input.reuse.unwrap_or(false),
+        length: input
+            .length
+            .map(|length| {
+                CodeLength::new(length)
+                    .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "length"))
+            })
+            .transpose()?,
+        campaign: Campaign {
+            password: input.password.as_deref().map(password).transpose()?,
+            max_visits: input.max_visits.map(visit_limit).transpose()?,
+            valid_from: input.valid_from.map(|at| at.0),
+            fallback: input
+                .fallback_url
+                .as_deref()
+                .map(|url| fallback(url, rules))
+                .transpose()?,
+            in_app: input.in_app_page.as_deref().map(in_app).transpose()?,
+            targets: match &input.targets {
+                Some(targets) => alt_targets(targets, rules)?,
+                None => AltTargets::default(),
+            },
+        },
         ..NewLink::to(target)
     })
 }
@@ -422,7 +515,45 @@ pub async fn update(
         SetState::Active => LinkStatus::Active,
         SetState::Disabled => LinkStatus::Disabled,
     });
-    let edit = LinkEdit { changes, status };
+    let own_hosts = url_rules_hosts(&state).await?;
+    let rules = rules(&state, &own_hosts);
+    let campaign = CampaignEdit {
+        password: patch
+            .password
+            .as_ref()
+            .map(|value| value.as_deref().map(password).transpose())
+            .transpose()?,
+        max_visits: patch
+            .max_visits
+            .map(|value| value.map(visit_limit).transpose())
+            .transpose()?,
+        valid_from: patch.valid_from.map(|value| value.map(|at| at.0)),
+        fallback: patch
+            .fallback_url
+            .as_ref()
+            .map(|value| {
+                value
+                    .as_deref()
+                    .map(|url| fallback(url, &rules))
+                    .transpose()
+            })
+            .transpose()?,
+        in_app: patch
+            .in_app_page
+            .as_ref()
+            .map(|value| value.as_deref().map(in_app).transpose())
+            .transpose()?,
+        targets: patch
+            .targets
+            .as_deref()
+            .map(|targets| alt_targets(targets, &rules))
+            .transpose()?,
+    };
+    let edit = LinkEdit {
+        changes,
+        status,
+        campaign,
+    };
     let current = links::edit(
         &state.core,
         &short,

@@ -8,6 +8,7 @@ pub mod error;
 pub mod links;
 pub mod model;
 pub mod openapi;
+pub mod sms;
 
 use crate::net::hosts::AdminHosts;
 use actix_web::{HttpRequest, web};
@@ -62,6 +63,8 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                         resource("/links/{code}/stats", "GET").route(web::get().to(links::stats)),
                     )
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
+                    .service(resource("/sms", "POST").route(web::post().to(sms::compose)))
+                    .service(resource("/sms/count", "POST").route(web::post().to(sms::count)))
                     .default_service(web::to(not_found)),
             )
             .default_service(web::to(not_found)),

@@ -141,6 +141,47 @@ pub struct CreateLink {
     /// Return the existing active link for the same URL and domain (200) instead of a new one.
     #[serde(default)]
     pub reuse: Option<bool>,
+    /// The generated code's length, 4 to 12 (default: the service's `INKLINK_CODE_LENGTH`).
+    /// Shorter codes only as a custom `code`.
+    #[serde(default)]
+    #[schema(minimum = 4, maximum = 12)]
+    pub length: Option<u64>,
+    /// Visitors must enter this password (4–128 characters) before they are sent on.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// The link sends visitors on at most this many times (1 to 1,000,000,000), over all
+    /// instances; then it answers like an expired link.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000000000)]
+    pub max_visits: Option<i64>,
+    /// Before this RFC 3339 date-time the link answers 403 "not open yet".
+    #[serde(default)]
+    pub valid_from: Option<Timestamp>,
+    /// Where the link sends visitors once disabled, expired or used up, instead of the 410
+    /// page (default: the domain's fallback, if any).
+    #[serde(default)]
+    pub fallback_url: Option<String>,
+    /// In-app browsers that get a page telling the visitor to open the link in their browser
+    /// instead of a redirect: any of `wechat`, `qq`, `weibo`, `douyin`, `toutiao`,
+    /// `xiaohongshu`, `dingtalk`, `alipay`, `taobao`; `[]` for none; absent: the domain's
+    /// choice.
+    #[serde(default)]
+    pub in_app_page: Option<Vec<String>>,
+    /// Alternative targets, the first whose rule matches the visitor winning.
+    #[serde(default)]
+    pub targets: Option<Vec<AltTarget>>,
+}
+
+/// An alternative target: visitors matching `rule` are sent to `url`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AltTarget {
+    /// `ios` (iPhone, iPad), `android` (Android, HarmonyOS), `desktop`, or `wechat` (WeChat's
+    /// and WeCom's in-app browser).
+    #[schema(example = "ios")]
+    pub rule: String,
+    #[schema(example = "https://apps.apple.com/app/id123456")]
+    pub url: String,
 }
 
 /// A link as the API shows it.
@@ -159,6 +200,17 @@ pub struct Link {
     pub expires_at: Option<DateTime<Utc>>,
     /// Send it back with PATCH: an edit made meanwhile by someone else is refused (409).
     pub version: i32,
+    /// Visitors must enter a password.
+    pub password_protected: bool,
+    pub max_visits: Option<i64>,
+    /// Redirects served while a visit limit was set.
+    pub visits: i64,
+    pub valid_from: Option<DateTime<Utc>>,
+    pub fallback_url: Option<String>,
+    /// The link's own choice of in-app browsers shown the "open in your browser" page;
+    /// `null`: the domain's.
+    pub in_app_page: Option<Vec<String>>,
+    pub targets: Vec<AltTarget>,
 }
 
 /// Changes to a link; absent fields stay as they are, `null` clears.
@@ -181,6 +233,26 @@ pub struct PatchLink {
     pub redirect_status: Option<Option<RedirectCode>>,
     #[serde(default)]
     pub status: Option<SetState>,
+    /// A new visitor password; `null` removes it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub password: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub max_visits: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Timestamp>)]
+    pub valid_from: Option<Option<Timestamp>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub fallback_url: Option<Option<String>>,
+    /// `null`: follow the domain's choice again.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub in_app_page: Option<Option<Vec<String>>>,
+    /// Replaces every alternative target; `[]` removes them.
+    #[serde(default)]
+    pub targets: Option<Vec<AltTarget>>,
 }
 
 #[derive(Clone, Debug, Deserialize, ToSchema)]
@@ -303,4 +375,68 @@ pub struct Domain {
     pub is_default: bool,
     /// When the domain was rotated away: the host its links are now shown on.
     pub replaced_by: Option<String>,
+}
+
+/// A message to compose around a new short link.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SmsRequest {
+    /// The text, with `{link}` once where the short link goes.
+    #[schema(example = "Spring sale, 30% off: {link} Reply TD to unsubscribe")]
+    pub message: String,
+    /// The link's target.
+    pub url: String,
+    /// The sender's signature, put in front as 【signature】 (it counts).
+    #[serde(default)]
+    pub signature: Option<String>,
+    /// The most segments the message may take (1 to 10, default 1).
+    #[serde(default)]
+    pub segments: Option<u64>,
+    /// `standard` (GSM-7 when possible, else UCS-2; default) or `china` (the mainland
+    /// carriers' rule: 70 characters, 67 per part, whatever the alphabet).
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// `false`: only plan (domain, code length, count) without creating the link.
+    #[serde(default)]
+    pub create: Option<bool>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A text to count.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SmsCountRequest {
+    pub message: String,
+    /// `standard` (default) or `china`.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// How an SMS is counted.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct SmsCountView {
+    /// `GSM-7`, `UCS-2` or `China`.
+    pub encoding: String,
+    /// Septets (GSM-7) or characters counted (UTF-16 units).
+    pub units: usize,
+    pub segments: usize,
+    /// What a segment holds in this message: 160/153 (GSM-7) or 70/67.
+    pub per_segment: usize,
+    /// Left in the last segment.
+    pub remaining: usize,
+}
+
+/// A composed message.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct SmsResult {
+    /// The message as it will be sent (with a stand-in code when nothing was created).
+    pub text: String,
+    pub count: SmsCountView,
+    /// The domain chosen.
+    pub domain: String,
+    /// The code length chosen.
+    pub length: u8,
+    pub warnings: Vec<String>,
+    pub link: Option<Link>,
 }

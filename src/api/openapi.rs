@@ -26,6 +26,8 @@ use utoipa::{Modify, OpenApi};
         super::links::revoke,
         super::links::stats,
         super::domains::list,
+        super::sms::compose,
+        super::sms::count,
     ),
     components(schemas(
         model::CreateLink,
@@ -39,6 +41,11 @@ use utoipa::{Modify, OpenApi};
         model::DayStats,
         model::RangeStats,
         model::Domain,
+        model::AltTarget,
+        model::SmsRequest,
+        model::SmsCountRequest,
+        model::SmsCountView,
+        model::SmsResult,
         model::StatusFilter,
         model::CodeStrategy,
         model::LinkState,
@@ -49,7 +56,8 @@ use utoipa::{Modify, OpenApi};
     modifiers(&BearerKey),
     tags(
         (name = "links", description = "Shorten, restore, list, edit, revoke, and daily visits"),
-        (name = "domains", description = "The hosts links are served on")
+        (name = "domains", description = "The hosts links are served on"),
+        (name = "sms", description = "Count SMS segments and compose messages around a new link")
     )
 )]
 pub struct ApiDoc;

@@ -9,7 +9,7 @@ use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
 use crate::services::users::UserChange;
 use crate::services::{Actor, api_keys, domains, links, users};
 use crate::state::Inklink;
-use anyhow::{Context, anyhow};
+use anyhow::{Context, anyhow, bail};
 use chrono::NaiveDateTime;
 use serde_json::{Value, json};
 
@@ -245,6 +245,42 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
             println!(
                 "{} replaces {}: {moved} links are shown with it, and {} is the default; {} keeps redirecting",
                 replacement.host, blocked.host, replacement.host, blocked.host
+            );
+        }
+        DomainAction::Set {
+            host,
+            in_app_page,
+            fallback,
+        } => {
+            let domain = find_domain(core, &host).await?;
+            let in_app = in_app_page
+                .as_deref()
+                .map(crate::rules::InAppApps::parse)
+                .transpose()
+                .context("--in-app-page")?;
+            let fallback = match fallback.as_deref() {
+                None => None,
+                Some("none") | Some("") => Some(None),
+                Some(url) => Some(Some(
+                    crate::services::links::parse_target(core, url)
+                        .await
+                        .context("--fallback")?,
+                )),
+            };
+            if in_app.is_none() && fallback.is_none() {
+                bail!("nothing to set: give --in-app-page, --fallback or both");
+            }
+            let after =
+                domains::set_link_defaults(&core.db, domain.id, in_app, fallback, &Actor::Cli)
+                    .await?;
+            println!(
+                "{}: in-app page for {}; fallback {}",
+                after.host,
+                after.in_app_page.as_deref().unwrap_or("none"),
+                after
+                    .fallback_url
+                    .as_deref()
+                    .unwrap_or("none (the 410 page)")
             );
         }
         DomainAction::Add { .. } => unreachable!("handled by the caller"),

@@ -4,10 +4,13 @@
 use crate::config::{self, ConfigError, Settings};
 use crate::db::entities::url_map::LinkStatus;
 use crate::db::entities::url_map::Strategy;
-use crate::rules::{DomainHost, Password, Protocol, ShortCode, Username};
+use crate::rules::{
+    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, Password, Protocol, ShortCode,
+    Username, VisitLimit,
+};
 use crate::rules::{RedirectStatus, Role};
 use crate::services::bulk;
-use crate::services::links::{self, NewLink, Outcome};
+use crate::services::links::{self, Campaign, NewLink, Outcome};
 use crate::services::{Actor, domains, users};
 use crate::startup::{self, Application};
 use crate::state::Inklink;
@@ -36,6 +39,8 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+// Parsed once per run: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug, Clone)]
 pub enum Command {
     /// Serve redirects (the default)
@@ -174,6 +179,8 @@ pub enum UserAction {
     },
 }
 
+// Parsed once per run: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug, Clone)]
 pub enum LinkAction {
     /// Shorten URL and print the short URL
@@ -200,6 +207,34 @@ pub enum LinkAction {
         /// Print the existing active link for the same URL and domain instead of a new one
         #[arg(long)]
         reuse: bool,
+        /// Length of the generated code, 4-12 (default: INKLINK_CODE_LENGTH); shorter codes
+        /// only with --code
+        #[arg(long)]
+        length: Option<u64>,
+        /// Visitors must enter this password (4-128 characters) before they are sent on;
+        /// give "-" to read it from standard input
+        #[arg(long)]
+        password: Option<String>,
+        /// Send visitors on at most this many times (over all instances); then the link
+        /// answers like an expired one
+        #[arg(long)]
+        max_visits: Option<i64>,
+        /// Before this RFC 3339 date-time the link answers 403 "not open yet"
+        #[arg(long)]
+        valid_from: Option<String>,
+        /// Where to send visitors once the link is disabled, expired or used up (instead of
+        /// the 410 page; default: the domain's fallback)
+        #[arg(long)]
+        fallback: Option<String>,
+        /// In-app browsers shown "open this link in your browser" instead of a redirect:
+        /// comma-separated wechat, qq, weibo, douyin, toutiao, xiaohongshu, dingtalk,
+        /// alipay, taobao, or none (default: the domain's choice)
+        #[arg(long)]
+        in_app_page: Option<String>,
+        /// An alternative target by device or app, RULE=URL with RULE one of ios, android,
+        /// desktop, wechat; repeat it, the first matching rule wins
+        #[arg(long = "target", value_name = "RULE=URL")]
+        targets: Vec<String>,
     },
     /// Create links from a CSV file (columns: url, and optionally code, description,
     /// expires_at, domain); writes every row's short URL or error as CSV
@@ -267,6 +302,19 @@ pub enum DomainAction {
     Disable { host: String },
     /// Enable a disabled domain again
     Enable { host: String },
+    /// Set what a domain's links do by default: the page for in-app browsers, and where
+    /// disabled, expired and used-up links send visitors
+    Set {
+        host: String,
+        /// In-app browsers its links show "open this link in your browser" (comma-separated
+        /// wechat, qq, weibo, douyin, toutiao, xiaohongshu, dingtalk, alipay, taobao; none
+        /// for none)
+        #[arg(long)]
+        in_app_page: Option<String>,
+        /// Where its disabled, expired and used-up links send visitors; "none" for the 410 page
+        #[arg(long)]
+        fallback: Option<String>,
+    },
     /// Replace a blocked domain: the replacement becomes the default, and the blocked one's
     /// links are shown with it (the blocked host keeps redirecting)
     Rotate {
@@ -627,12 +675,16 @@ async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
 
 /// One line from standard input; at a terminal, a prompt and no echo.
 fn read_password() -> anyhow::Result<Password> {
+    Ok(Password::parse(&read_line_secret()?)?)
+}
+
+/// A secret from standard input (one line); at a terminal, a prompt and no echo.
+fn read_line_secret() -> anyhow::Result<String> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         // Typed at a terminal: not echoed.
-        let typed = rpassword::prompt_password("Password: ")
-            .context("cannot read the password from the terminal")?;
-        return Ok(Password::parse(&typed)?);
+        return rpassword::prompt_password("Password: ")
+            .context("cannot read the password from the terminal");
     }
     let mut line = String::new();
     stdin
@@ -640,8 +692,7 @@ fn read_password() -> anyhow::Result<Password> {
         .read_line(&mut line)
         .context("cannot read the password from standard input")?;
     let password = line.strip_suffix('\n').unwrap_or(&line);
-    let password = password.strip_suffix('\r').unwrap_or(password);
-    Ok(Password::parse(password)?)
+    Ok(password.strip_suffix('\r').unwrap_or(password).to_owned())
 }
 
 async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
@@ -658,8 +709,58 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             strategy,
             redirect_status,
             reuse,
+            length,
+            password,
+            max_visits,
+            valid_from,
+            fallback,
+            in_app_page,
+            targets,
         } => {
             let target = links::parse_target(core, &url).await?;
+            let rules_hosts = crate::services::domains::own_hosts(&core.db).await?;
+            let rules = crate::rules::UrlRules {
+                max_length: core.settings.max_url_length as usize,
+                own_hosts: &rules_hosts,
+            };
+            let password = match password.as_deref() {
+                Some("-") => Some(read_line_secret()?),
+                other => other.map(str::to_owned),
+            };
+            let campaign = Campaign {
+                password: password
+                    .as_deref()
+                    .map(LinkPassword::parse)
+                    .transpose()
+                    .context("--password")?,
+                max_visits: max_visits
+                    .map(VisitLimit::new)
+                    .transpose()
+                    .context("--max-visits")?,
+                valid_from: valid_from
+                    .map(|value| {
+                        chrono::DateTime::parse_from_rfc3339(&value)
+                            .map(|at| at.to_utc())
+                            .map_err(|_| {
+                                anyhow!(
+                                    "--valid-from '{value}' is not an RFC 3339 date-time such as 2026-12-31T09:00:00+08:00"
+                                )
+                            })
+                    })
+                    .transpose()?,
+                fallback: fallback
+                    .as_deref()
+                    .map(|url| crate::rules::TargetUrl::parse(url, &rules))
+                    .transpose()
+                    .context("--fallback")?,
+                in_app: in_app_page
+                    .as_deref()
+                    .map(InAppApps::parse)
+                    .transpose()
+                    .context("--in-app-page")?,
+                targets: AltTargets::parse_lines(targets.iter().map(String::as_str), &rules)
+                    .context("--target")?,
+            };
             let expires_at = expires
                 .map(|value| {
                     chrono::DateTime::parse_from_rfc3339(&value)
@@ -679,6 +780,11 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                 redirect_status,
                 strategy,
                 reuse,
+                length: length
+                    .map(CodeLength::new)
+                    .transpose()
+                    .context("--length")?,
+                campaign,
                 ..NewLink::to(target)
             };
             let saved = links::create(core, new, &Actor::Cli).await?;
@@ -731,6 +837,7 @@ async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
         | DomainAction::Default { .. }
         | DomainAction::Disable { .. }
         | DomainAction::Enable { .. }
+        | DomainAction::Set { .. }
         | DomainAction::Rotate { .. } => return manage::domain(core, action).await,
         DomainAction::Add {
             host,

@@ -16,6 +16,27 @@ use tokio::sync::Mutex;
 
 pub const SEQUENCE: &str = "url_map_code";
 
+/// The sequence of codes of `length` when it is not the configured default length (which
+/// keeps [`SEQUENCE`], so that existing databases carry on where they were).
+pub fn sequence_of_length(length: u8) -> &'static str {
+    const NAMES: [&str; 13] = [
+        "url_map_code_0",
+        "url_map_code_1",
+        "url_map_code_2",
+        "url_map_code_3",
+        "url_map_code_4",
+        "url_map_code_5",
+        "url_map_code_6",
+        "url_map_code_7",
+        "url_map_code_8",
+        "url_map_code_9",
+        "url_map_code_10",
+        "url_map_code_11",
+        "url_map_code_12",
+    ];
+    NAMES[usize::from(length)]
+}
+
 pub struct BlockAllocator {
     name: &'static str,
     block_size: i64,

@@ -267,3 +267,11 @@ pub async fn finish<T, E: From<DbErr>>(
         }
     }
 }
+
+/// A stored UTC time as people read it, in time zone `tz`.
+pub fn local_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    tz.from_utc_datetime(&at)
+        .format("%Y-%m-%d %H:%M %Z")
+        .to_string()
+}

@@ -22,6 +22,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../../static/admin.js"),
     },
     Asset {
+        name: "copy.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../static/copy.js"),
+    },
+    Asset {
         name: "admin.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../../static/admin.css"),

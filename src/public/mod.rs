@@ -3,6 +3,7 @@
 
 pub mod assets;
 pub mod health;
+pub mod lang;
 pub mod pages;
 
 use actix_web::{guard, web};

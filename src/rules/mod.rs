@@ -3,14 +3,19 @@
 
 pub mod account;
 pub mod api_key;
+pub mod campaign;
 pub mod codes;
 pub mod host;
 pub mod permutation;
 pub mod redirect_status;
+pub mod sms;
 pub mod target_url;
 
 pub use account::{Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};
+pub use campaign::{
+    AltTargets, App, CampaignError, CodeLength, InAppApps, LinkPassword, TargetRule, VisitLimit,
+};
 pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 pub use host::{DomainHost, Protocol};
 pub use redirect_status::RedirectStatus;

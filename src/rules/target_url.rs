@@ -111,6 +111,11 @@ impl TargetUrl {
         Ok(Self(url))
     }
 
+    /// A URL read back from the database: it passed the rules when it was stored.
+    pub fn stored(text: &str) -> Option<Self> {
+        Url::parse(text).ok().map(Self)
+    }
+
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }

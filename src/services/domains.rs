@@ -3,7 +3,7 @@
 use super::audit::{self, Actor, Entry};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::{self, is_unique_violation};
-use crate::rules::{DomainHost, OwnHost, Protocol};
+use crate::rules::{DomainHost, InAppApps, OwnHost, Protocol, TargetUrl};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveEnum, ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection,
@@ -207,7 +207,7 @@ async fn record_change<C: ConnectionTrait>(
     before: &domain_conf::Model,
     after: &domain_conf::Model,
 ) -> Result<(), DbErr> {
-    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id});
+    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id, "in_app_page": d.in_app_page, "fallback_url": d.fallback_url});
     audit::record(
         conn,
         actor,
@@ -269,6 +269,42 @@ pub async fn set_status(
             DomainStatus::Disabled => "domain.disable",
         };
         record_change(&txn, actor, action, &before, &after).await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// Sets what a domain's links do unless they choose for themselves: the in-app browsers shown
+/// the "open in your browser" page, and the fallback of disabled, expired and used-up links
+/// (`Some(None)` clears it, `None` keeps it). Every instance applies it within its watch
+/// interval.
+pub async fn set_link_defaults(
+    db: &DatabaseConnection,
+    id: i64,
+    in_app: Option<InAppApps>,
+    fallback: Option<Option<TargetUrl>>,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    // Read first, outside the transaction: on SQLite a transaction that reads and then writes
+    // cannot wait for the click writer's lock, and fails at once.
+    let before = get_in(db, id).await?;
+    let txn = db.begin().await?;
+    let result = async {
+        let mut change = domain_conf::ActiveModel {
+            id: Set(id),
+            updated_by: Set(Some(actor.name().to_owned())),
+            updated_at: Set(db::now()),
+            ..Default::default()
+        };
+        if let Some(apps) = in_app {
+            change.in_app_page = Set((!apps.is_empty()).then(|| apps.to_string()));
+        }
+        if let Some(fallback) = fallback {
+            change.fallback_url = Set(fallback.map(|url| url.to_string()));
+        }
+        let after = change.update(&txn).await?;
+        record_change(&txn, actor, "domain.settings", &before, &after).await?;
         Ok(after)
     }
     .await;

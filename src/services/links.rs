@@ -7,7 +7,8 @@ use crate::db::entities::url_map::{self, LinkState, LinkStatus, Strategy};
 use crate::db::{self, is_unique_violation};
 use crate::rules::codes::CodeSpaceExhausted;
 use crate::rules::{
-    CodeError, DomainHost, RedirectStatus, ShortCode, TargetUrl, TargetUrlError, UrlRules,
+    AltTargets, CodeError, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus,
+    ShortCode, TargetUrl, TargetUrlError, UrlRules, VisitLimit,
 };
 use crate::state::Inklink;
 use chrono::{DateTime, Utc};
@@ -56,8 +57,63 @@ pub enum LinkError {
         "the link '{0}' was changed by someone else since you opened it; reload it and make your change again"
     )]
     Stale(String),
+    #[error(
+        "the link opens at {0}, which is after its expiry; choose a valid-from time before the expiry"
+    )]
+    OpensAfterExpiry(String),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
+}
+
+/// What a campaign link carries besides its target. The default is a plain link.
+#[derive(Clone, Debug, Default)]
+pub struct Campaign {
+    /// Visitors must give it before they are sent on.
+    pub password: Option<LinkPassword>,
+    /// Redirects the link serves at most, over all instances.
+    pub max_visits: Option<VisitLimit>,
+    /// Before this time the link answers "not yet open".
+    pub valid_from: Option<DateTime<Utc>>,
+    /// Where the link sends visitors once disabled, expired or used up.
+    pub fallback: Option<TargetUrl>,
+    /// The in-app browsers shown "open in your browser"; `None`: the domain's choice.
+    pub in_app: Option<InAppApps>,
+    /// Other targets by device and app, the first matching rule winning.
+    pub targets: AltTargets,
+}
+
+impl Campaign {
+    pub fn is_plain(&self) -> bool {
+        self.password.is_none()
+            && self.max_visits.is_none()
+            && self.valid_from.is_none()
+            && self.fallback.is_none()
+            && self.in_app.is_none()
+            && self.targets.is_empty()
+    }
+}
+
+/// A change of a link's campaign settings: each `Some` replaces that setting (`Some(None)`
+/// removes it), each `None` keeps it.
+#[derive(Clone, Debug, Default)]
+pub struct CampaignEdit {
+    pub password: Option<Option<LinkPassword>>,
+    pub max_visits: Option<Option<VisitLimit>>,
+    pub valid_from: Option<Option<DateTime<Utc>>>,
+    pub fallback: Option<Option<TargetUrl>>,
+    pub in_app: Option<Option<InAppApps>>,
+    pub targets: Option<AltTargets>,
+}
+
+impl CampaignEdit {
+    pub fn is_empty(&self) -> bool {
+        self.password.is_none()
+            && self.max_visits.is_none()
+            && self.valid_from.is_none()
+            && self.fallback.is_none()
+            && self.in_app.is_none()
+            && self.targets.is_none()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +128,9 @@ pub struct NewLink {
     pub strategy: Strategy,
     /// Return the existing active link for the same URL and domain instead of a new one.
     pub reuse: bool,
+    /// The generated code's length; `None`: `INKLINK_CODE_LENGTH`. Ignored with a custom code.
+    pub length: Option<CodeLength>,
+    pub campaign: Campaign,
 }
 
 impl NewLink {
@@ -85,6 +144,8 @@ impl NewLink {
             redirect_status: None,
             strategy: Strategy::Sequence,
             reuse: false,
+            length: None,
+            campaign: Campaign::default(),
         }
     }
 }
@@ -137,11 +198,16 @@ pub async fn create(app: &Inklink, new: NewLink, actor: &Actor) -> Result<SavedL
             outcome: Outcome::Reused,
         });
     }
+    let password_hash = match &new.campaign.password {
+        Some(password) => Some(super::users::hash_secret_async(password.expose()).await),
+        None => None,
+    };
     let draft = Draft {
         new: &new,
         digest: &digest,
         domain_id: domain.id,
         actor,
+        password_hash,
     };
 
     let saved = if let Some(code) = &new.custom_code {
@@ -191,7 +257,12 @@ pub async fn create_many(
     let mut domains: HashMap<Option<String>, domain_conf::Model> = HashMap::new();
     let mut plain = Vec::new();
     for (index, new) in items.into_iter().enumerate() {
-        if new.custom_code.is_some() || new.reuse || new.strategy != Strategy::Sequence {
+        if new.custom_code.is_some()
+            || new.reuse
+            || new.strategy != Strategy::Sequence
+            || new.length.is_some()
+            || !new.campaign.is_plain()
+        {
             results[index] = Some(create(app, new, actor).await);
             continue;
         }
@@ -241,7 +312,21 @@ fn check_new(new: &NewLink) -> Result<(), LinkError> {
     if new.strategy == Strategy::Custom && new.custom_code.is_none() {
         return Err(LinkError::CustomWithoutCode);
     }
-    check_fields(new.description.as_deref(), new.expires_at, None)
+    check_fields(new.description.as_deref(), new.expires_at, None)?;
+    check_window(new.campaign.valid_from, new.expires_at.map(db::to_stored))
+}
+
+/// A link must be open for some time: its valid-from time comes before its expiry.
+fn check_window(
+    valid_from: Option<DateTime<Utc>>,
+    expires_at: Option<chrono::NaiveDateTime>,
+) -> Result<(), LinkError> {
+    match (valid_from, expires_at) {
+        (Some(from), Some(until)) if db::to_stored(from) >= until => {
+            Err(LinkError::OpensAfterExpiry(from.to_rfc3339()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The rules a link's description and expiry follow, on creation and on every edit. An expiry
@@ -347,9 +432,10 @@ async fn insert_chunk(
 }
 
 async fn create_sequenced(app: &Inklink, draft: &Draft<'_>) -> Result<url_map::Model, LinkError> {
+    let (codes, allocator) = app.sequence(draft.new.length);
     for _ in 0..SEQUENCE_ATTEMPTS {
-        let id = app.allocator.next_id(&app.db).await?;
-        let Some(code) = app.codes.code_for_id(id)? else {
+        let id = allocator.next_id(&app.db).await?;
+        let Some(code) = codes.code_for_id(id)? else {
             continue;
         };
         match draft.insert(&app.db, &code, Strategy::Sequence).await {
@@ -369,8 +455,8 @@ enum Hashed {
 /// The same URL on the same domain yields the same code: its first free candidate, or the
 /// link that candidate already is.
 async fn create_hashed(app: &Inklink, draft: &Draft<'_>) -> Result<Hashed, LinkError> {
-    for code in app
-        .codes
+    let (codes, _) = app.sequence(draft.new.length);
+    for code in codes
         .hash_candidates(draft.new.target.as_str())
         .take(HASH_CANDIDATES)
     {
@@ -396,6 +482,7 @@ struct Draft<'a> {
     digest: &'a str,
     domain_id: i64,
     actor: &'a Actor,
+    password_hash: Option<String>,
 }
 
 impl Draft<'_> {
@@ -446,6 +533,12 @@ impl Draft<'_> {
             edited_at: Set(now),
             deleted: Set(false),
             version: Set(1),
+            password_hash: Set(self.password_hash.clone()),
+            max_visits: Set(self.new.campaign.max_visits.map(VisitLimit::get)),
+            valid_from: Set(self.new.campaign.valid_from.map(db::to_stored)),
+            fallback_url: Set(self.new.campaign.fallback.as_ref().map(ToString::to_string)),
+            in_app_page: Set(self.new.campaign.in_app.map(|apps| apps.to_string())),
+            alt_targets: Set(self.new.campaign.targets.to_stored()),
             ..Default::default()
         }
         .insert(txn)
@@ -475,6 +568,12 @@ fn snapshot(link: &url_map::Model) -> serde_json::Value {
         "redirect_status": link.redirect_status,
         "expires_at": link.expires_at.map(|t| t.and_utc().to_rfc3339()),
         "description": link.description,
+        "password": link.password_hash.is_some(),
+        "max_visits": link.max_visits,
+        "valid_from": link.valid_from.map(|t| t.and_utc().to_rfc3339()),
+        "fallback_url": link.fallback_url,
+        "in_app_page": link.in_app_page,
+        "targets": link.alt_targets,
     })
 }
 
@@ -541,8 +640,8 @@ pub async fn set_status(
         code,
         None,
         LinkEdit {
-            changes: None,
             status: Some(status),
+            ..LinkEdit::default()
         },
         actor,
     )
@@ -607,6 +706,7 @@ pub fn may_change(actor: &Actor, link: &url_map::Model) -> Result<(), LinkError>
 pub struct LinkEdit {
     pub changes: Option<LinkChanges>,
     pub status: Option<LinkStatus>,
+    pub campaign: CampaignEdit,
 }
 
 /// Applies `changes` if the link is still at `version` (optimistic locking): two people
@@ -620,7 +720,7 @@ pub async fn update(
 ) -> Result<url_map::Model, LinkError> {
     let edit_all = LinkEdit {
         changes: Some(changes),
-        status: None,
+        ..LinkEdit::default()
     };
     edit(app, code, Some(version), edit_all, actor).await
 }
@@ -649,15 +749,37 @@ pub async fn edit(
     if version.is_some_and(|version| version != link.version) {
         return Err(LinkError::Stale(code.to_string()));
     }
+    let expiry = match &edit.changes {
+        Some(changes) => changes.expires_at.map(db::to_stored),
+        None => link.expires_at,
+    };
+    let valid_from = match edit.campaign.valid_from {
+        Some(valid_from) => valid_from,
+        None => link.valid_from.map(|at| at.and_utc()),
+    };
+    if edit.changes.is_some() || edit.campaign.valid_from.is_some() {
+        check_window(valid_from, expiry)?;
+    }
     let status_change = edit.status.filter(|status| *status != link.url_status);
-    if edit.changes.is_none() && status_change.is_none() {
+    if edit.changes.is_none() && status_change.is_none() && edit.campaign.is_empty() {
         return Ok(link);
     }
+    let password_hash = match &edit.campaign.password {
+        Some(Some(password)) => Some(Some(
+            super::users::hash_secret_async(password.expose()).await,
+        )),
+        Some(None) => Some(None),
+        None => None,
+    };
     let txn = app.db.begin().await?;
     let result = async {
         let mut current = link.clone();
         if let Some(changes) = &edit.changes {
             current = update_in(&txn, &current, changes, actor).await?;
+        }
+        if !edit.campaign.is_empty() {
+            current =
+                campaign_in(&txn, &current, &edit.campaign, password_hash.clone(), actor).await?;
         }
         if let Some(status) = status_change {
             current = change_status_in(&txn, &current, status, actor).await?;
@@ -701,6 +823,80 @@ async fn update_in(
         .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
         .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
         .col_expr(url_map::Column::Version, Expr::value(link.version + 1))
+        .filter(url_map::Column::Id.eq(link.id))
+        .filter(url_map::Column::Version.eq(link.version))
+        .filter(url_map::Column::Deleted.eq(false))
+        .exec(txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Err(LinkError::Stale(link.compression_code.to_string()));
+    }
+    let after = url_map::Entity::find_by_id(link.id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(link.compression_code.to_string()))?;
+    audit::record(
+        txn,
+        actor,
+        Entry {
+            action: "link.edit",
+            target_kind: "link",
+            target_id: &after.compression_code,
+            before: Some(snapshot(link)),
+            after: Some(snapshot(&after)),
+        },
+    )
+    .await?;
+    Ok(after)
+}
+
+/// The campaign part of [`edit`], only while the link is at the version it was read at. The
+/// visits counted so far stay when the limit changes.
+async fn campaign_in(
+    txn: &DatabaseTransaction,
+    link: &url_map::Model,
+    edit: &CampaignEdit,
+    password_hash: Option<Option<String>>,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    let mut update = url_map::Entity::update_many()
+        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
+        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
+        .col_expr(url_map::Column::Version, Expr::value(link.version + 1));
+    if let Some(hash) = password_hash {
+        update = update.col_expr(url_map::Column::PasswordHash, Expr::value(hash));
+    }
+    if let Some(limit) = edit.max_visits {
+        update = update.col_expr(
+            url_map::Column::MaxVisits,
+            Expr::value(limit.map(VisitLimit::get)),
+        );
+    }
+    if let Some(valid_from) = edit.valid_from {
+        update = update.col_expr(
+            url_map::Column::ValidFrom,
+            Expr::value(valid_from.map(db::to_stored)),
+        );
+    }
+    if let Some(fallback) = &edit.fallback {
+        update = update.col_expr(
+            url_map::Column::FallbackUrl,
+            Expr::value(fallback.as_ref().map(ToString::to_string)),
+        );
+    }
+    if let Some(in_app) = edit.in_app {
+        update = update.col_expr(
+            url_map::Column::InAppPage,
+            Expr::value(in_app.map(|apps| apps.to_string())),
+        );
+    }
+    if let Some(targets) = &edit.targets {
+        update = update.col_expr(
+            url_map::Column::AltTargets,
+            Expr::value(targets.to_stored()),
+        );
+    }
+    let updated = update
         .filter(url_map::Column::Id.eq(link.id))
         .filter(url_map::Column::Version.eq(link.version))
         .filter(url_map::Column::Deleted.eq(false))

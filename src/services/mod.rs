@@ -8,6 +8,8 @@ pub mod links;
 pub mod listing;
 pub mod secret;
 pub mod signin;
+pub mod sms;
 pub mod users;
+pub mod visitors;
 
 pub use audit::{Actor, Principal};

@@ -118,7 +118,11 @@ pub async fn sign_in(
 
 /// Takes one try from `bucket` if it has one left in the current window (a window that has
 /// passed starts again). One UPDATE decides, so parallel requests cannot both take the last.
-async fn reserve(db: &DatabaseConnection, bucket: &str, limit: i32) -> Result<bool, DbErr> {
+pub(crate) async fn reserve(
+    db: &DatabaseConnection,
+    bucket: &str,
+    limit: i32,
+) -> Result<bool, DbErr> {
     let now = crate::db::now();
     let window_over = Expr::col(login_throttle::Column::WindowStart).lte(now - WINDOW);
     let row = login_throttle::ActiveModel {

@@ -68,6 +68,19 @@ pub async fn off_the_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send 
         .expect("argon2 does not panic")
 }
 
+/// An argon2 hash of any secret (a link's visitor password), on the bounded argon2 pool.
+pub async fn hash_secret_async(secret: &str) -> String {
+    let secret = secret.to_owned();
+    off_the_workers(move || {
+        let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes fit a salt");
+        Argon2::default()
+            .hash_password(secret.as_bytes(), &salt)
+            .expect("argon2id with default parameters hashes any secret")
+            .to_string()
+    })
+    .await
+}
+
 /// [`hash_password`] on the bounded argon2 pool.
 pub async fn hash_password_async(password: &Password) -> String {
     let password = password.clone();

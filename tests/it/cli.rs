@@ -1200,7 +1200,8 @@ fn a_subcommands_help_shows_its_own_arguments_not_every_server_option() {
     assert!(link_add.contains("A note for the people who manage the link"));
     assert!(!link_add.contains("--cache-ttl"), "{link_add}");
     assert!(link_add.contains("inklink --help"), "{link_add}");
-    assert!(link_add.lines().count() < 50, "{link_add}");
+    // Its own options (campaign links have a dozen), not the server's ~30.
+    assert!(link_add.lines().count() < 80, "{link_add}");
     // The server's options are where they belong, and still accepted anywhere.
     assert!(help(&["serve", "--help"]).contains("--cache-ttl"));
     assert!(help(&["--help"]).contains("INKLINK_CACHE_TTL"));

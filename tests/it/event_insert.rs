@@ -69,6 +69,8 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
         .map(|i| {
             let outcome = if i % 7 == 0 {
                 Outcome::Disabled
+            } else if i % 11 == 3 {
+                Outcome::RedirectedBy(inklink::rules::TargetRule::Android)
             } else {
                 Outcome::Redirected
             };
@@ -112,7 +114,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
     let sql = "SELECT event_key, record_time, compression_code, url_map_id, host, client_ip, \
                unique_identity, user_agent, referer, referer_host, query_string, country, \
                province, city, browser, browser_version, os, os_version, device, is_bot, \
-               transform_status, failure_reason FROM transform_event_record \
+               transform_status, failure_reason, target_rule FROM transform_event_record \
                ORDER BY record_time";
     let text = |row: &sea_orm::QueryResult, i: usize| -> Option<std::sync::Arc<str>> {
         row.try_get_by_index::<Option<String>>(i)
@@ -146,6 +148,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
             is_bot: row.try_get_by_index(19).unwrap(),
             transform_status: text(row, 20).unwrap(),
             failure_reason: text(row, 21),
+            target_rule: text(row, 22),
             generation: 0,
         })
         .collect()
@@ -183,6 +186,10 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     assert_eq!(got.len(), 1234, "each event once");
     assert_eq!(got, batch);
     assert!(got.iter().any(|row| row.is_bot) && got.iter().any(|row| row.failure_reason.is_some()));
+    assert!(
+        got.iter()
+            .any(|row| row.target_rule.as_deref() == Some("android"))
+    );
 
     // Times compare with bound times as statistics compare them: half-open ranges split
     // the batch exactly, including at a fractional boundary.

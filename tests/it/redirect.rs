@@ -341,27 +341,35 @@ async fn malformed_paths_get_4xx_never_5xx() {
             "{path}: {status}"
         );
     }
-    // And over a raw socket, bytes no client library would send.
-    use std::io::{Read, Write};
-    for raw in [
-        &b"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n"[..],
-        b"GET /%00%00 HTTP/1.1\r\nHost: x\r\n\r\n",
-        b"POST /abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-    ] {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", app.port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream.write_all(raw).unwrap();
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head).unwrap();
-        let status: u16 = std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap();
-        assert!(
-            (400..500).contains(&status),
-            "{:?}: {status}",
-            String::from_utf8_lossy(raw)
-        );
-    }
+    // And over a raw socket, bytes no client library would send. Blocking reads run off the
+    // test's runtime thread, which also runs the server's link lookups.
+    let port = app.port;
+    actix_web::rt::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        for raw in [
+            &b"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"GET /%00%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"POST /abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        ] {
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            stream.write_all(raw).unwrap();
+            let mut head = [0u8; 12];
+            stream
+                .read_exact(&mut head)
+                .unwrap_or_else(|err| panic!("{:?}: {err}", String::from_utf8_lossy(raw)));
+            let status: u16 = std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap();
+            assert!(
+                (400..500).contains(&status),
+                "{:?}: {status}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+    })
+    .await
+    .unwrap();
 }
 
 #[actix_web::test]

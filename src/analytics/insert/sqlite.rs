@@ -227,7 +227,7 @@ impl<'text> Statement<'_, 'text> {
     /// Binds `row` in [`COLUMNS`] order, the record time from `record_time`. Every parameter
     /// is bound again for every row, so none still points into the row before.
     fn bind_row(&mut self, row: &'text EventRow, record_time: &'text str) {
-        let texts: [Option<&'text str>; 22] = [
+        let texts: [Option<&'text str>; 23] = [
             Some(&row.event_key),
             Some(record_time),
             Some(&row.compression_code),
@@ -250,6 +250,7 @@ impl<'text> Statement<'_, 'text> {
             None, // is_bot, bound below as an integer
             Some(&row.transform_status),
             row.failure_reason.as_deref(),
+            row.target_rule.as_deref(),
         ];
         for (index, text) in texts.into_iter().enumerate() {
             self.bind_text(index, text);

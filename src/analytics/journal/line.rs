@@ -3,7 +3,7 @@
 //! about a microsecond a click (measured with `bench/redirect.sh`).
 //!
 //! One line per click, eleven fields separated by tabs: event key (32 hex digits), time (UTC
-//! microseconds since 1970), outcome (`R`, `U`, `D`, `E`), `1` for a `HEAD`, link id, address
+//! microseconds since 1970), outcome (one letter, `Outcome::letter`), `1` for a `HEAD`, link id, address
 //! (`4` and the IPv4 number, or `6` and 32 hex digits), code, host, user agent, referer and
 //! query. An empty field is a missing value (captured texts are never empty). In texts, `\`,
 //! tab, line feed and carriage return are escaped as `\\`, `\t`, `\n` and `\r`.
@@ -20,12 +20,7 @@ pub fn encode(event: &ClickEvent, out: &mut Vec<u8>) {
     out.push(b'\t');
     decimal(event.at.and_utc().timestamp_micros(), out);
     out.push(b'\t');
-    out.push(match event.outcome {
-        Outcome::Redirected => b'R',
-        Outcome::Unknown => b'U',
-        Outcome::Disabled => b'D',
-        Outcome::Expired => b'E',
-    });
+    out.push(event.outcome.letter());
     out.push(b'\t');
     out.push(if event.head { b'1' } else { b'0' });
     out.push(b'\t');
@@ -99,10 +94,7 @@ pub fn decode(line: &[u8]) -> Option<ClickEvent> {
         referer: text(referer)?,
         query: text(query)?,
         outcome: match outcome {
-            b"R" => Outcome::Redirected,
-            b"U" => Outcome::Unknown,
-            b"D" => Outcome::Disabled,
-            b"E" => Outcome::Expired,
+            [letter] => Outcome::from_letter(*letter)?,
             _ => return None,
         },
         head: head == b"1",

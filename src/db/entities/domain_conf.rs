@@ -24,6 +24,11 @@ pub struct Model {
     pub updated_by: Option<String>,
     pub created_at: DateTime,
     pub updated_at: DateTime,
+    /// The in-app browsers its links show the "open in your browser" page to, unless a link
+    /// chooses for itself (`InAppApps`' text).
+    pub in_app_page: Option<String>,
+    /// Where its disabled, expired and used-up links send visitors, unless a link has its own.
+    pub fallback_url: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

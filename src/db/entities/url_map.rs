@@ -68,6 +68,22 @@ pub struct Model {
     pub edited_at: DateTime,
     pub deleted: bool,
     pub version: i32,
+    /// argon2 hash of the password visitors must give; `None`: open to all.
+    pub password_hash: Option<String>,
+    /// Redirects the link may serve; `None`: unlimited.
+    pub max_visits: Option<i64>,
+    /// Redirects served while `max_visits` was set (counted only then).
+    pub visit_count: i64,
+    /// Before this time the link answers "not yet open".
+    pub valid_from: Option<DateTime>,
+    /// Where disabled, expired and used-up links send visitors instead of the 410 page;
+    /// `None`: the domain's fallback, if any.
+    pub fallback_url: Option<String>,
+    /// In-app browsers that get the "open in your browser" page (`InAppApps`' text);
+    /// `None`: the domain's choice.
+    pub in_app_page: Option<String>,
+    /// Alternative targets by device and app (`AltTargets`' text).
+    pub alt_targets: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

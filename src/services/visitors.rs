@@ -1,0 +1,52 @@
+//! What a visitor of a campaign link must get past: its password, with guessing throttled
+//! (the same database counters as the admin sign-in, so several instances share them).
+
+use super::signin::{WINDOW, reserve};
+use super::users::{off_the_workers, verify_password};
+use sea_orm::{DatabaseConnection, DbErr};
+
+/// Tries at one link's password from one address per window.
+pub const LINK_PASSWORD_LIMIT: i32 = 10;
+/// Tries at any links' passwords from one address per window.
+pub const ADDRESS_PASSWORD_LIMIT: i32 = 50;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PasswordCheck {
+    Right,
+    Wrong,
+    /// Too many tries; the window is this many minutes.
+    Throttled {
+        minutes: i64,
+    },
+}
+
+/// Checks `candidate` against a link's password hash, after reserving a try from the
+/// address's counters (so that parallel guesses cannot pass a limit). No limit covers a link
+/// across all addresses: a stranger could then lock everyone else out of it.
+pub async fn check_link_password(
+    db: &DatabaseConnection,
+    link_id: i64,
+    hash: &str,
+    candidate: &str,
+    ip: &str,
+) -> Result<PasswordCheck, DbErr> {
+    let ip: String = ip.chars().take(45).collect();
+    for (bucket, limit) in [
+        (format!("linkpw-addr:{ip}"), ADDRESS_PASSWORD_LIMIT),
+        (format!("linkpw:{link_id}@{ip}"), LINK_PASSWORD_LIMIT),
+    ] {
+        if !reserve(db, &bucket, limit).await? {
+            tracing::warn!(link = link_id, ip = %ip, "link password throttled");
+            return Ok(PasswordCheck::Throttled {
+                minutes: WINDOW.num_minutes(),
+            });
+        }
+    }
+    let (hash, candidate) = (hash.to_owned(), candidate.to_owned());
+    let right = off_the_workers(move || verify_password(&hash, &candidate)).await;
+    Ok(if right {
+        PasswordCheck::Right
+    } else {
+        PasswordCheck::Wrong
+    })
+}
