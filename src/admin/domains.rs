@@ -21,6 +21,9 @@ pub struct Row {
     pub is_default: bool,
     pub replaced_by: Option<String>,
     pub links: i64,
+    /// The in-app browsers its links show "open in your browser" (empty: none).
+    pub in_app: String,
+    pub fallback: String,
 }
 
 #[derive(Template)]
@@ -62,6 +65,8 @@ async fn page(
             is_default: domain.is_default,
             replaced_by: domain.replaced_by_id.and_then(|id| hosts.get(&id).cloned()),
             links: counts.get(&domain.id).copied().unwrap_or(0),
+            in_app: domain.in_app_page.clone().unwrap_or_default(),
+            fallback: domain.fallback_url.clone().unwrap_or_default(),
         })
         .collect();
     Ok(DomainsPage {
@@ -136,6 +141,16 @@ pub async fn add(
     }
 }
 
+/// The page again with `message` as its error (422).
+async fn refuse(
+    state: &AppState,
+    user: &AdminUser,
+    message: String,
+) -> Result<HttpResponse, AdminError> {
+    let page = page(state, user, Some(message), String::new()).await?;
+    Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+}
+
 #[derive(serde::Deserialize)]
 pub struct ChangeForm {
     #[serde(default)]
@@ -144,6 +159,9 @@ pub struct ChangeForm {
     replacement: Option<i64>,
     /// Rotation must be confirmed: it changes every link's short URL at once.
     confirm: Option<String>,
+    /// For the link defaults: in-app browsers (`wechat,qq`), and the fallback URL.
+    in_app_page: Option<String>,
+    fallback_url: Option<String>,
 }
 
 pub async fn change(
@@ -191,6 +209,28 @@ pub async fn change(
                 })
             }
         },
+        "settings" => {
+            let in_app =
+                match crate::rules::InAppApps::parse(form.in_app_page.as_deref().unwrap_or("")) {
+                    Ok(apps) => apps,
+                    Err(err) => return refuse(&state, &user, err.to_string()).await,
+                };
+            let fallback = match form.fallback_url.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(url) => match crate::services::links::parse_target(&state.core, url).await {
+                    Ok(url) => Some(url),
+                    Err(crate::services::links::LinkError::Db(err)) => {
+                        return Err(AdminError::Db(err));
+                    }
+                    Err(err) => {
+                        return refuse(&state, &user, format!("fallback URL: {err}")).await;
+                    }
+                },
+            };
+            domains::set_link_defaults(db, id, Some(in_app), Some(fallback), &actor)
+                .await
+                .map(|d| format!("Saved the link defaults of {}", d.host))
+        }
         _ => return Err(AdminError::NotFound),
     };
     match result {

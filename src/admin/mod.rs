@@ -13,6 +13,7 @@ pub mod links;
 pub mod pages;
 pub mod qr;
 pub mod session_store;
+pub mod sms;
 pub mod users;
 
 use crate::net::hosts::AdminHosts;
@@ -103,6 +104,8 @@ pub fn routes(
             .route("/links/{code}/edit", web::post().to(links::update))
             .route("/links/{code}/delete", web::get().to(links::delete_form))
             .route("/links/{code}/delete", web::post().to(links::delete))
+            .route("/sms", web::get().to(sms::form))
+            .route("/sms", web::post().to(sms::compose))
             .route("/dashboard", web::get().to(dashboard::global))
             .route("/dashboard.csv", web::get().to(dashboard::global_csv))
             .route("/links/{code}/stats", web::get().to(dashboard::link))

@@ -13,8 +13,8 @@ use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
-    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, TargetRule,
-    TargetUrl, UrlRules, VisitLimit,
+    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, TargetRule, TargetUrl,
+    UrlRules,
 };
 use crate::services::domains;
 use crate::services::links::{
@@ -102,11 +102,6 @@ fn password(input: &str) -> Result<LinkPassword, ApiError> {
         .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "password"))
 }
 
-fn visit_limit(limit: i64) -> Result<VisitLimit, ApiError> {
-    VisitLimit::new(limit)
-        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "max_visits"))
-}
-
 fn fallback(input: &str, rules: &UrlRules<'_>) -> Result<TargetUrl, ApiError> {
     TargetUrl::parse(input, rules)
         .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "fallback_url"))
@@ -170,16 +165,10 @@ fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError
             _ => Strategy::Sequence,
         },
         reuse: input.reuse.unwrap_or(false),
-        length: input
-            .length
-            .map(|length| {
-                CodeLength::new(length)
-                    .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "length"))
-            })
-            .transpose()?,
+        length: input.length.map(|length| length.0),
         campaign: Campaign {
             password: input.password.as_deref().map(password).transpose()?,
-            max_visits: input.max_visits.map(visit_limit).transpose()?,
+            max_visits: input.max_visits.map(|count| count.0),
             valid_from: input.valid_from.map(|at| at.0),
             fallback: input
                 .fallback_url
@@ -523,10 +512,7 @@ pub async fn update(
             .as_ref()
             .map(|value| value.as_deref().map(password).transpose())
             .transpose()?,
-        max_visits: patch
-            .max_visits
-            .map(|value| value.map(visit_limit).transpose())
-            .transpose()?,
+        max_visits: patch.max_visits.map(|value| value.map(|count| count.0)),
         valid_from: patch.valid_from.map(|value| value.map(|at| at.0)),
         fallback: patch
             .fallback_url

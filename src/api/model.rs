@@ -102,6 +102,81 @@ impl utoipa::PartialSchema for Timestamp {
 
 impl ToSchema for Timestamp {}
 
+/// A number of visits, 1 to 1,000,000,000 (a whole-numbered float is accepted too).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(try_from = "f64", into = "i64")]
+pub struct VisitCount(pub crate::rules::VisitLimit);
+
+impl TryFrom<f64> for VisitCount {
+    type Error = String;
+    fn try_from(value: f64) -> Result<Self, String> {
+        let limit = (value.fract() == 0.0 && value.abs() < 1e15)
+            .then_some(value as i64)
+            .and_then(|n| crate::rules::VisitLimit::new(n).ok());
+        limit
+            .map(Self)
+            .ok_or_else(|| crate::rules::CampaignError::VisitLimit.to_string())
+    }
+}
+
+impl From<VisitCount> for i64 {
+    fn from(count: VisitCount) -> i64 {
+        count.0.get()
+    }
+}
+
+impl utoipa::PartialSchema for VisitCount {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(1_000_000_000))
+            .description(Some("A number of visits, 1 to 1,000,000,000"))
+            .into()
+    }
+}
+
+impl ToSchema for VisitCount {}
+
+/// A generated code's length, 4 to 12.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(try_from = "f64", into = "u8")]
+pub struct LengthValue(pub crate::rules::CodeLength);
+
+impl TryFrom<f64> for LengthValue {
+    type Error = String;
+    fn try_from(value: f64) -> Result<Self, String> {
+        (value.fract() == 0.0 && (0.0..256.0).contains(&value))
+            .then_some(value as u64)
+            .and_then(|n| crate::rules::CodeLength::new(n).ok())
+            .map(Self)
+            .ok_or_else(|| crate::rules::CampaignError::CodeLength.to_string())
+    }
+}
+
+impl From<LengthValue> for u8 {
+    fn from(length: LengthValue) -> u8 {
+        length.0.get()
+    }
+}
+
+impl utoipa::PartialSchema for LengthValue {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(4))
+            .maximum(Some(12))
+            .description(Some(
+                "The generated code's length, 4 to 12; shorter codes only as a custom code",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for LengthValue {}
+
 /// A whole number that may arrive as `1` or `1.0` (both are JSON Schema integers).
 fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
     let value = f64::deserialize(deserializer)?;
@@ -144,16 +219,14 @@ pub struct CreateLink {
     /// The generated code's length, 4 to 12 (default: the service's `INKLINK_CODE_LENGTH`).
     /// Shorter codes only as a custom `code`.
     #[serde(default)]
-    #[schema(minimum = 4, maximum = 12)]
-    pub length: Option<u64>,
+    pub length: Option<LengthValue>,
     /// Visitors must enter this password (4–128 characters) before they are sent on.
     #[serde(default)]
     pub password: Option<String>,
     /// The link sends visitors on at most this many times (1 to 1,000,000,000), over all
     /// instances; then it answers like an expired link.
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 1000000000)]
-    pub max_visits: Option<i64>,
+    pub max_visits: Option<VisitCount>,
     /// Before this RFC 3339 date-time the link answers 403 "not open yet".
     #[serde(default)]
     pub valid_from: Option<Timestamp>,
@@ -238,8 +311,8 @@ pub struct PatchLink {
     #[schema(value_type = Option<String>)]
     pub password: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    pub max_visits: Option<Option<i64>>,
+    #[schema(value_type = Option<VisitCount>)]
+    pub max_visits: Option<Option<VisitCount>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Timestamp>)]
     pub valid_from: Option<Option<Timestamp>>,

@@ -77,6 +77,13 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             "created_at": link.created_at.and_utc().to_rfc3339(),
             "creator": link.creator,
             "version": link.version,
+            "password_protected": link.password_hash.is_some(),
+            "max_visits": link.max_visits,
+            "visits": link.visit_count,
+            "valid_from": link.valid_from.map(|at| at.and_utc().to_rfc3339()),
+            "fallback_url": link.fallback_url,
+            "in_app_page": link.in_app_page,
+            "targets": link.alt_targets.as_deref().map(|t| t.lines().collect::<Vec<_>>()),
         })
     };
     match action {
@@ -146,6 +153,37 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                     ("created", time(Some(link.created_at))),
                     ("creator", link.creator.clone().unwrap_or_default()),
                     ("version", link.version.to_string()),
+                    (
+                        "password",
+                        if link.password_hash.is_some() {
+                            "yes"
+                        } else {
+                            "no"
+                        }
+                        .to_owned(),
+                    ),
+                    (
+                        "visits",
+                        match link.max_visits {
+                            Some(max) => format!("{} of {max}", link.visit_count),
+                            None => "unlimited".to_owned(),
+                        },
+                    ),
+                    ("valid from", time(link.valid_from)),
+                    ("fallback", link.fallback_url.clone().unwrap_or_default()),
+                    (
+                        "in-app page",
+                        link.in_app_page
+                            .clone()
+                            .unwrap_or_else(|| "the domain's".to_owned()),
+                    ),
+                    (
+                        "targets",
+                        link.alt_targets
+                            .clone()
+                            .unwrap_or_default()
+                            .replace('\n', ", "),
+                    ),
                 ] {
                     println!("{name:<16} {value}");
                 }

@@ -237,7 +237,7 @@ pub enum LinkAction {
         targets: Vec<String>,
     },
     /// Create links from a CSV file (columns: url, and optionally code, description,
-    /// expires_at, domain); writes every row's short URL or error as CSV
+    /// expires_at, domain, length); writes every row's short URL or error as CSV
     Import {
         file: PathBuf,
         /// Write the results here instead of to standard output

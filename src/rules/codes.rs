@@ -235,7 +235,9 @@ pub fn check_character(body: &[u8]) -> u8 {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("all {space} codes of length {length} have been issued; raise INKLINK_CODE_LENGTH")]
+#[error(
+    "all {space} codes of length {length} have been issued; choose a longer code length (or raise INKLINK_CODE_LENGTH)"
+)]
 pub struct CodeSpaceExhausted {
     pub length: u8,
     pub space: u128,

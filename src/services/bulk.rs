@@ -6,14 +6,21 @@ use super::domains;
 use super::links::{self, NewLink};
 use super::listing::{self, LinkFilter, Order, Paging};
 use crate::db::entities::url_map::LinkStatus;
-use crate::rules::{DomainHost, ShortCode, TargetUrl, UrlRules};
+use crate::rules::{CodeLength, DomainHost, ShortCode, TargetUrl, UrlRules};
 use crate::state::Inklink;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
 
 pub const MAX_ROWS: usize = 10_000;
-const COLUMNS: [&str; 5] = ["url", "code", "description", "expires_at", "domain"];
+const COLUMNS: [&str; 6] = [
+    "url",
+    "code",
+    "description",
+    "expires_at",
+    "domain",
+    "length",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -24,7 +31,7 @@ pub enum ImportError {
     #[error("the file is not UTF-8 text; in Excel choose \"CSV UTF-8\" when saving")]
     NotUtf8,
     #[error(
-        "the first line must name the columns, and one of them must be 'url' (others: code, description, expires_at, domain)"
+        "the first line must name the columns, and one of them must be 'url' (others: code, description, expires_at, domain, length)"
     )]
     NoUrlColumn,
     #[error("the file has {0} rows; at most {MAX_ROWS} can be imported at once")]
@@ -40,13 +47,13 @@ pub enum ImportError {
 pub struct RowOutcome {
     /// Line number in the file (the header is line 1).
     pub line: usize,
-    /// url, code, description, expires_at, domain as given.
-    pub input: [String; 5],
+    /// url, code, description, expires_at, domain, length as given.
+    pub input: [String; 6],
     pub result: Result<String, String>,
 }
 
 /// Reads the header and rows; no database work.
-fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 5])>, ImportError> {
+fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 6])>, ImportError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ImportError::Empty);
@@ -170,8 +177,8 @@ pub async fn import(
     Ok(outcomes)
 }
 
-fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 5]) -> Result<NewLink, String> {
-    let [url, code, description, expires_at, domain] = input;
+fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 6]) -> Result<NewLink, String> {
+    let [url, code, description, expires_at, domain, length] = input;
     let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
     let custom_code = (!code.is_empty())
         .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
@@ -182,11 +189,15 @@ fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 5]) -> Result
     let expires_at = (!expires_at.is_empty())
         .then(|| parse_expiry(expires_at, app.settings.timezone))
         .transpose()?;
+    let length = (!length.is_empty())
+        .then(|| CodeLength::parse(length).map_err(|err| format!("length '{length}': {err}")))
+        .transpose()?;
     Ok(NewLink {
         custom_code,
         domain,
         description: Some(description.clone()).filter(|d| !d.is_empty()),
         expires_at,
+        length,
         ..NewLink::to(target)
     })
 }

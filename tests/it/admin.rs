@@ -955,7 +955,7 @@ async fn a_1000_row_csv_imports_good_rows_and_reports_bad_ones() {
     // The results file opens in Excel as UTF-8 (byte-order mark).
     assert_eq!(
         lines[0],
-        "\u{feff}line,url,code,description,expires_at,domain,short_url,error"
+        "\u{feff}line,url,code,description,expires_at,domain,length,short_url,error"
     );
     assert_eq!(lines.len(), 1001);
     assert!(
@@ -1676,4 +1676,115 @@ async fn every_admin_page_starts_with_a_skip_link_to_its_content() {
         assert!(skip < header, "{path}: the skip link comes first");
         assert!(page.body.contains("<main id=\"main\""), "{path}");
     }
+}
+
+#[actix_web::test]
+async fn the_new_link_form_takes_a_code_length_campaign_settings_and_utm_parameters() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let form = browser.get("/admin/links/new").await;
+    assert!(
+        form.body
+            .contains(r#"<option value="6" selected>6</option>"#),
+        "the configured length is preselected"
+    );
+    let csrf = csrf_in(&form.body);
+    let host = format!("localhost:{}", app.port);
+    let bad = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/sale"),
+                ("domain", &host),
+                ("length", "3"),
+                ("max_visits", "zero"),
+                ("targets", "tv=https://example.com"),
+                ("in_app_page", "line"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    for message in [
+        "for a shorter code choose a custom code",
+        "maximum number of visits",
+        "is not a target rule",
+        "is not an app inklink knows",
+    ] {
+        assert!(bad.body.contains(message), "{message}: {}", bad.body);
+    }
+    assert!(bad.body.contains("tv=https://example.com"), "input kept");
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/sale?utm_source=old&x=1"),
+                ("domain", &host),
+                ("length", "4"),
+                ("max_visits", "5"),
+                ("in_app_page", "wechat"),
+                (
+                    "targets",
+                    "ios=https://apps.apple.com/app/id1\nandroid=https://example.com/a.apk",
+                ),
+                ("utm_source", "sms"),
+                ("utm_campaign", "spring sale"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let link = inklink::db::entities::url_map::Entity::find()
+        .one(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.compression_code.len(), 4);
+    assert_eq!(
+        link.long_url,
+        "https://example.com/sale?x=1&utm_source=sms&utm_campaign=spring+sale"
+    );
+    assert_eq!(link.max_visits, Some(5));
+    assert_eq!(link.in_app_page.as_deref(), Some("wechat"));
+    assert_eq!(
+        link.alt_targets.as_deref(),
+        Some("ios=https://apps.apple.com/app/id1\nandroid=https://example.com/a.apk")
+    );
+
+    // The SMS composer works without JavaScript: the server counts on submit.
+    let page = browser.get("/admin/sms").await;
+    assert_eq!(page.status, 200);
+    let csrf = csrf_in(&page.body);
+    let preview = browser
+        .post(
+            "/admin/sms",
+            &[
+                ("csrf", &csrf),
+                ("message", "春季大促 {link} 回TD退订"),
+                ("url", "https://example.com/sms"),
+                ("signature", "好店"),
+                ("rule", "china"),
+                ("segments", "1"),
+                ("action", "preview"),
+            ],
+        )
+        .await;
+    assert_eq!(preview.status, 200, "{}", preview.body);
+    assert!(preview.body.contains("China · "), "{}", preview.body);
+    assert!(preview.body.contains("<strong>1 segment</strong>"));
+    let too_long = browser
+        .post(
+            "/admin/sms",
+            &[
+                ("csrf", &csrf),
+                ("message", &format!("{{link}} {}", "好".repeat(80))),
+                ("url", "https://example.com/sms"),
+                ("rule", "china"),
+                ("segments", "1"),
+                ("action", "create"),
+            ],
+        )
+        .await;
+    assert_eq!(too_long.status, 422);
+    assert!(too_long.body.contains("shorten it by"), "{}", too_long.body);
 }

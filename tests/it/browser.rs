@@ -493,3 +493,109 @@ async fn dashboards_fill_as_visitors_click_from_several_devices() {
     );
     client.close().await.unwrap();
 }
+
+async fn open_browser_as(driver: &ChromeDriver, agent: &str, language: &str) -> Client {
+    let mut capabilities = Capabilities::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--disable-component-update",
+                "--disable-sync", "--window-size=375,800",
+                format!("--user-agent={agent}"),
+                format!("--lang={language}"),
+                format!("--user-data-dir={}-as", driver.profile.display()),
+            ],
+            "prefs": {"intl.accept_languages": language},
+        }),
+    );
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a Chromium session")
+}
+
+#[actix_web::test]
+async fn the_sms_composer_counts_as_you_type_and_wechat_visitors_get_the_open_in_browser_page() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    click(&client, "a[href='/admin/sms']").await;
+    wait_for_text(&client, "SMS composer").await;
+    // The live count: the stand-in link is http://localhost:PORT/ plus a 6-character code.
+    let link_len = format!("http://localhost:{}/xxxxxx", app.port)
+        .chars()
+        .count();
+    fill(&client, "#signature", "好店").await;
+    fill(&client, "#message", "春季大促 {link} 回TD退订").await;
+    let units = 4 + 5 + 1 + link_len + 1 + 4;
+    wait_for_text(&client, &format!("China · {units} characters · 1 segment")).await;
+    let filler = "好".repeat(70);
+    fill(&client, "#message", &format!("春季大促 {{link}} {filler}")).await;
+    wait_for_text(&client, "· 2 segments").await;
+    screenshot(&client, "sms-composer").await;
+    fill(&client, "#message", "春季大促，点击 {link} 领取").await;
+    fill(&client, "#url", "https://shop.example.com/sale").await;
+    fill(&client, "#segments", "1").await;
+    click(&client, "button[value=create]").await;
+    let text = wait_for_text(&client, "Your message").await;
+    assert!(text.contains("1 segment"), "{text}");
+    let sent = client
+        .find(Locator::Css("#result"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        sent.starts_with("【好店】春季大促，点击 http://localhost:"),
+        "{sent}"
+    );
+    assert!(sent.ends_with(" 领取"), "{sent}");
+    screenshot(&client, "sms-composed").await;
+    client.close().await.unwrap();
+
+    // A link that WeChat visitors should open in their browser.
+    let api = crate::api::Api::with_role(&app, "browser", Role::Admin).await;
+    let reply = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(serde_json::json!({
+                "url": "https://shop.example.com/wechat-sale",
+                "code": "wx", "in_app_page": ["wechat"],
+            })),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let wechat = open_browser_as(
+        &driver,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2c) NetType/WIFI Language/zh_CN",
+        "zh-CN",
+    )
+    .await;
+    wechat.goto(&app.url("/wx")).await.unwrap();
+    let text = wait_for_text(&wechat, "请在浏览器中打开此链接").await;
+    assert!(text.contains("在浏览器中打开"), "{text}");
+    assert_eq!(wechat.current_url().await.unwrap().path(), "/wx");
+    click(&wechat, "#copy").await;
+    // The copy script ran under the page's CSP: the address is selected for copying.
+    let selected = wechat
+        .execute(
+            "var f = document.getElementById('address'); return [document.activeElement === f, f.selectionEnd - f.selectionStart, f.value];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        selected,
+        serde_json::json!([true, 36, "https://shop.example.com/wechat-sale"])
+    );
+    screenshot(&wechat, "wechat-open-in-browser").await;
+    wechat.close().await.unwrap();
+}

@@ -1256,3 +1256,121 @@ async fn events_purge_deletes_old_events_and_refuses_future_days() {
     let help = ok(inklink(&db, &["events", "purge", "--help"]));
     assert!(help.contains("INKLINK_EVENT_RETENTION_DAYS"), "{help}");
 }
+
+#[actix_web::test]
+async fn link_add_takes_a_code_length_and_campaign_options_and_domain_set_its_defaults() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &["--cache-ttl", "1"]).await;
+    let prefix = format!("http://localhost:{}/", app.port);
+    let four = ok(inklink_live(
+        &db,
+        &["link", "add", "https://example.com/4", "--length", "4"],
+    )
+    .await);
+    assert_eq!(four.trim().len(), prefix.len() + 4, "{four}");
+    let limited = ok(inklink_live(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/limited",
+            "--code",
+            "cli-lim",
+            "--max-visits",
+            "1",
+            "--fallback",
+            "https://example.com/over",
+            "--target",
+            "android=https://example.com/app.apk",
+        ],
+    )
+    .await);
+    assert_eq!(limited.trim(), format!("{prefix}cli-lim"));
+    assert_eq!(app.fetch("/cli-lim").await.0, 302);
+    let (status, location, _) = app.fetch("/cli-lim").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (302, Some("https://example.com/over"))
+    );
+    let shown = ok(inklink(&db, &["link", "show", "cli-lim", "--json"]));
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["max_visits"], 1);
+    assert_eq!(shown["visits"], 1);
+    assert_eq!(shown["targets"][0], "android=https://example.com/app.apk");
+    let protected = inklink_with(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/secret",
+            "--code",
+            "cli-pw",
+            "--password",
+            "-",
+        ],
+        Some("8888\n"),
+        &[],
+    );
+    ok(protected);
+    assert_eq!(app.fetch("/cli-pw").await.0, 200);
+    fails(
+        inklink(
+            &db,
+            &["link", "add", "https://example.com/x", "--length", "3"],
+        ),
+        "for a shorter code choose a custom code",
+    );
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/x",
+                "--target",
+                "tv=https://e.com",
+            ],
+        ),
+        "'tv' is not a target rule",
+    );
+    fails(
+        inklink(
+            &db,
+            &[
+                "link",
+                "add",
+                "https://example.com/x",
+                "--in-app-page",
+                "line",
+            ],
+        ),
+        "'line' is not an app",
+    );
+    let host = format!("localhost:{}", app.port);
+    let set = ok(inklink(
+        &db,
+        &[
+            "domain",
+            "set",
+            &host,
+            "--in-app-page",
+            "wechat,qq",
+            "--fallback",
+            "https://example.com/gone",
+        ],
+    ));
+    assert!(
+        set.contains("wechat,qq") && set.contains("https://example.com/gone"),
+        "{set}"
+    );
+    fails(inklink(&db, &["domain", "set", &host]), "nothing to set");
+    fails(
+        inklink(&db, &["domain", "set", &host, "--in-app-page", "line"]),
+        "'line' is not an app",
+    );
+    let cleared = ok(inklink(
+        &db,
+        &["domain", "set", &host, "--fallback", "none"],
+    ));
+    assert!(cleared.contains("the 410 page"), "{cleared}");
+}

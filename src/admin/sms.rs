@@ -1,0 +1,167 @@
+//! The SMS composer page: write the message around `{link}`, see its segment count as you type
+//! (static/sms.js), and create the link; the server counts the same on submit, so the page
+//! works without JavaScript too.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::rules::sms::{CountRule, LINK_PLACEHOLDER, SmsCount};
+use crate::services::links::{self, LinkError};
+use crate::services::sms::{self as composer, MAX_SEGMENTS, SmsDraft, SmsError};
+use crate::state::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+#[derive(serde::Deserialize, Default, Clone)]
+pub struct SmsForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    signature: String,
+    #[serde(default)]
+    rule: String,
+    #[serde(default)]
+    segments: String,
+    /// `preview` to count and plan without creating the link.
+    #[serde(default)]
+    action: String,
+}
+
+/// What the page shows after a submit.
+struct Outcome {
+    text: String,
+    count: SmsCount,
+    domain: String,
+    length: u8,
+    short_url: Option<String>,
+    warnings: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/sms.html")]
+struct SmsPage {
+    frame: Frame,
+    form: SmsForm,
+    error: Option<(&'static str, String)>,
+    outcome: Option<Outcome>,
+    /// A link of the configured length on the shortest domain, for the live count.
+    stand_in: String,
+    placeholder: &'static str,
+    max_segments: usize,
+}
+
+impl SmsPage {
+    fn error_for(&self, field: &str) -> &str {
+        match &self.error {
+            Some((name, message)) if *name == field => message,
+            _ => "",
+        }
+    }
+}
+
+async fn stand_in(state: &AppState) -> Result<String, AdminError> {
+    let domains = crate::services::domains::list(&state.core.db).await?;
+    let code = "x".repeat(
+        usize::from(state.core.settings.code_length)
+            + usize::from(state.core.settings.code_check_char),
+    );
+    Ok(domains
+        .iter()
+        .filter(|d| d.status == crate::db::entities::domain_conf::DomainStatus::Active)
+        .map(|d| crate::services::domains::short_url(d, &code))
+        .min_by_key(|url| url.chars().count())
+        .unwrap_or_default())
+}
+
+async fn page(
+    state: &AppState,
+    user: &CurrentUser,
+    form: SmsForm,
+    error: Option<(&'static str, String)>,
+    outcome: Option<Outcome>,
+) -> Result<SmsPage, AdminError> {
+    Ok(SmsPage {
+        frame: Frame::new(user, None, "sms"),
+        form,
+        error,
+        outcome,
+        stand_in: stand_in(state).await?,
+        placeholder: LINK_PLACEHOLDER,
+        max_segments: MAX_SEGMENTS,
+    })
+}
+
+pub async fn form(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AdminError> {
+    let form = SmsForm {
+        message: format!("{LINK_PLACEHOLDER} "),
+        segments: "1".to_owned(),
+        rule: "china".to_owned(),
+        ..SmsForm::default()
+    };
+    let page = page(&state, &user, form, None, None).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+/// The field a composer error belongs to; database failures are not the user's.
+fn field_of(err: SmsError) -> Result<(&'static str, String), AdminError> {
+    let message = err.to_string();
+    Ok(match err {
+        SmsError::Db(err) | SmsError::Link(LinkError::Db(err)) => return Err(err.into()),
+        SmsError::Segments => ("segments", message),
+        SmsError::Link(_) | SmsError::NoActiveDomain => ("url", message),
+        _ => ("message", message),
+    })
+}
+
+pub async fn compose(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    form: web::Form<SmsForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    let rule = match form.rule.as_str() {
+        "china" => CountRule::China,
+        _ => CountRule::Standard,
+    };
+    let segments = form.segments.trim().parse::<usize>().unwrap_or(0);
+    let attempt = async {
+        let draft = SmsDraft::new(&form.message, Some(form.signature.as_str()), rule, segments)?;
+        let target = links::parse_target(&state.core, &form.url).await?;
+        if form.action == "preview" {
+            let plan = composer::plan(&state.core, &draft).await?;
+            return Ok::<_, SmsError>(Outcome {
+                text: plan.preview,
+                count: plan.count,
+                domain: plan.domain.host,
+                length: plan.length.get(),
+                short_url: None,
+                warnings: plan.warnings.iter().map(ToString::to_string).collect(),
+            });
+        }
+        let composed = composer::compose(&state.core, &draft, target, None, &user.actor()).await?;
+        Ok(Outcome {
+            short_url: Some(composed.saved.short_url()),
+            domain: composed.saved.domain.host.clone(),
+            length: composed.saved.link.compression_code.len() as u8,
+            text: composed.text,
+            count: composed.count,
+            warnings: composed.warnings.iter().map(ToString::to_string).collect(),
+        })
+    }
+    .await;
+    let (status, error, outcome) = match attempt {
+        Ok(outcome) => (StatusCode::OK, None, Some(outcome)),
+        Err(err) => (StatusCode::UNPROCESSABLE_ENTITY, Some(field_of(err)?), None),
+    };
+    let page = page(&state, &user, form, error, outcome).await?;
+    Ok(render(status, &page))
+}
