@@ -16,6 +16,7 @@ mod m20261123_000010_link_creator_principal;
 mod m20261123_000011_event_purge;
 mod m20261123_000012_visit_day_sets;
 mod m20261123_000013_campaign_links;
+mod m20261123_000014_link_tags;
 
 pub struct Migrator;
 
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000011_event_purge::Migration),
             Box::new(m20261123_000012_visit_day_sets::Migration),
             Box::new(m20261123_000013_campaign_links::Migration),
+            Box::new(m20261123_000014_link_tags::Migration),
         ]
     }
 }

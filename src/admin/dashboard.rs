@@ -86,7 +86,7 @@ fn label(dimension: &str, value: &str) -> String {
 async fn page(
     state: &AppState,
     user: &CurrentUser,
-    scope: Scope,
+    scope: Scope<'_>,
     period: Period,
     heading: String,
     link: Option<(String, String)>,
@@ -116,11 +116,12 @@ async fn page(
         .collect();
     let top_links = match scope {
         Scope::All => report::top_links(db, period.from, period.to, TOP).await?,
-        Scope::Link(_) => Vec::new(),
+        Scope::Link(_) | Scope::Tag(_) => Vec::new(),
     };
     let section = match scope {
         Scope::All => "dashboard",
         Scope::Link(_) => "links",
+        Scope::Tag(_) => "tags",
     };
     let page = DashboardPage {
         frame: Frame::new(user, None, section),
@@ -190,6 +191,28 @@ pub async fn link(
     .await
 }
 
+/// The dashboard of a tag: its links together, UV and IP distinct over them.
+pub async fn tag(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    tag: web::Path<String>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let tag = crate::rules::Tag::parse(&tag).map_err(|_| AdminError::NotFound)?;
+    let period = query.period(&state)?;
+    let encoded: String = url::form_urlencoded::byte_serialize(tag.as_str().as_bytes()).collect();
+    page(
+        &state,
+        &user,
+        Scope::Tag(tag.as_str()),
+        period,
+        format!("Visits to the links tagged {tag}"),
+        None,
+        format!("/admin/tags/{encoded}/stats"),
+    )
+    .await
+}
+
 /// The daily rows, then one `total` row for the range (UV and IP distinct over the range).
 fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse, AdminError> {
     let mut out = csv::Writer::from_writer(Vec::new());
@@ -249,5 +272,38 @@ pub async fn link_csv(
         &days,
         &total,
         &format!("inklink-visits-{code}-{}-{}.csv", period.from, period.to),
+    )
+}
+
+pub async fn tag_csv(
+    _user: CurrentUser,
+    state: web::Data<AppState>,
+    tag: web::Path<String>,
+    query: web::Query<RangeQuery>,
+) -> Result<HttpResponse, AdminError> {
+    let tag = crate::rules::Tag::parse(&tag).map_err(|_| AdminError::NotFound)?;
+    let period = query.period(&state)?;
+    let db = &state.core.db;
+    let scope = Scope::Tag(tag.as_str());
+    let days = report::daily(db, scope, period.from, period.to).await?;
+    let total = report::range_totals(db, scope, period.from, period.to).await?;
+    let safe: String = tag
+        .as_str()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    daily_csv(
+        &days,
+        &total,
+        &format!(
+            "inklink-visits-tag-{safe}-{}-{}.csv",
+            period.from, period.to
+        ),
     )
 }

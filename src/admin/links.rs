@@ -7,12 +7,13 @@ use super::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
-    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus, ShortCode,
+    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus, ShortCode, Tag,
     TargetUrl, VisitLimit,
 };
 use crate::services::domains;
-use crate::services::links::{self, Campaign, LinkChanges, LinkError, NewLink};
+use crate::services::links::{self, Campaign, LinkChanges, LinkEdit, LinkError, NewLink};
 use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
+use crate::services::tags::Utm;
 use crate::state::AppState;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
@@ -32,6 +33,8 @@ pub struct FilterForm {
     /// A domain id, or empty for all.
     pub domain: String,
     pub creator: String,
+    /// A tag, or empty for all.
+    pub tag: String,
     /// "expiry" for soonest expiry first; newest first otherwise.
     pub sort: String,
 }
@@ -49,6 +52,7 @@ impl FilterForm {
             domain_id: self.domain.trim().parse().ok(),
             creator: listing::text(&self.creator),
             by_expiry: self.sort == "expiry",
+            tag: listing::text(&self.tag).and_then(|tag| Tag::parse(&tag).ok()),
         }
     }
 
@@ -59,6 +63,7 @@ impl FilterForm {
             .append_pair("status", &self.status)
             .append_pair("domain", &self.domain)
             .append_pair("creator", self.creator.trim())
+            .append_pair("tag", self.tag.trim())
             .append_pair("sort", &self.sort)
             .finish()
     }
@@ -88,6 +93,7 @@ pub struct Row {
     pub expires: String,
     /// Whether the signed-in person may disable or enable it (operators: their own links).
     pub changeable: bool,
+    pub tags: Vec<String>,
 }
 
 pub struct DomainOption {
@@ -103,6 +109,10 @@ struct ListPage {
     filter: FilterForm,
     filtered: bool,
     domains: Vec<DomainOption>,
+    /// Every tag in use, with its number of links.
+    tags: Vec<(String, i64)>,
+    /// How many links match the filter.
+    total: u64,
     next: Option<String>,
     export: String,
 }
@@ -152,9 +162,12 @@ pub async fn list(
     let by_id: HashMap<i64, domain_conf::Model> = all.into_iter().map(|d| (d.id, d)).collect();
     let now = crate::db::now();
     let actor = user.actor();
+    let ids: Vec<i64> = links.iter().map(|link| link.id).collect();
+    let mut tags_of = crate::services::tags::tags_of(db, &ids).await?;
     let rows = links
         .into_iter()
         .map(|link| Row {
+            tags: tags_of.remove(&link.id).unwrap_or_default(),
             changeable: links::may_change(&actor, &link).is_ok(),
             short_url: domains::effective(&by_id, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
@@ -176,6 +189,8 @@ pub async fn list(
         rows,
         export: form.query_string(),
         filtered: filter.narrows(),
+        total: listing::count(db, &filter).await?,
+        tags: crate::services::tags::list(db).await?,
         filter: form,
         domains: options,
         next,
@@ -200,6 +215,9 @@ pub struct LinkForm {
     expires: String,
     #[serde(default)]
     redirect_status: String,
+    /// Tags separated by commas.
+    #[serde(default)]
+    tags: String,
     /// Campaign settings (the new-link form only).
     #[serde(default)]
     length: String,
@@ -284,6 +302,7 @@ pub async fn new_form(
 /// The fields create and edit share, read into domain types; each mistake is kept per field.
 struct Parsed {
     target: Option<TargetUrl>,
+    tags: Vec<Tag>,
     description: Option<String>,
     expires_at: Option<DateTime<Utc>>,
     redirect_status: Option<RedirectStatus>,
@@ -317,8 +336,12 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
             .map_err(|err| errors.insert("redirect_status", err.to_string()))
             .ok(),
     };
+    let tags = Tag::parse_list(&form.tags)
+        .map_err(|err| errors.insert("tags", err.to_string()))
+        .unwrap_or_default();
     Ok(Parsed {
         target,
+        tags,
         description: Some(form.description.trim().to_owned()).filter(|d| !d.is_empty()),
         expires_at,
         redirect_status,
@@ -327,26 +350,30 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
 }
 
 /// The UTM builder: the parameters filled in are written into the target URL (replacing a
-/// value the URL already has for the same parameter).
+/// value the URL already has for the same parameter). When none is filled in, the preset of
+/// the first of the link's tags that has one applies.
 async fn with_utm(
     state: &AppState,
     target: TargetUrl,
     form: &LinkForm,
+    tags: &[Tag],
     errors: &mut HashMap<&'static str, String>,
 ) -> Result<Option<TargetUrl>, AdminError> {
-    let pairs: Vec<(&str, &str)> = [
-        ("utm_source", form.utm_source.trim()),
-        ("utm_medium", form.utm_medium.trim()),
-        ("utm_campaign", form.utm_campaign.trim()),
-        ("utm_term", form.utm_term.trim()),
-        ("utm_content", form.utm_content.trim()),
-    ]
-    .into_iter()
-    .filter(|(_, value)| !value.is_empty())
-    .collect();
-    if pairs.is_empty() {
-        return Ok(Some(target));
-    }
+    let typed = Utm {
+        source: form.utm_source.clone(),
+        medium: form.utm_medium.clone(),
+        campaign: form.utm_campaign.clone(),
+        term: form.utm_term.clone(),
+        content: form.utm_content.clone(),
+    };
+    let utm = match typed.is_empty() {
+        false => typed,
+        true => match crate::services::tags::preset_for(&state.core.db, tags).await? {
+            Some(preset) => preset,
+            None => return Ok(Some(target)),
+        },
+    };
+    let pairs = utm.pairs();
     let mut url = url::Url::parse(target.as_str()).expect("a target URL parses");
     let kept: Vec<(String, String)> = url
         .query_pairs()
@@ -466,7 +493,7 @@ pub async fn create(
             .ok(),
     };
     let target = match parsed.target.clone() {
-        Some(target) => with_utm(&state, target, &form, &mut parsed.errors).await?,
+        Some(target) => with_utm(&state, target, &form, &parsed.tags, &mut parsed.errors).await?,
         None => None,
     };
     let (length, campaign) = parse_campaign(&state, &form, &mut parsed.errors).await?;
@@ -481,6 +508,7 @@ pub async fn create(
             reuse: false,
             length,
             campaign,
+            tags: parsed.tags.clone(),
             ..NewLink::to(target)
         };
         match links::create(&state.core, new, &user.actor()).await {
@@ -569,6 +597,11 @@ pub async fn edit_form(
             .redirect_status
             .map(|s| s.to_string())
             .unwrap_or_default(),
+        tags: crate::services::tags::tags_of(&state.core.db, &[link.id])
+            .await?
+            .remove(&link.id)
+            .unwrap_or_default()
+            .join(", "),
         ..LinkForm::default()
     };
     let page = edit_page(
@@ -608,7 +641,12 @@ pub async fn update(
             redirect_status: parsed.redirect_status,
         };
         let code = ShortCode::parse(&link.compression_code).map_err(|_| AdminError::NotFound)?;
-        match links::update(&state.core, &code, version, changes, &user.actor()).await {
+        let edit = LinkEdit {
+            changes: Some(changes),
+            tags: Some(parsed.tags.clone()),
+            ..LinkEdit::default()
+        };
+        match links::edit(&state.core, &code, Some(version), edit, &user.actor()).await {
             Ok(_) => {
                 user.flash(format!("Saved {short_url}"));
                 return Ok(see_other("/admin/links"));

@@ -14,6 +14,7 @@ pub mod pages;
 pub mod qr;
 pub mod session_store;
 pub mod sms;
+pub mod tags;
 pub mod users;
 
 use crate::net::hosts::AdminHosts;
@@ -104,6 +105,10 @@ pub fn routes(
             .route("/links/{code}/edit", web::post().to(links::update))
             .route("/links/{code}/delete", web::get().to(links::delete_form))
             .route("/links/{code}/delete", web::post().to(links::delete))
+            .route("/tags", web::get().to(tags::list))
+            .route("/tags/{tag}/preset", web::post().to(tags::set_preset))
+            .route("/tags/{tag}/stats", web::get().to(dashboard::tag))
+            .route("/tags/{tag}/stats.csv", web::get().to(dashboard::tag_csv))
             .route("/sms", web::get().to(sms::form))
             .route("/sms", web::post().to(sms::compose))
             .route("/dashboard", web::get().to(dashboard::global))

@@ -8,18 +8,24 @@ use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// Whose visits: every link together, or one link.
+/// Whose visits: every link together, one link, or the links of a tag (a campaign).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub enum Scope<'a> {
     All,
     Link(i64),
+    Tag(&'a str),
 }
 
-impl Scope {
-    fn id(self) -> i64 {
+impl Scope<'_> {
+    /// The condition on `url_map_id` that picks the scope's rows, and its value.
+    fn rows(self) -> (&'static str, Value) {
         match self {
-            Self::All => ALL_LINKS,
-            Self::Link(id) => id,
+            Self::All => ("url_map_id = ?", ALL_LINKS.into()),
+            Self::Link(id) => ("url_map_id = ?", id.into()),
+            Self::Tag(tag) => (
+                "url_map_id IN (SELECT link_id FROM link_tag WHERE tag = ?)",
+                tag.into(),
+            ),
         }
     }
 }
@@ -60,16 +66,41 @@ fn sum(backend: DbBackend, column: &str) -> String {
 /// Every day from `from` to `to`, in order, days without visits as zeros.
 pub async fn daily(
     db: &impl ConnectionTrait,
-    scope: Scope,
+    scope: Scope<'_>,
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<Vec<DayRow>, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT stat_date, pv, uv, ip_count, effective, ineffective FROM visit_statistics \
-               WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?";
-    let values: Vec<Value> = vec![scope.id().into(), from.into(), to.into()];
+    let (rows, value) = scope.rows();
+    // A tag's links are summed per day; its UV and IP per day are distinct counts over their
+    // visitor sets, as for a range.
+    let sql = match scope {
+        Scope::Tag(_) => {
+            let [(visitors, _), (addresses, _)] = DAY_SETS;
+            format!(
+                "SELECT s.stat_date, s.pv, COALESCE(d.uv, 0), COALESCE(d.ip, 0), s.effective, s.ineffective FROM \
+                 (SELECT stat_date, {pv} AS pv, {effective} AS effective, {ineffective} AS ineffective \
+                  FROM visit_statistics WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date) s \
+                 LEFT JOIN (SELECT stat_date, COUNT(DISTINCT CASE WHEN kind = '{visitors}' THEN who END) AS uv, \
+                  COUNT(DISTINCT CASE WHEN kind = '{addresses}' THEN who END) AS ip FROM visit_day_set \
+                  WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date) d \
+                 ON d.stat_date = s.stat_date",
+                pv = sum(backend, "pv"),
+                effective = sum(backend, "effective"),
+                ineffective = sum(backend, "ineffective"),
+            )
+        }
+        _ => format!(
+            "SELECT stat_date, pv, uv, ip_count, effective, ineffective FROM visit_statistics \
+             WHERE {rows} AND stat_date >= ? AND stat_date <= ?"
+        ),
+    };
+    let mut values: Vec<Value> = vec![value.clone(), from.into(), to.into()];
+    if let Scope::Tag(_) = scope {
+        values.extend([value, from.into(), to.into()]);
+    }
     let mut stored: HashMap<NaiveDate, DayRow> = HashMap::new();
-    for row in db.query_all_raw(statement(backend, sql, values)).await? {
+    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
         let day: NaiveDate = row.try_get_by_index(0)?;
         stored.insert(
             day,
@@ -98,19 +129,20 @@ pub async fn daily(
 /// and IP as true distinct counts over the range (a visitor who came on three days is one).
 pub async fn range_totals(
     db: &impl ConnectionTrait,
-    scope: Scope,
+    scope: Scope<'_>,
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<Visits, DbErr> {
     let backend = db.get_database_backend();
+    let (rows, value) = scope.rows();
     let sums = format!(
         "SELECT {pv}, {effective}, {ineffective} FROM visit_statistics \
-         WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?",
+         WHERE {rows} AND stat_date >= ? AND stat_date <= ?",
         pv = sum(backend, "pv"),
         effective = sum(backend, "effective"),
         ineffective = sum(backend, "ineffective"),
     );
-    let range = || -> Vec<Value> { vec![scope.id().into(), from.into(), to.into()] };
+    let range = || -> Vec<Value> { vec![value.clone(), from.into(), to.into()] };
     let mut totals = Visits::default();
     if let Some(row) = db.query_one_raw(statement(backend, &sums, range())).await? {
         let read = |at: usize| -> Result<i64, DbErr> {
@@ -122,7 +154,7 @@ pub async fn range_totals(
     let distinct = format!(
         "SELECT COUNT(DISTINCT CASE WHEN kind = '{visitors}' THEN who END), \
          COUNT(DISTINCT CASE WHEN kind = '{addresses}' THEN who END) FROM visit_day_set \
-         WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?"
+         WHERE {rows} AND stat_date >= ? AND stat_date <= ?"
     );
     if let Some(row) = db
         .query_one_raw(statement(backend, &distinct, range()))
@@ -136,21 +168,22 @@ pub async fn range_totals(
 /// The `limit` most viewed values of `dimension` over the range (UV summed over days).
 pub async fn breakdown(
     db: &impl ConnectionTrait,
-    scope: Scope,
+    scope: Scope<'_>,
     dimension: &str,
     from: NaiveDate,
     to: NaiveDate,
     limit: u64,
 ) -> Result<Vec<Share>, DbErr> {
     let backend = db.get_database_backend();
+    let (rows, value) = scope.rows();
     let sql = format!(
         "SELECT value, {pv}, {uv} FROM visit_statistics_breakdown \
-         WHERE url_map_id = ? AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
+         WHERE {rows} AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
          GROUP BY value ORDER BY 2 DESC, value LIMIT {limit}",
         pv = sum(backend, "pv"),
         uv = sum(backend, "uv"),
     );
-    let values: Vec<Value> = vec![scope.id().into(), dimension.into(), from.into(), to.into()];
+    let values: Vec<Value> = vec![value, dimension.into(), from.into(), to.into()];
     db.query_all_raw(statement(backend, &sql, values))
         .await?
         .into_iter()
@@ -167,7 +200,7 @@ pub async fn breakdown(
 /// Every breakdown dimension at once, in [`DIMENSIONS`] order.
 pub async fn breakdowns(
     db: &impl ConnectionTrait,
-    scope: Scope,
+    scope: Scope<'_>,
     from: NaiveDate,
     to: NaiveDate,
     limit: u64,

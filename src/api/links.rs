@@ -4,17 +4,17 @@ use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody};
 use super::model::{
-    AltTarget, BatchRequest, BatchResponse, BatchResult, CodeStrategy, CreateLink, DayStats, Link,
-    LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats, SetState, StatsQuery,
-    StatusFilter,
+    AltTarget, BatchRequest, BatchResponse, BatchResult, BulkRequest, BulkResult, CodeStrategy,
+    CreateLink, DayStats, Link, LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats,
+    SetState, StatsQuery, StatusFilter,
 };
 use crate::analytics::aggregate::today;
 use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
-    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, TargetRule, TargetUrl,
-    UrlRules,
+    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, Tag, TargetRule,
+    TargetUrl, UrlRules,
 };
 use crate::services::domains;
 use crate::services::links::{
@@ -34,6 +34,13 @@ pub const MAX_BATCH: usize = 1000;
 const MAX_PAGE: u64 = 10_000_000;
 
 type Domains = HashMap<i64, domain_conf::Model>;
+/// The tags of the links shown, by link id.
+pub type Tags = HashMap<i64, Vec<String>>;
+
+/// The tags of `ids`, for [`view`].
+pub async fn tags_for(state: &AppState, ids: &[i64]) -> Result<Tags, ApiError> {
+    Ok(crate::services::tags::tags_of(&state.core.db, ids).await?)
+}
 
 async fn all_domains(state: &AppState) -> Result<Domains, ApiError> {
     Ok(domains::by_id(&state.core.db).await?)
@@ -48,7 +55,7 @@ fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {
     Utc.from_utc_datetime(&at)
 }
 
-pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link {
+pub fn view(link: &url_map::Model, domains: &Domains, tags: &Tags, state: &AppState) -> Link {
     let made_for = domains.get(&link.domain_id);
     let shown_on = domains::effective(domains, link.domain_id);
     let status = match link.state(crate::db::now()) {
@@ -72,6 +79,7 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
         created_at: utc(link.created_at),
         expires_at: link.expires_at.map(utc),
         version: link.version,
+        tags: tags.get(&link.id).cloned().unwrap_or_default(),
         password_protected: link.password_hash.is_some(),
         max_visits: link.max_visits,
         visits: link.visit_count,
@@ -100,6 +108,11 @@ pub fn view(link: &url_map::Model, domains: &Domains, state: &AppState) -> Link 
 fn password(input: &str) -> Result<LinkPassword, ApiError> {
     LinkPassword::parse(input)
         .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "password"))
+}
+
+fn tag_list(tags: &[String]) -> Result<Vec<Tag>, ApiError> {
+    Tag::parse_each(tags.iter().map(String::as_str))
+        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "tags"))
 }
 
 fn fallback(input: &str, rules: &UrlRules<'_>) -> Result<TargetUrl, ApiError> {
@@ -181,6 +194,7 @@ fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError
                 None => AltTargets::default(),
             },
         },
+        tags: tag_list(input.tags.as_deref().unwrap_or_default())?,
         ..NewLink::to(target)
     })
 }
@@ -231,7 +245,15 @@ pub async fn create(
     let new = new_link(input, &rules(&state, &own_hosts))?;
     let saved = links::create(&state.core, new, &caller.actor()).await?;
     let domains = all_domains(&state).await?;
-    Ok(HttpResponse::build(created_status(&saved)).json(view(&saved.link, &domains, &state)))
+    let tags = tags_for(&state, &[saved.link.id]).await?;
+    Ok(
+        HttpResponse::build(created_status(&saved)).json(view(
+            &saved.link,
+            &domains,
+            &tags,
+            &state,
+        )),
+    )
 }
 
 /// Shorten up to 1,000 URLs; each item succeeds or fails on its own.
@@ -284,9 +306,13 @@ pub async fn batch(
         .iter()
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();
-    let mut created = links::create_many(&state.core, valid, &caller.actor())
-        .await
-        .into_iter();
+    let created = links::create_many(&state.core, valid, &caller.actor()).await;
+    let ids: Vec<i64> = created
+        .iter()
+        .filter_map(|saved| saved.as_ref().ok().map(|saved| saved.link.id))
+        .collect();
+    let tags = tags_for(&state, &ids).await?;
+    let mut created = created.into_iter();
     let domains = all_domains(&state).await?;
     let mut results = Vec::with_capacity(checked.len());
     for (index, checked) in checked.into_iter().enumerate() {
@@ -300,7 +326,7 @@ pub async fn batch(
             Ok(saved) => BatchResult {
                 index,
                 status: created_status(&saved).as_u16(),
-                link: Some(view(&saved.link, &domains, &state)),
+                link: Some(view(&saved.link, &domains, &tags, &state)),
                 error: None,
             },
             Err(err) => {
@@ -348,7 +374,8 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let link = find(&state, &code).await?;
     let domains = all_domains(&state).await?;
-    Ok(HttpResponse::Ok().json(view(&link, &domains, &state)))
+    let tags = tags_for(&state, &[link.id]).await?;
+    Ok(HttpResponse::Ok().json(view(&link, &domains, &tags, &state)))
 }
 
 /// List links, newest first, with the total count.
@@ -414,6 +441,18 @@ pub async fn list(
             StatusFilter::Expired => listing::StatusFilter::Expired,
         }),
         domain_id: domain,
+        tag: match query
+            .tag
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            None => None,
+            Some(tag) => Some(
+                Tag::parse(tag)
+                    .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "tag"))?,
+            ),
+        },
         ..LinkFilter::default()
     };
     let total = listing::count(&state.core.db, &filter).await?;
@@ -426,8 +465,13 @@ pub async fn list(
         per_page,
     )
     .await?;
+    let ids: Vec<i64> = rows.iter().map(|link| link.id).collect();
+    let tags = tags_for(&state, &ids).await?;
     Ok(HttpResponse::Ok().json(LinkPage {
-        items: rows.iter().map(|l| view(l, &domains, &state)).collect(),
+        items: rows
+            .iter()
+            .map(|l| view(l, &domains, &tags, &state))
+            .collect(),
         total,
         page,
         per_page,
@@ -539,6 +583,7 @@ pub async fn update(
         changes,
         status,
         campaign,
+        tags: patch.tags.as_deref().map(tag_list).transpose()?,
     };
     let current = links::edit(
         &state.core,
@@ -549,7 +594,8 @@ pub async fn update(
     )
     .await?;
     let domains = all_domains(&state).await?;
-    Ok(HttpResponse::Ok().json(view(&current, &domains, &state)))
+    let tags = tags_for(&state, &[current.id]).await?;
+    Ok(HttpResponse::Ok().json(view(&current, &domains, &tags, &state)))
 }
 
 /// Revoke a link: it is disabled at once and answers 410 from then on.
@@ -582,7 +628,8 @@ pub async fn revoke(
         }
     };
     let domains = all_domains(&state).await?;
-    Ok(HttpResponse::Ok().json(view(&link, &domains, &state)))
+    let tags = tags_for(&state, &[link.id]).await?;
+    Ok(HttpResponse::Ok().json(view(&link, &domains, &tags, &state)))
 }
 
 /// Daily visits of a link.
@@ -644,5 +691,128 @@ pub async fn stats(
             effective: total.effective,
             ineffective: total.ineffective,
         },
+    }))
+}
+
+/// Disable, enable, tag, untag or delete many links: by code, or every link a filter matches.
+#[utoipa::path(
+    post,
+    path = "/api/v1/links/bulk",
+    tag = "links",
+    request_body = BulkRequest,
+    responses(
+        (status = 200, description = "What was changed", body = BulkResult),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 422, description = "Neither or both of codes and filter, a bad code or tag, no tags for tag/untag, or more than 10,000 links", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn bulk(
+    caller: ApiCaller,
+    state: web::Data<AppState>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    use super::model::BulkActionName;
+    use crate::services::many::{self, BulkAction, BulkError, Selection};
+    let request: BulkRequest = parse_json(&read_body(payload, BATCH_BODY_LIMIT).await?)?;
+    let tags = tag_list(request.tags.as_deref().unwrap_or_default())?;
+    let needs_tags = matches!(request.action, BulkActionName::Tag | BulkActionName::Untag);
+    if needs_tags && tags.is_empty() {
+        return Err(ApiError::invalid(
+            "invalid_value",
+            "tag and untag need the tags to add or remove",
+            "tags",
+        ));
+    }
+    let action = match request.action {
+        BulkActionName::Disable => BulkAction::Disable,
+        BulkActionName::Enable => BulkAction::Enable,
+        BulkActionName::Tag => BulkAction::Tag(tags),
+        BulkActionName::Untag => BulkAction::Untag(tags),
+        BulkActionName::Delete => BulkAction::Delete,
+    };
+    let selection = match (request.codes, request.filter) {
+        (Some(codes), None) => Selection::Codes(
+            codes
+                .iter()
+                .map(|code| {
+                    ShortCode::parse(code)
+                        .map_err(|err| ApiError::invalid("invalid_code", err.to_string(), "codes"))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        (None, Some(filter)) => {
+            let domain = match filter
+                .domain
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+            {
+                None => None,
+                Some(host) => {
+                    let host = DomainHost::parse(host).map_err(|err| {
+                        ApiError::invalid("unknown_domain", err.to_string(), "filter")
+                    })?;
+                    Some(
+                        all_domains(&state)
+                            .await?
+                            .values()
+                            .find(|d| d.host == host.to_string())
+                            .map(|d| d.id)
+                            .ok_or_else(|| {
+                                ApiError::invalid(
+                                    "unknown_domain",
+                                    format!("there is no domain '{host}'"),
+                                    "filter",
+                                )
+                            })?,
+                    )
+                }
+            };
+            Selection::Filter(LinkFilter {
+                text: filter.q.as_deref().and_then(listing::text),
+                status: filter.status.map(|status| match status {
+                    StatusFilter::Active => listing::StatusFilter::Active,
+                    StatusFilter::Disabled => listing::StatusFilter::Disabled,
+                    StatusFilter::Expired => listing::StatusFilter::Expired,
+                }),
+                domain_id: domain,
+                tag: match filter
+                    .tag
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                {
+                    None => None,
+                    Some(tag) => Some(Tag::parse(tag).map_err(|err| {
+                        ApiError::invalid("invalid_value", err.to_string(), "filter")
+                    })?),
+                },
+                ..LinkFilter::default()
+            })
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                "give either codes or a filter (not both)",
+                "codes",
+            ));
+        }
+    };
+    let outcome = many::apply(&state.core, &selection, &action, &caller.actor())
+        .await
+        .map_err(|err| match err {
+            BulkError::Db(err) => ApiError::Unavailable(err),
+            err @ BulkError::TooMany(_) => {
+                ApiError::invalid("invalid_value", err.to_string(), "codes")
+            }
+        })?;
+    Ok(HttpResponse::Ok().json(BulkResult {
+        matched: outcome.matched,
+        changed: outcome.changed,
+        refused: outcome.refused,
+        missing: outcome.missing,
     }))
 }

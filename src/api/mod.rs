@@ -53,6 +53,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                             .route(web::post().to(links::create)),
                     )
                     .service(resource("/links/batch", "POST").route(web::post().to(links::batch)))
+                    .service(resource("/links/bulk", "POST").route(web::post().to(links::bulk)))
                     .service(
                         resource("/links/{code}", "GET, PATCH, DELETE")
                             .route(web::get().to(links::get))

@@ -243,6 +243,9 @@ pub struct CreateLink {
     /// Alternative targets, the first whose rule matches the visitor winning.
     #[serde(default)]
     pub targets: Option<Vec<AltTarget>>,
+    /// Tags (campaigns), up to 10 of 1–32 characters each; letters are kept in lower case.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
 }
 
 /// An alternative target: visitors matching `rule` are sent to `url`.
@@ -273,6 +276,7 @@ pub struct Link {
     pub expires_at: Option<DateTime<Utc>>,
     /// Send it back with PATCH: an edit made meanwhile by someone else is refused (409).
     pub version: i32,
+    pub tags: Vec<String>,
     /// Visitors must enter a password.
     pub password_protected: bool,
     pub max_visits: Option<i64>,
@@ -326,6 +330,9 @@ pub struct PatchLink {
     /// Replaces every alternative target; `[]` removes them.
     #[serde(default)]
     pub targets: Option<Vec<AltTarget>>,
+    /// Replaces the tags (up to 10); `[]` removes them.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, Deserialize, ToSchema)]
@@ -367,6 +374,8 @@ pub struct ListQuery {
     pub status: Option<StatusFilter>,
     /// Only links made for this host.
     pub domain: Option<String>,
+    /// Only links with this tag.
+    pub tag: Option<String>,
     /// 1-based page number (default 1).
     #[param(minimum = 1, maximum = 10000000)]
     pub page: Option<u64>,
@@ -512,4 +521,56 @@ pub struct SmsResult {
     pub length: u8,
     pub warnings: Vec<String>,
     pub link: Option<Link>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BulkActionName {
+    Disable,
+    Enable,
+    Tag,
+    Untag,
+    Delete,
+}
+
+/// Which links a bulk action selects by filter (as for GET /links).
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkFilter {
+    #[serde(default)]
+    pub q: Option<String>,
+    #[serde(default)]
+    pub status: Option<StatusFilter>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    #[serde(default)]
+    pub tag: Option<String>,
+}
+
+/// An action on many links: give `codes`, or a `filter` for every link it matches (at most
+/// 10,000 either way). `tag` and `untag` need `tags`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkRequest {
+    pub action: BulkActionName,
+    #[serde(default)]
+    #[schema(max_items = 10000)]
+    pub codes: Option<Vec<String>>,
+    #[serde(default)]
+    pub filter: Option<BulkFilter>,
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct BulkResult {
+    /// Links selected.
+    pub matched: u64,
+    /// Links changed (the others already were as asked).
+    pub changed: u64,
+    /// Links the key may not change (an operator key and others' links).
+    pub refused: u64,
+    /// Codes given that name no link.
+    pub missing: Vec<String>,
 }

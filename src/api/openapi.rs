@@ -20,6 +20,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         super::links::create,
         super::links::batch,
+        super::links::bulk,
         super::links::list,
         super::links::get,
         super::links::update,
@@ -42,6 +43,10 @@ use utoipa::{Modify, OpenApi};
         model::RangeStats,
         model::Domain,
         model::AltTarget,
+        model::BulkRequest,
+        model::BulkFilter,
+        model::BulkResult,
+        model::BulkActionName,
         model::SmsRequest,
         model::SmsCountRequest,
         model::SmsCountView,

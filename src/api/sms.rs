@@ -97,13 +97,14 @@ pub async fn compose(
     )
     .await?;
     let domains = all_domains_of(&state).await?;
+    let tags = super::links::tags_for(&state, &[composed.saved.link.id]).await?;
     Ok(HttpResponse::Created().json(SmsResult {
         text: composed.text,
         count: count_view(composed.count),
         domain: composed.saved.domain.host.clone(),
         length: composed.saved.link.compression_code.len() as u8,
         warnings: composed.warnings.iter().map(ToString::to_string).collect(),
-        link: Some(view(&composed.saved.link, &domains, &state)),
+        link: Some(view(&composed.saved.link, &domains, &tags, &state)),
     }))
 }
 

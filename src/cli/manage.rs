@@ -90,6 +90,7 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
         LinkAction::List {
             search,
             status,
+            tag,
             limit,
             json,
         } => {
@@ -100,6 +101,11 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                     ListStatus::Disabled => StatusFilter::Disabled,
                     ListStatus::Expired => StatusFilter::Expired,
                 }),
+                tag: tag
+                    .as_deref()
+                    .map(crate::rules::Tag::parse)
+                    .transpose()
+                    .context("--tag")?,
                 ..LinkFilter::default()
             };
             let found = listing::list(

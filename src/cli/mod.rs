@@ -235,6 +235,9 @@ pub enum LinkAction {
         /// desktop, wechat; repeat it, the first matching rule wins
         #[arg(long = "target", value_name = "RULE=URL")]
         targets: Vec<String>,
+        /// A tag (campaign) for the link; repeat it for several
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
     },
     /// Create links from a CSV file (columns: url, and optionally code, description,
     /// expires_at, domain, length); writes every row's short URL or error as CSV
@@ -256,6 +259,9 @@ pub enum LinkAction {
         /// Only links in this state
         #[arg(long, value_enum)]
         status: Option<ListStatus>,
+        /// Only links with this tag
+        #[arg(long)]
+        tag: Option<String>,
         /// At most this many
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         limit: u64,
@@ -716,6 +722,7 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             fallback,
             in_app_page,
             targets,
+            tags,
         } => {
             let target = links::parse_target(core, &url).await?;
             let rules_hosts = crate::services::domains::own_hosts(&core.db).await?;
@@ -785,6 +792,8 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                     .transpose()
                     .context("--length")?,
                 campaign,
+                tags: crate::rules::Tag::parse_each(tags.iter().map(String::as_str))
+                    .context("--tag")?,
                 ..NewLink::to(target)
             };
             let saved = links::create(core, new, &Actor::Cli).await?;

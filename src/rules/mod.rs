@@ -9,6 +9,7 @@ pub mod host;
 pub mod permutation;
 pub mod redirect_status;
 pub mod sms;
+pub mod tag;
 pub mod target_url;
 
 pub use account::{Password, Role, Username};
@@ -19,4 +20,5 @@ pub use campaign::{
 pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 pub use host::{DomainHost, Protocol};
 pub use redirect_status::RedirectStatus;
+pub use tag::{Tag, TagError};
 pub use target_url::{OwnHost, TargetUrl, TargetUrlError, UrlRules};

@@ -6,20 +6,21 @@ use super::domains;
 use super::links::{self, NewLink};
 use super::listing::{self, LinkFilter, Order, Paging};
 use crate::db::entities::url_map::LinkStatus;
-use crate::rules::{CodeLength, DomainHost, ShortCode, TargetUrl, UrlRules};
+use crate::rules::{CodeLength, DomainHost, ShortCode, Tag, TargetUrl, UrlRules};
 use crate::state::Inklink;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
 
 pub const MAX_ROWS: usize = 10_000;
-const COLUMNS: [&str; 6] = [
+const COLUMNS: [&str; 7] = [
     "url",
     "code",
     "description",
     "expires_at",
     "domain",
     "length",
+    "tags",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +32,7 @@ pub enum ImportError {
     #[error("the file is not UTF-8 text; in Excel choose \"CSV UTF-8\" when saving")]
     NotUtf8,
     #[error(
-        "the first line must name the columns, and one of them must be 'url' (others: code, description, expires_at, domain, length)"
+        "the first line must name the columns, and one of them must be 'url' (others: code, description, expires_at, domain, length, tags)"
     )]
     NoUrlColumn,
     #[error("the file has {0} rows; at most {MAX_ROWS} can be imported at once")]
@@ -47,13 +48,13 @@ pub enum ImportError {
 pub struct RowOutcome {
     /// Line number in the file (the header is line 1).
     pub line: usize,
-    /// url, code, description, expires_at, domain, length as given.
-    pub input: [String; 6],
+    /// url, code, description, expires_at, domain, length, tags as given.
+    pub input: [String; 7],
     pub result: Result<String, String>,
 }
 
 /// Reads the header and rows; no database work.
-fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 6])>, ImportError> {
+fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 7])>, ImportError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ImportError::Empty);
@@ -177,8 +178,8 @@ pub async fn import(
     Ok(outcomes)
 }
 
-fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 6]) -> Result<NewLink, String> {
-    let [url, code, description, expires_at, domain, length] = input;
+fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
+    let [url, code, description, expires_at, domain, length, tags] = input;
     let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
     let custom_code = (!code.is_empty())
         .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
@@ -198,6 +199,7 @@ fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 6]) -> Result
         description: Some(description.clone()).filter(|d| !d.is_empty()),
         expires_at,
         length,
+        tags: Tag::parse_list(tags).map_err(|err| err.to_string())?,
         ..NewLink::to(target)
     })
 }
@@ -249,7 +251,10 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
         let page = listing::list(db, filter, Order::Newest, Paging::Before(before), 1000).await?;
         let Some(last) = page.last() else { break };
         before = Some(last.id);
+        let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
+        let mut tags = super::tags::tags_of(db, &ids).await?;
         for link in page {
+            let link_tags = tags.remove(&link.id).unwrap_or_default().join(", ");
             let short_url = domains::effective(&all, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default();
@@ -267,6 +272,7 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
                     .unwrap_or_default(),
                 link.created_at.and_utc().to_rfc3339(),
                 link.creator.unwrap_or_default(),
+                link_tags,
             ]);
         }
     }
@@ -280,6 +286,7 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
             "expires_at",
             "created_at",
             "creator",
+            "tags",
         ],
         rows.into_iter(),
     ))

@@ -8,7 +8,7 @@ use crate::db::{self, is_unique_violation};
 use crate::rules::codes::CodeSpaceExhausted;
 use crate::rules::{
     AltTargets, CodeError, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus,
-    ShortCode, TargetUrl, TargetUrlError, UrlRules, VisitLimit,
+    ShortCode, Tag, TargetUrl, TargetUrlError, UrlRules, VisitLimit,
 };
 use crate::state::Inklink;
 use chrono::{DateTime, Utc};
@@ -131,6 +131,8 @@ pub struct NewLink {
     /// The generated code's length; `None`: `INKLINK_CODE_LENGTH`. Ignored with a custom code.
     pub length: Option<CodeLength>,
     pub campaign: Campaign,
+    /// The campaigns the link belongs to.
+    pub tags: Vec<Tag>,
 }
 
 impl NewLink {
@@ -146,6 +148,7 @@ impl NewLink {
             reuse: false,
             length: None,
             campaign: Campaign::default(),
+            tags: Vec::new(),
         }
     }
 }
@@ -262,6 +265,7 @@ pub async fn create_many(
             || new.strategy != Strategy::Sequence
             || new.length.is_some()
             || !new.campaign.is_plain()
+            || !new.tags.is_empty()
         {
             results[index] = Some(create(app, new, actor).await);
             continue;
@@ -543,6 +547,7 @@ impl Draft<'_> {
         }
         .insert(txn)
         .await?;
+        super::tags::set_in(txn, link.id, &self.new.tags).await?;
         audit::record(
             txn,
             self.actor,
@@ -551,12 +556,18 @@ impl Draft<'_> {
                 target_kind: "link",
                 target_id: &link.compression_code,
                 before: None,
-                after: Some(snapshot(&link)),
+                after: Some(with_tags(snapshot(&link), &self.new.tags)),
             },
         )
         .await?;
         Ok(link)
     }
+}
+
+/// An audit snapshot with the link's tags.
+fn with_tags(mut snapshot: serde_json::Value, tags: &[Tag]) -> serde_json::Value {
+    snapshot["tags"] = json!(tags.iter().map(Tag::as_str).collect::<Vec<_>>());
+    snapshot
 }
 
 fn snapshot(link: &url_map::Model) -> serde_json::Value {
@@ -707,6 +718,8 @@ pub struct LinkEdit {
     pub changes: Option<LinkChanges>,
     pub status: Option<LinkStatus>,
     pub campaign: CampaignEdit,
+    /// A new set of tags; `None` keeps them.
+    pub tags: Option<Vec<Tag>>,
 }
 
 /// Applies `changes` if the link is still at `version` (optimistic locking): two people
@@ -761,7 +774,11 @@ pub async fn edit(
         check_window(valid_from, expiry)?;
     }
     let status_change = edit.status.filter(|status| *status != link.url_status);
-    if edit.changes.is_none() && status_change.is_none() && edit.campaign.is_empty() {
+    if edit.changes.is_none()
+        && status_change.is_none()
+        && edit.campaign.is_empty()
+        && edit.tags.is_none()
+    {
         return Ok(link);
     }
     let password_hash = match &edit.campaign.password {
@@ -780,6 +797,9 @@ pub async fn edit(
         if !edit.campaign.is_empty() {
             current =
                 campaign_in(&txn, &current, &edit.campaign, password_hash.clone(), actor).await?;
+        }
+        if let Some(tags) = &edit.tags {
+            current = tags_in(&txn, &current, tags, actor).await?;
         }
         if let Some(status) = status_change {
             current = change_status_in(&txn, &current, status, actor).await?;
@@ -848,6 +868,48 @@ async fn update_in(
     )
     .await?;
     Ok(after)
+}
+
+/// The tag part of [`edit`]: the link's tags replaced, its version moved on (so that an edit
+/// based on the old tags is refused), and an audit entry with both sets.
+async fn tags_in(
+    txn: &DatabaseTransaction,
+    link: &url_map::Model,
+    tags: &[Tag],
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    let before = super::tags::tags_of(txn, &[link.id])
+        .await?
+        .remove(&link.id)
+        .unwrap_or_default();
+    super::tags::set_in(txn, link.id, tags).await?;
+    let updated = url_map::Entity::update_many()
+        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
+        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
+        .col_expr(url_map::Column::Version, Expr::value(link.version + 1))
+        .filter(url_map::Column::Id.eq(link.id))
+        .filter(url_map::Column::Version.eq(link.version))
+        .exec(txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Err(LinkError::Stale(link.compression_code.to_string()));
+    }
+    audit::record(
+        txn,
+        actor,
+        Entry {
+            action: "link.tags",
+            target_kind: "link",
+            target_id: &link.compression_code,
+            before: Some(json!({ "tags": before })),
+            after: Some(json!({ "tags": tags.iter().map(Tag::as_str).collect::<Vec<_>>() })),
+        },
+    )
+    .await?;
+    url_map::Entity::find_by_id(link.id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| LinkError::NotFound(link.compression_code.to_string()))
 }
 
 /// The campaign part of [`edit`], only while the link is at the version it was read at. The

@@ -1,8 +1,10 @@
 //! Which links a list, a count or an export shows: one typed filter and one query for every
 //! front end.
 
+use crate::db::entities::link_tag;
 use crate::db::entities::url_map::{self, LinkStatus};
-use sea_orm::sea_query::LikeExpr;
+use crate::rules::Tag;
+use sea_orm::sea_query::{LikeExpr, Query};
 use sea_orm::{
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Select,
@@ -27,6 +29,8 @@ pub struct LinkFilter {
     pub creator: Option<String>,
     /// Only links that expire, soonest first.
     pub by_expiry: bool,
+    /// Only links with this tag.
+    pub tag: Option<Tag>,
 }
 
 /// Which way a list runs and how it pages.
@@ -81,6 +85,7 @@ impl LinkFilter {
             || self.status.is_some()
             || self.domain_id.is_some()
             || self.creator.is_some()
+            || self.tag.is_some()
     }
 
     /// The order a list page uses for this filter.
@@ -116,6 +121,14 @@ impl LinkFilter {
         }
         if self.by_expiry {
             condition = condition.add(url_map::Column::ExpiresAt.is_not_null());
+        }
+        if let Some(tag) = &self.tag {
+            let tagged = Query::select()
+                .column(link_tag::Column::LinkId)
+                .from(link_tag::Entity)
+                .and_where(link_tag::Column::Tag.eq(tag.as_str()))
+                .take();
+            condition = condition.add(url_map::Column::Id.in_subquery(tagged));
         }
         if let Some(q) = &self.text {
             condition = condition.add(

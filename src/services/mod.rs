@@ -6,9 +6,11 @@ pub mod bulk;
 pub mod domains;
 pub mod links;
 pub mod listing;
+pub mod many;
 pub mod secret;
 pub mod signin;
 pub mod sms;
+pub mod tags;
 pub mod users;
 pub mod visitors;
 

@@ -955,7 +955,7 @@ async fn a_1000_row_csv_imports_good_rows_and_reports_bad_ones() {
     // The results file opens in Excel as UTF-8 (byte-order mark).
     assert_eq!(
         lines[0],
-        "\u{feff}line,url,code,description,expires_at,domain,length,short_url,error"
+        "\u{feff}line,url,code,description,expires_at,domain,length,tags,short_url,error"
     );
     assert_eq!(lines.len(), 1001);
     assert!(
@@ -966,7 +966,7 @@ async fn a_1000_row_csv_imports_good_rows_and_reports_bad_ones() {
     assert!(lines[10].contains("already taken"));
     assert!(lines[11].contains("not a date"));
     assert!(lines[12].contains("描述, with comma"));
-    let first_short = lines[1].split(',').nth(6).unwrap();
+    let first_short = lines[1].split(',').nth(8).unwrap();
     assert!(first_short.starts_with(&format!("http://localhost:{}/", app.port)));
     let code = first_short.rsplit('/').next().unwrap();
     assert_eq!(

@@ -293,7 +293,7 @@ fn expected_range(clicks: &[Click], link: i64) -> Row {
     e.row()
 }
 
-async fn stored_range(app: &TestApp, scope: Scope, from: NaiveDate, to: NaiveDate) -> Row {
+async fn stored_range(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) -> Row {
     let v = report::range_totals(&app.core.db, scope, from, to)
         .await
         .unwrap();

@@ -35,6 +35,14 @@ impl<'a> Api<'a> {
         }
     }
 
+    /// A client with a key issued elsewhere.
+    pub fn with_key(app: &'a TestApp, key: &str) -> Api<'a> {
+        Api {
+            app,
+            key: key.to_owned(),
+        }
+    }
+
     fn request(&self, method: &str, path: &str) -> awc::ClientRequest {
         let method = actix_web::http::Method::from_bytes(method.as_bytes()).unwrap();
         self.app

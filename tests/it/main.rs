@@ -19,4 +19,5 @@ mod redirect;
 mod rules;
 mod sms;
 mod support;
+mod tags;
 mod two_instances;

@@ -1,0 +1,100 @@
+//! The tags page: every campaign with its number of links, a link to its dashboard and its
+//! links, and the UTM preset the new-link form fills in for it.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::pages::{Frame, render, see_other};
+use crate::rules::Tag;
+use crate::services::tags::{self, Utm};
+use crate::state::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+pub struct Row {
+    pub tag: String,
+    pub links: i64,
+    pub preset: Utm,
+}
+
+#[derive(Template)]
+#[template(path = "admin/tags.html")]
+struct TagsPage {
+    frame: Frame,
+    rows: Vec<Row>,
+    error: Option<String>,
+}
+
+async fn page(
+    state: &AppState,
+    user: &CurrentUser,
+    error: Option<String>,
+) -> Result<TagsPage, AdminError> {
+    let db = &state.core.db;
+    let mut presets = tags::presets(db).await?;
+    let rows = tags::list(db)
+        .await?
+        .into_iter()
+        .map(|(tag, links)| Row {
+            preset: presets.remove(&tag).unwrap_or_default(),
+            tag,
+            links,
+        })
+        .collect();
+    let flash = if error.is_none() {
+        user.take_flash()
+    } else {
+        None
+    };
+    Ok(TagsPage {
+        frame: Frame::new(user, flash, "tags"),
+        rows,
+        error,
+    })
+}
+
+pub async fn list(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AdminError> {
+    let page = page(&state, &user, None).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+pub struct PresetForm {
+    csrf: String,
+    utm_source: String,
+    utm_medium: String,
+    utm_campaign: String,
+    utm_term: String,
+    utm_content: String,
+}
+
+pub async fn set_preset(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    tag: web::Path<String>,
+    form: web::Form<PresetForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.csrf)?;
+    let tag = match Tag::parse(&tag) {
+        Ok(tag) => tag,
+        Err(err) => {
+            let page = page(&state, &user, Some(err.to_string())).await?;
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
+    let form = form.into_inner();
+    let utm = Utm {
+        source: form.utm_source,
+        medium: form.utm_medium,
+        campaign: form.utm_campaign,
+        term: form.utm_term,
+        content: form.utm_content,
+    };
+    tags::set_preset(&state.core.db, &tag, &utm, &user.actor()).await?;
+    user.flash(format!("Saved the UTM preset of {tag}"));
+    Ok(see_other("/admin/tags"))
+}

@@ -1,0 +1,180 @@
+//! Actions on many links at once (the API's bulk endpoint): disable, enable, tag, untag or
+//! delete the links given by code or matching a filter. Each link is changed through the same
+//! service as one at a time, with its own audit entry; links the actor may not change are
+//! counted and left alone.
+
+use super::audit::Actor;
+use super::links::{self, LinkEdit, LinkError};
+use super::listing::{self, LinkFilter, Order, Paging};
+use crate::db::entities::url_map::{self, LinkStatus};
+use crate::rules::{ShortCode, Tag};
+use crate::state::Inklink;
+use sea_orm::DbErr;
+
+/// The most links one bulk action changes.
+pub const MAX_LINKS: u64 = 10_000;
+
+#[derive(Clone, Debug)]
+pub enum BulkAction {
+    Disable,
+    Enable,
+    Tag(Vec<Tag>),
+    Untag(Vec<Tag>),
+    Delete,
+}
+
+/// Which links: these codes, or every link the filter matches.
+#[derive(Clone, Debug)]
+pub enum Selection {
+    Codes(Vec<ShortCode>),
+    Filter(LinkFilter),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BulkOutcome {
+    /// Links selected.
+    pub matched: u64,
+    /// Links that changed.
+    pub changed: u64,
+    /// Links the actor may not change (an operator's view of others' links).
+    pub refused: u64,
+    /// Codes given that name no link.
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BulkError {
+    #[error("the selection matches {0} links; at most {MAX_LINKS} can be changed at once")]
+    TooMany(u64),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+async fn selected(
+    app: &Inklink,
+    selection: &Selection,
+    outcome: &mut BulkOutcome,
+) -> Result<Vec<url_map::Model>, BulkError> {
+    match selection {
+        Selection::Codes(codes) => {
+            if codes.len() as u64 > MAX_LINKS {
+                return Err(BulkError::TooMany(codes.len() as u64));
+            }
+            let mut found = Vec::with_capacity(codes.len());
+            for code in codes {
+                match links::find_by_code(&app.db, code).await? {
+                    Some(link) => found.push(link),
+                    None => outcome.missing.push(code.to_string()),
+                }
+            }
+            Ok(found)
+        }
+        Selection::Filter(filter) => {
+            let total = listing::count(&app.db, filter).await?;
+            if total > MAX_LINKS {
+                return Err(BulkError::TooMany(total));
+            }
+            Ok(listing::list(
+                &app.db,
+                filter,
+                Order::Newest,
+                Paging::Before(None),
+                MAX_LINKS,
+            )
+            .await?)
+        }
+    }
+}
+
+pub async fn apply(
+    app: &Inklink,
+    selection: &Selection,
+    action: &BulkAction,
+    actor: &Actor,
+) -> Result<BulkOutcome, BulkError> {
+    let mut outcome = BulkOutcome::default();
+    let found = selected(app, selection, &mut outcome).await?;
+    outcome.matched = found.len() as u64;
+    let ids: Vec<i64> = found.iter().map(|link| link.id).collect();
+    let mut current_tags = super::tags::tags_of(&app.db, &ids).await?;
+    for link in found {
+        if links::may_change(actor, &link).is_err() {
+            outcome.refused += 1;
+            continue;
+        }
+        let code = ShortCode::stored(link.compression_code.to_string());
+        let had: Vec<String> = current_tags.remove(&link.id).unwrap_or_default();
+        let edit = match action {
+            BulkAction::Disable | BulkAction::Enable => {
+                let status = match action {
+                    BulkAction::Disable => LinkStatus::Disabled,
+                    _ => LinkStatus::Active,
+                };
+                if link.url_status == status {
+                    continue;
+                }
+                LinkEdit {
+                    status: Some(status),
+                    ..LinkEdit::default()
+                }
+            }
+            BulkAction::Tag(add) => {
+                let mut tags: Vec<Tag> = had.iter().cloned().map(Tag::stored).collect();
+                let before = tags.len();
+                for tag in add {
+                    if !tags.contains(tag) {
+                        tags.push(tag.clone());
+                    }
+                }
+                if tags.len() == before {
+                    continue;
+                }
+                if tags.len() > crate::rules::tag::MAX_TAGS_PER_LINK {
+                    outcome.refused += 1;
+                    continue;
+                }
+                LinkEdit {
+                    tags: Some(tags),
+                    ..LinkEdit::default()
+                }
+            }
+            BulkAction::Untag(remove) => {
+                let tags: Vec<Tag> = had
+                    .iter()
+                    .cloned()
+                    .map(Tag::stored)
+                    .filter(|tag| !remove.contains(tag))
+                    .collect();
+                if tags.len() == had.len() {
+                    continue;
+                }
+                LinkEdit {
+                    tags: Some(tags),
+                    ..LinkEdit::default()
+                }
+            }
+            BulkAction::Delete => {
+                match links::delete(app, &code, actor).await {
+                    Ok(()) => outcome.changed += 1,
+                    Err(LinkError::Db(err)) => return Err(err.into()),
+                    Err(LinkError::NotFound(_)) => {}
+                    Err(err) => {
+                        tracing::warn!(error = %err, "bulk delete skipped a link");
+                        outcome.refused += 1;
+                    }
+                }
+                continue;
+            }
+        };
+        match links::edit(app, &code, None, edit, actor).await {
+            Ok(_) => outcome.changed += 1,
+            Err(LinkError::Db(err)) => return Err(err.into()),
+            Err(LinkError::NotFound(_)) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "bulk change skipped a link");
+                outcome.refused += 1;
+            }
+        }
+    }
+    Ok(outcome)
+}
