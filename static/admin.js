@@ -11,3 +11,12 @@ document.addEventListener("click", async (event) => {
   }
   setTimeout(() => { button.textContent = label; }, 1500);
 });
+
+// Focus: the first field with an error, else the form's first field (the one marked
+// autofocus), so that keyboard users start where the page wants them.
+document.addEventListener("DOMContentLoaded", () => {
+  const invalid = document.querySelector("main [aria-invalid='true']");
+  if (invalid) { invalid.focus(); return; }
+  const first = document.querySelector("main [autofocus]");
+  if (first) first.focus();
+});

@@ -28,6 +28,7 @@ const SIGNED_IN_AT: &str = "signed_in_at";
 const EPOCH: &str = "epoch";
 const CSRF: &str = "csrf";
 const FLASH: &str = "flash";
+const UNDO: &str = "undo";
 
 /// The person behind a request to an admin page.
 #[derive(Clone)]
@@ -60,6 +61,15 @@ impl CurrentUser {
         self.session.remove_as::<String>(FLASH).and_then(Result::ok)
     }
 
+    /// The next page offers to undo disabling this link.
+    pub fn offer_undo(&self, code: &str) {
+        let _ = self.session.insert(UNDO, code.to_owned());
+    }
+
+    pub fn take_undo(&self) -> Option<String> {
+        self.session.remove_as::<String>(UNDO).and_then(Result::ok)
+    }
+
     pub fn actor(&self) -> Actor {
         Actor::User(Principal {
             id: self.id,
@@ -80,9 +90,19 @@ impl FromRequest for CurrentUser {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let session = req.get_session();
         let state = req.app_data::<web::Data<AppState>>().cloned();
+        // A page asked for while signed out is where sign-in leads back to.
+        let asked = (req.method() == actix_web::http::Method::GET)
+            .then(|| req.uri().path_and_query().map(|p| p.as_str().to_owned()))
+            .flatten();
         Box::pin(async move {
             let state = state.expect("AppState is registered");
-            signed_in_user(&state.core.db, session).await
+            match signed_in_user(&state.core.db, session).await {
+                Err(AdminError::SignedOut) => Err(match asked {
+                    Some(path) => AdminError::SignedOutFrom(path),
+                    None => AdminError::SignedOut,
+                }),
+                other => other,
+            }
         })
     }
 }
@@ -151,6 +171,14 @@ struct LoginPage<'a> {
     csrf: &'a str,
     username: &'a str,
     error: Option<&'a str>,
+    /// The admin page to go to after signing in.
+    next: &'a str,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+pub struct NextQuery {
+    next: String,
 }
 
 /// The sign-in form's CSRF token travels in this signed cookie, not in a session: a visitor
@@ -183,6 +211,7 @@ fn login_cookie(token: &str, key: &Key, secure: bool) -> Cookie<'static> {
 pub async fn login_form(
     req: HttpRequest,
     state: web::Data<AppState>,
+    query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let key = Key::from(&state.core.cookie_key);
     let token = login_token(&req, &key).unwrap_or_else(|| random_hex(32));
@@ -192,6 +221,7 @@ pub async fn login_form(
             csrf: &token,
             username: "",
             error: None,
+            next: super::pages::local_next(&query.next).unwrap_or(""),
         },
     );
     let cookie = login_cookie(&token, &key, state.core.settings.secure_cookie);
@@ -209,6 +239,8 @@ pub struct LoginForm {
     username: String,
     #[serde(default)]
     password: String,
+    #[serde(default)]
+    next: String,
 }
 
 pub async fn login(
@@ -244,7 +276,9 @@ pub async fn login(
             insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
             insert(EPOCH, user.session_epoch.into())?;
             insert(CSRF, fresh_csrf.into())?;
-            let mut response = super::pages::see_other("/admin/links");
+            let mut response = super::pages::see_other(
+                super::pages::local_next(&form.next).unwrap_or("/admin/links"),
+            );
             let mut spent = Cookie::build(LOGIN_COOKIE, "").path("/admin").finish();
             spent.make_removal();
             response
@@ -265,6 +299,7 @@ pub async fn login(
                     csrf: &csrf,
                     username: &form.username,
                     error: Some(&message),
+                    next: super::pages::local_next(&form.next).unwrap_or(""),
                 },
             ))
         }
@@ -294,6 +329,7 @@ impl Frame {
             is_admin: user.is_admin(),
             csrf: user.csrf.clone(),
             flash,
+            undo: None,
             section,
         }
     }

@@ -141,6 +141,73 @@ pub async fn add(
     }
 }
 
+/// What disabling or rotating a domain will do, to be confirmed; `None` when the request
+/// cannot be confirmed as it is (no replacement chosen), which the action itself then refuses.
+async fn confirmation(
+    state: &AppState,
+    user: &AdminUser,
+    id: i64,
+    action: &str,
+    replacement: Option<i64>,
+) -> Result<Option<HttpResponse>, AdminError> {
+    let db = &state.core.db;
+    let all = domains::list(db).await?;
+    let domain = all
+        .iter()
+        .find(|d| d.id == id)
+        .ok_or(AdminError::NotFound)?;
+    let links = domains::link_counts(db)
+        .await?
+        .get(&id)
+        .copied()
+        .unwrap_or(0);
+    let frame = Frame::new(&user.0, None, "domains");
+    let page = match action {
+        "disable" => super::pages::Confirm {
+            frame,
+            heading: format!("Disable {}?", domain.host),
+            lines: vec![format!(
+                "No new links can be made on {}. Its {links} links keep redirecting and keep their short URLs.",
+                domain.host
+            )],
+            action: format!("/admin/domains/{id}/disable"),
+            fields: Vec::new(),
+            button: format!("Disable {}", domain.host),
+            back: "/admin/domains",
+        },
+        _ => {
+            let Some(next) = replacement.and_then(|r| all.iter().find(|d| d.id == r)) else {
+                return Ok(None);
+            };
+            super::pages::Confirm {
+                frame,
+                heading: format!("Replace {} by {}?", domain.host, next.host),
+                lines: vec![
+                    format!(
+                        "{links} {} to {}: their short URLs become {} followed by the code, everywhere they are shown and copied.",
+                        if links == 1 {
+                            "link moves"
+                        } else {
+                            "links move"
+                        },
+                        next.host,
+                        domains::short_url(next, "")
+                    ),
+                    format!(
+                        "{} becomes the default domain for new links, and {} is disabled. Requests that still arrive on {} keep redirecting, so messages already sent keep working.",
+                        next.host, domain.host, domain.host
+                    ),
+                ],
+                action: format!("/admin/domains/{id}/rotate"),
+                fields: vec![("replacement", next.id.to_string())],
+                button: format!("Rotate to {}", next.host),
+                back: "/admin/domains",
+            }
+        }
+    };
+    Ok(Some(page.page()))
+}
+
 /// The page again with `message` as its error (422).
 async fn refuse(
     state: &AppState,
@@ -155,8 +222,9 @@ async fn refuse(
 pub struct ChangeForm {
     #[serde(default)]
     csrf: String,
-    /// For rotation: the domain that takes over.
-    replacement: Option<i64>,
+    /// For rotation: the domain that takes over (empty until one is chosen).
+    #[serde(default)]
+    replacement: String,
     /// Rotation must be confirmed: it changes every link's short URL at once.
     confirm: Option<String>,
     /// For the link defaults: in-app browsers (`wechat,qq`), and the fallback URL.
@@ -174,6 +242,13 @@ pub async fn change(
     let (id, action) = path.into_inner();
     let db = &state.core.db;
     let actor = user.0.actor();
+    let confirmed = form.confirm.as_deref() == Some("yes");
+    if !confirmed && (action == "disable" || action == "rotate") {
+        let replacement = form.replacement.trim().parse().ok();
+        if let Some(page) = confirmation(&state, &user, id, &action, replacement).await? {
+            return Ok(page);
+        }
+    }
     let result = match action.as_str() {
         "default" => domains::set_default(db, id, &actor)
             .await
@@ -184,7 +259,7 @@ pub async fn change(
         "enable" => domains::set_status(db, id, DomainStatus::Active, &actor)
             .await
             .map(|d| format!("Enabled {}", d.host)),
-        "rotate" => match (form.replacement, form.confirm.is_some()) {
+        "rotate" => match (form.replacement.trim().parse::<i64>().ok(), confirmed) {
             (None, _) => {
                 let message = "choose the domain that takes over (add one first if there is none)";
                 let page = page(&state, &user, Some(message.into()), String::new()).await?;

@@ -9,6 +9,9 @@ use actix_web::{HttpResponse, ResponseError};
 pub enum AdminError {
     #[error("sign in to continue")]
     SignedOut,
+    /// Signed out while asking for this page: sign-in leads back to it.
+    #[error("sign in to continue")]
+    SignedOutFrom(String),
     #[error("you do not have access to this page; it is for admins")]
     Forbidden,
     #[error(
@@ -51,7 +54,7 @@ impl From<crate::services::links::LinkError> for AdminError {
 impl ResponseError for AdminError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::SignedOut => StatusCode::SEE_OTHER,
+            Self::SignedOut | Self::SignedOutFrom(_) => StatusCode::SEE_OTHER,
             Self::Forbidden | Self::Csrf | Self::Denied(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -63,6 +66,14 @@ impl ResponseError for AdminError {
     fn error_response(&self) -> HttpResponse {
         match self {
             Self::SignedOut => super::pages::see_other("/admin/login"),
+            Self::SignedOutFrom(path) => match super::pages::local_next(path) {
+                Some(path) if path != "/admin/links" && path != "/admin" && path != "/admin/" => {
+                    let next: String =
+                        url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
+                    super::pages::see_other(&format!("/admin/login?next={next}"))
+                }
+                _ => super::pages::see_other("/admin/login"),
+            },
             other => {
                 if let Self::Db(err) = other {
                     tracing::error!(error = %err, "admin page failed");

@@ -150,6 +150,9 @@ pub async fn add(
 pub struct RevokeForm {
     #[serde(default)]
     csrf: String,
+    /// Revoking asks first.
+    #[serde(default)]
+    confirm: String,
 }
 
 pub async fn revoke(
@@ -159,6 +162,25 @@ pub async fn revoke(
     form: web::Form<RevokeForm>,
 ) -> Result<HttpResponse, AdminError> {
     user.0.check_csrf(&form.csrf)?;
+    if form.confirm != "yes" {
+        let key = api_keys::list(&state.core.db)
+            .await?
+            .into_iter()
+            .find(|key| key.id == *id)
+            .ok_or(AdminError::NotFound)?;
+        return Ok(super::pages::Confirm {
+            frame: Frame::new(&user.0, None, "keys"),
+            heading: format!("Revoke the key {}?", key.name),
+            lines: vec![
+                "Every request with this key is refused from then on, by every instance. A revoked key cannot be restored; the system that uses it needs a new one.".to_owned(),
+            ],
+            action: format!("/admin/keys/{id}/revoke"),
+            fields: Vec::new(),
+            button: format!("Revoke {}", key.name),
+            back: "/admin/keys",
+        }
+        .page());
+    }
     match api_keys::revoke(&state.core.db, *id, &user.0.actor()).await {
         Ok(key) => {
             user.0.flash(format!("Revoked the key {}", key.name));

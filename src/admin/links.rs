@@ -86,6 +86,8 @@ pub struct Row {
     pub code: String,
     pub short_url: String,
     pub target: String,
+    /// The target as people read it (percent-encoded text decoded).
+    pub target_shown: String,
     pub description: String,
     pub active: bool,
     pub expired: bool,
@@ -94,6 +96,10 @@ pub struct Row {
     /// Whether the signed-in person may disable or enable it (operators: their own links).
     pub changeable: bool,
     pub tags: Vec<String>,
+    /// Page views today, over 7 days and in all.
+    pub glance: crate::analytics::report::Glance,
+    /// The last 14 days as a small inline chart.
+    pub spark: String,
 }
 
 pub struct DomainOption {
@@ -164,14 +170,19 @@ pub async fn list(
     let actor = user.actor();
     let ids: Vec<i64> = links.iter().map(|link| link.id).collect();
     let mut tags_of = crate::services::tags::tags_of(db, &ids).await?;
+    let mut glances =
+        crate::analytics::report::glance(db, &ids, crate::analytics::aggregate::today(tz)).await?;
     let rows = links
         .into_iter()
         .map(|link| Row {
+            glance: glances.remove(&link.id).unwrap_or_default(),
+            spark: String::new(),
             tags: tags_of.remove(&link.id).unwrap_or_default(),
             changeable: links::may_change(&actor, &link).is_ok(),
             short_url: domains::effective(&by_id, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default(),
+            target_shown: TargetUrl::readable(&link.long_url),
             target: link.long_url,
             description: link.description.unwrap_or_default(),
             active: link.url_status == LinkStatus::Active,
@@ -183,9 +194,15 @@ pub async fn list(
                 .unwrap_or_default(),
             code: link.compression_code.to_string(),
         })
+        .map(|mut row: Row| {
+            row.spark = crate::charts::sparkline(&row.glance.last14, &row.short_url);
+            row
+        })
         .collect();
+    let mut frame = Frame::new(&user, user.take_flash(), "links");
+    frame.undo = user.take_undo();
     let page = ListPage {
-        frame: Frame::new(&user, user.take_flash(), "links"),
+        frame,
         rows,
         export: form.query_string(),
         filtered: filter.narrows(),
@@ -311,7 +328,8 @@ struct Parsed {
 
 async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, AdminError> {
     let mut errors: HashMap<&'static str, String> = HashMap::new();
-    let target = match links::parse_target(&state.core, &form.url).await {
+    let typed = TargetUrl::with_default_scheme(&form.url);
+    let target = match links::parse_target(&state.core, &typed).await {
         Ok(target) => Some(target),
         Err(LinkError::Db(err)) => return Err(err.into()),
         Err(err) => {
@@ -527,7 +545,7 @@ pub async fn create(
 }
 
 /// The link behind a path segment, with the URL it is shown under now.
-async fn find(state: &AppState, code: &str) -> Result<(url_map::Model, String), AdminError> {
+pub async fn find(state: &AppState, code: &str) -> Result<(url_map::Model, String), AdminError> {
     let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
     let link = links::find_by_code(&state.core.db, &code)
         .await?
@@ -731,7 +749,7 @@ pub async fn qr_png(
     query: web::Query<QrQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let (link, short_url) = find(&state, &code).await?;
-    let scale = query.scale.unwrap_or(10).clamp(1, 40);
+    let scale = query.scale.map(|scale| scale.clamp(1, 40));
     let png = super::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
     Ok(HttpResponse::Ok()
         .content_type("image/png")
@@ -766,6 +784,9 @@ async fn change_status(
         LinkStatus::Disabled => "Disabled",
     };
     user.flash(format!("{verb} {code}"));
+    if status == LinkStatus::Disabled {
+        user.offer_undo(code.as_str());
+    }
     Ok(see_other("/admin/links"))
 }
 

@@ -9,6 +9,7 @@ pub mod domains;
 pub mod download;
 pub mod error;
 pub mod keys;
+pub mod link_page;
 pub mod links;
 pub mod pages;
 pub mod qr;
@@ -101,6 +102,7 @@ pub fn routes(
             .route("/links/import", web::get().to(bulk::form))
             .route("/links/import", web::post().to(bulk::upload))
             .route("/links/export.csv", web::get().to(bulk::export))
+            .route("/links/{code}", web::get().to(link_page::show))
             .route("/links/{code}/edit", web::get().to(links::edit_form))
             .route("/links/{code}/edit", web::post().to(links::update))
             .route("/links/{code}/delete", web::get().to(links::delete_form))

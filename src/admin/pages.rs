@@ -12,6 +12,8 @@ pub struct Frame {
     pub is_admin: bool,
     pub csrf: String,
     pub flash: Option<String>,
+    /// A link just disabled: the page offers to enable it again.
+    pub undo: Option<String>,
     pub section: &'static str,
 }
 
@@ -67,4 +69,37 @@ pub fn input_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
     tz.from_utc_datetime(&at)
         .format("%Y-%m-%dT%H:%M")
         .to_string()
+}
+
+/// "Are you sure?": what an action will do, and a button that does it (the same form again,
+/// with `confirm=yes`).
+#[derive(Template)]
+#[template(path = "admin/confirm.html")]
+pub struct Confirm {
+    pub frame: Frame,
+    pub heading: String,
+    pub lines: Vec<String>,
+    pub action: String,
+    pub fields: Vec<(&'static str, String)>,
+    pub button: String,
+    pub back: &'static str,
+}
+
+impl Confirm {
+    pub fn page(self) -> HttpResponse {
+        render(StatusCode::OK, &self)
+    }
+}
+
+/// A page of this admin UI to go back to: a path under `/admin` on this host, never an
+/// address elsewhere (an open redirect) nor the sign-in page itself.
+pub fn local_next(next: &str) -> Option<&str> {
+    let safe = next.starts_with("/admin")
+        && !next.starts_with("/admin/login")
+        && !next.starts_with("/admin/logout")
+        && !next.contains("//")
+        && !next.contains("/..")
+        && !next.contains('\\')
+        && next.chars().all(|c| c.is_ascii_graphic());
+    safe.then_some(next)
 }

@@ -12,12 +12,17 @@ pub fn svg(text: &str) -> Option<String> {
     )
 }
 
-/// A black-on-white PNG, `scale` pixels per module, with the standard 4-module quiet zone.
-pub fn png(text: &str, scale: u32) -> Option<Vec<u8>> {
+/// The side of the PNG when no scale is asked for: sharp in print and on any screen.
+pub const MIN_PNG_SIDE: u32 = 1024;
+
+/// A black-on-white PNG, `scale` pixels per module (`None`: the smallest scale giving at
+/// least [`MIN_PNG_SIDE`] pixels a side), with the standard 4-module quiet zone.
+pub fn png(text: &str, scale: Option<u32>) -> Option<Vec<u8>> {
     let code = QrCode::with_error_correction_level(text, EcLevel::M).ok()?;
     let modules = code.width() as u32;
     let colors = code.to_colors();
     let quiet = 4;
+    let scale = scale.unwrap_or_else(|| MIN_PNG_SIDE.div_ceil(modules + 2 * quiet));
     let side = (modules + 2 * quiet) * scale;
     let mut pixels = vec![255u8; (side * side) as usize];
     for (index, color) in colors.iter().enumerate() {

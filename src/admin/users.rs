@@ -122,6 +122,9 @@ pub struct ChangeForm {
     role: String,
     #[serde(default)]
     password: String,
+    /// Disabling asks first.
+    #[serde(default)]
+    confirm: String,
 }
 
 pub async fn change(
@@ -132,6 +135,26 @@ pub async fn change(
 ) -> Result<HttpResponse, AdminError> {
     user.0.check_csrf(&form.csrf)?;
     let (id, action) = path.into_inner();
+    if action == "disable" && form.confirm != "yes" {
+        let target = users::by_id(&state.core.db, id)
+            .await?
+            .ok_or(AdminError::NotFound)?;
+        return Ok(super::pages::Confirm {
+            frame: Frame::new(&user.0, None, "users"),
+            heading: format!("Disable {}?", target.username),
+            lines: vec![
+                format!(
+                    "{} is signed out everywhere at once and cannot sign in until enabled again. Their links keep working.",
+                    target.username
+                ),
+            ],
+            action: format!("/admin/users/{id}/disable"),
+            fields: Vec::new(),
+            button: format!("Disable {}", target.username),
+            back: "/admin/users",
+        }
+        .page());
+    }
     let change = match action.as_str() {
         "disable" => Ok(UserChange::Disable),
         "enable" => Ok(UserChange::Enable),

@@ -352,3 +352,72 @@ impl Period {
 fn nonempty(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|v| !v.is_empty())
 }
+
+/// A link's clicks at a glance: page views today, over the last 7 days and in all, and per
+/// day over the last 14 (oldest first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Glance {
+    pub today: i64,
+    pub week: i64,
+    pub total: i64,
+    pub last14: [i64; 14],
+}
+
+/// [`Glance`] of each of `ids` (links without views are absent), from the daily aggregates.
+pub async fn glance(
+    db: &impl ConnectionTrait,
+    ids: &[i64],
+    today: NaiveDate,
+) -> Result<HashMap<i64, Glance>, DbErr> {
+    let backend = db.get_database_backend();
+    let mut found: HashMap<i64, Glance> = HashMap::new();
+    let first = today - chrono::Duration::days(13);
+    for chunk in ids.chunks(500) {
+        if chunk.is_empty() {
+            continue;
+        }
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let totals = format!(
+            "SELECT url_map_id, {pv} FROM visit_statistics WHERE url_map_id IN ({marks}) \
+             GROUP BY url_map_id",
+            pv = sum(backend, "pv"),
+        );
+        let values: Vec<Value> = chunk.iter().map(|id| (*id).into()).collect();
+        for row in db
+            .query_all_raw(statement(backend, &totals, values.clone()))
+            .await?
+        {
+            let id: i64 = row.try_get_by_index(0)?;
+            found.entry(id).or_default().total =
+                row.try_get_by_index::<Option<i64>>(1)?.unwrap_or(0);
+        }
+        let recent = format!(
+            "SELECT url_map_id, stat_date, pv FROM visit_statistics \
+             WHERE url_map_id IN ({marks}) AND stat_date >= ? AND stat_date <= ?"
+        );
+        let mut values = values;
+        values.extend([first.into(), today.into()]);
+        for row in db
+            .query_all_raw(statement(backend, &recent, values))
+            .await?
+        {
+            let id: i64 = row.try_get_by_index(0)?;
+            let day: NaiveDate = row.try_get_by_index(1)?;
+            let pv: i64 = row.try_get_by_index(2)?;
+            let glance = found.entry(id).or_default();
+            let index = (day - first).num_days();
+            if let Ok(index) = usize::try_from(index)
+                && index < 14
+            {
+                glance.last14[index] = pv;
+                if index >= 7 {
+                    glance.week += pv;
+                }
+                if index == 13 {
+                    glance.today = pv;
+                }
+            }
+        }
+    }
+    Ok(found)
+}

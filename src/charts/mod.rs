@@ -242,3 +242,37 @@ pub fn horizontal_bars(items: &[(String, i64)]) -> String {
         Ok(())
     })
 }
+
+/// A 14-day sparkline: a small line of daily values, with each day's value on hover.
+pub fn sparkline(values: &[i64], label: &str) -> String {
+    const WIDTH: f64 = 84.0;
+    const HEIGHT: f64 = 20.0;
+    let max = values.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let step = WIDTH / (values.len().max(2) - 1) as f64;
+    let points: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 * step,
+                HEIGHT - 1.0 - (*v as f64 / max) * (HEIGHT - 2.0)
+            )
+        })
+        .collect();
+    let total: i64 = values.iter().sum();
+    let escaped = label
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    format!(
+        "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{escaped}: {total} views in 14 days\"><title>{escaped}: {}</title><polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
+        values
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        points.join(" ")
+    )
+}

@@ -111,6 +111,52 @@ impl TargetUrl {
         Ok(Self(url))
     }
 
+    /// What a person typing into a form means by `example.com/x`: a host without a scheme
+    /// gets `https://`. Anything else is left as typed (and judged by [`TargetUrl::parse`]).
+    pub fn with_default_scheme(input: &str) -> std::borrow::Cow<'_, str> {
+        let trimmed = input.trim();
+        let host = trimmed.split(['/', '?', '#']).next().unwrap_or("");
+        let looks_like_host = !trimmed.contains("://")
+            && host.contains('.')
+            && !host.starts_with('.')
+            && host
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+        match looks_like_host {
+            true => std::borrow::Cow::Owned(format!("https://{trimmed}")),
+            false => std::borrow::Cow::Borrowed(input),
+        }
+    }
+
+    /// The URL as people read it: percent-encoded UTF-8 shown as the characters it encodes
+    /// (for display only; links keep the encoded form).
+    pub fn readable(url: &str) -> String {
+        let bytes = url.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if bytes[i] == b'%'
+                && let (Some(hi), Some(lo)) = (
+                    bytes.get(i + 1).and_then(|b| hex(*b)),
+                    bytes.get(i + 2).and_then(|b| hex(*b)),
+                )
+            {
+                let byte = (hi * 16 + lo) as u8;
+                // Only text that is not structure: an encoded `/`, `?`, `&`, `=`, `#`, `%` or
+                // a control character stays encoded, or the shown URL would mean another.
+                if byte >= 0x80 || (byte.is_ascii_graphic() && !b"/?&=#%+".contains(&byte)) {
+                    out.push(byte);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8(out).unwrap_or_else(|_| url.to_owned())
+    }
+
     /// A URL read back from the database: it passed the rules when it was stored.
     pub fn stored(text: &str) -> Option<Self> {
         Url::parse(text).ok().map(Self)

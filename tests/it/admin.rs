@@ -149,9 +149,17 @@ async fn signed_out_visitors_are_sent_to_sign_in() {
         "/admin/audit",
     ] {
         let page = browser.get(path).await;
+        // Sign-in leads back to the page asked for (the links list is where it goes anyway).
+        let expected = match path {
+            "/admin/links" => "/admin/login".to_owned(),
+            _ => format!(
+                "/admin/login?next={}",
+                url::form_urlencoded::byte_serialize(path.as_bytes()).collect::<String>()
+            ),
+        };
         assert_eq!(
             (page.status, page.location.as_deref()),
-            (303, Some("/admin/login")),
+            (303, Some(expected.as_str())),
             "{path}"
         );
     }
@@ -614,8 +622,32 @@ async fn a_blocked_domain_is_rotated_and_its_links_move_while_the_old_host_still
             &[("csrf", &csrf), ("replacement", &new.to_string())],
         )
         .await;
-    assert_eq!(unconfirmed.status, 422);
-    assert!(unconfirmed.body.contains("confirm"));
+    // Nothing happens before a confirmation that says what will.
+    assert_eq!(unconfirmed.status, 200);
+    assert!(
+        unconfirmed.body.contains("1 link moves to new.example"),
+        "{}",
+        unconfirmed.body
+    );
+    assert!(unconfirmed.body.contains(r#"name="confirm" value="yes""#));
+    let none_chosen = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[("csrf", &csrf), ("replacement", "")],
+        )
+        .await;
+    assert_eq!(none_chosen.status, 422);
+    assert!(
+        none_chosen
+            .body
+            .contains("choose the domain that takes over")
+    );
+    let page = browser.get("/admin/domains").await;
+    assert!(
+        page.body
+            .contains(r#"<option value="" selected>Choose a domain…</option>"#),
+        "no replacement is preselected"
+    );
     let itself = browser
         .post(
             &format!("/admin/domains/{old}/rotate"),
@@ -674,7 +706,10 @@ async fn a_blocked_domain_is_rotated_and_its_links_move_while_the_old_host_still
     assert!(refused.body.contains("is disabled"), "{}", refused.body);
     // The default cannot be disabled.
     let page = browser
-        .post(&format!("/admin/domains/{new}/disable"), &[("csrf", &csrf)])
+        .post(
+            &format!("/admin/domains/{new}/disable"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert!(page.body.contains("is the default domain"));
 }
@@ -807,6 +842,7 @@ async fn a_deleted_link_leaves_the_list_answers_404_and_its_code_stays_taken() {
     let list = browser.get("/admin/links").await;
     assert!(list.body.contains(&format!("Deleted {code}")));
     assert!(!list.body.contains(&format!("/{code}/edit")));
+    assert!(!list.body.contains(&format!("href=\"/admin/links/{code}\"")));
     assert_eq!(
         browser
             .get(&format!("/admin/links/{code}/edit"))
@@ -1105,7 +1141,10 @@ async fn admins_manage_users_and_nobody_locks_the_service_out() {
     assert_eq!(bob_browser.sign_in("bob", "bob-password").await.status, 303);
     assert_eq!(
         admin
-            .post(&format!("/admin/users/{bob}/disable"), &[("csrf", &csrf)])
+            .post(
+                &format!("/admin/users/{bob}/disable"),
+                &[("csrf", &csrf), ("confirm", "yes")]
+            )
             .await
             .status,
         303
@@ -1146,7 +1185,10 @@ async fn admins_manage_users_and_nobody_locks_the_service_out() {
     );
 
     let myself = admin
-        .post(&format!("/admin/users/{ada}/disable"), &[("csrf", &csrf)])
+        .post(
+            &format!("/admin/users/{ada}/disable"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert!(myself.body.contains("your own account"), "{}", myself.body);
     // With Bob an admin, Ada may step down; Bob, now the last admin, may not be demoted.
@@ -1592,8 +1634,26 @@ async fn admins_issue_api_keys_that_show_their_secret_once_and_can_be_revoked() 
     assert!(refused.body.contains("in the past"));
 
     let id = stored[0].id.to_string();
-    let done = admin
+    // Revoking asks first, saying what it does.
+    let asked = admin
         .post(&format!("/admin/keys/{id}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(asked.status, 200);
+    assert!(
+        asked.body.contains("is refused from then on"),
+        "{}",
+        asked.body
+    );
+    assert_eq!(
+        call(secret.clone()).await,
+        200,
+        "not revoked before the confirmation"
+    );
+    let done = admin
+        .post(
+            &format!("/admin/keys/{id}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert_eq!(
         (done.status, done.location.as_deref()),
@@ -1787,4 +1847,167 @@ async fn the_new_link_form_takes_a_code_length_campaign_settings_and_utm_paramet
         .await;
     assert_eq!(too_long.status, 422);
     assert!(too_long.body.contains("shorten it by"), "{}", too_long.body);
+}
+
+#[actix_web::test]
+async fn the_link_page_shows_the_link_whole_and_the_list_shows_clicks_at_a_glance() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let csrf = browser.csrf("/admin/links/new").await;
+    let host = format!("localhost:{}", app.port);
+    // Typed without a scheme: https:// is added.
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "example.com/路径?q=短链"),
+                ("domain", &host),
+                ("code", "glance"),
+                ("tags", "spring"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let link = url_map::Entity::find()
+        .one(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        link.long_url,
+        "https://example.com/%E8%B7%AF%E5%BE%84?q=%E7%9F%AD%E9%93%BE"
+    );
+    for _ in 0..3 {
+        let visit = app
+            .client
+            .get(app.url("/glance"))
+            .insert_header(("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(visit.status().as_u16(), 302);
+    }
+    crate::analytics::wait_written(&app, 3).await;
+    let tz = app.core.settings.timezone;
+    let today = inklink::analytics::aggregate::today(tz);
+    inklink::analytics::aggregate::rebuild(&app.core.db, tz, today, today)
+        .await
+        .unwrap();
+
+    let list = browser.get("/admin/links").await;
+    // The target as people read it; the link itself stays encoded.
+    assert!(
+        list.body.contains(">https://example.com/路径?q=短链</a>"),
+        "{}",
+        list.body
+    );
+    assert!(
+        list.body.contains("3 · 3 · 3"),
+        "clicks today, over 7 days and in all"
+    );
+    assert!(list.body.contains("<svg class=\"spark\""));
+    assert!(list.body.contains("href=\"/admin/links/glance\""));
+
+    let page = browser.get("/admin/links/glance").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    for needle in [
+        r#"<dd id="clicks-today">3</dd>"#,
+        r#"<dd id="clicks-week">3</dd>"#,
+        r#"<dd id="clicks-total">3</dd>"#,
+        "link.create",
+        "/admin/links/glance/qr.svg",
+        "/admin/links/glance/edit",
+        "/admin/links/glance/disable",
+        "spring",
+    ] {
+        assert!(page.body.contains(needle), "{needle}: {}", page.body);
+    }
+    assert_eq!(browser.get("/admin/links/missing").await.status, 404);
+    // The PNG is at least 1024 pixels a side.
+    let png = browser.get("/admin/links/glance/qr.png").await;
+    assert_eq!(png.status, 200);
+    let bytes = png.body.as_bytes();
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    assert!(width >= 1024, "{width}");
+
+    // Disabling offers Undo, which enables the link again.
+    let disabled = browser
+        .post("/admin/links/glance/disable", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(disabled.status, 303);
+    assert_eq!(app.fetch("/glance").await.0, 410);
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body
+            .contains(r#"action="/admin/links/glance/enable" class="undo""#),
+        "{}",
+        list.body
+    );
+    let undone = browser
+        .post("/admin/links/glance/enable", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(undone.status, 303);
+    app.core.link_cache.forget("glance");
+    assert_eq!(app.fetch("/glance").await.0, 302);
+    let list = browser.get("/admin/links").await;
+    assert!(
+        !list.body.contains("class=\"undo\""),
+        "Undo is offered once"
+    );
+}
+
+#[actix_web::test]
+async fn signing_in_leads_back_to_the_page_asked_for_and_never_elsewhere() {
+    let app = spawn_app().await;
+    add_user(&app, "olivia", "operator-pass", Role::Operator).await;
+    let mut browser = Browser::new(&app);
+    let asked = browser.get("/admin/tags?x=1").await;
+    assert_eq!(asked.status, 303);
+    assert_eq!(
+        asked.location.as_deref(),
+        Some("/admin/login?next=%2Fadmin%2Ftags%3Fx%3D1")
+    );
+    let form = browser
+        .get("/admin/login?next=%2Fadmin%2Ftags%3Fx%3D1")
+        .await;
+    assert!(
+        form.body.contains(r#"name="next" value="/admin/tags?x=1""#),
+        "{}",
+        form.body
+    );
+    let csrf = csrf_in(&form.body);
+    let signed = browser
+        .post(
+            "/admin/login",
+            &[
+                ("csrf", &csrf),
+                ("username", "olivia"),
+                ("password", "operator-pass"),
+                ("next", "/admin/tags?x=1"),
+            ],
+        )
+        .await;
+    assert_eq!(signed.location.as_deref(), Some("/admin/tags?x=1"));
+    for evil in [
+        "https://evil.example/",
+        "//evil.example/admin",
+        "/admin/../../x",
+        "/other",
+    ] {
+        let mut other = Browser::new(&app);
+        let csrf = other.csrf("/admin/login").await;
+        let signed = other
+            .post(
+                "/admin/login",
+                &[
+                    ("csrf", &csrf),
+                    ("username", "olivia"),
+                    ("password", "operator-pass"),
+                    ("next", evil),
+                ],
+            )
+            .await;
+        assert_eq!(signed.location.as_deref(), Some("/admin/links"), "{evil}");
+    }
 }

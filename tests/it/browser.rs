@@ -209,6 +209,12 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
 
     let code = short_url.rsplit('/').next().unwrap().to_owned();
     client
+        .goto(&app.url(&format!("/admin/links/{code}")))
+        .await
+        .unwrap();
+    wait_for_text(&client, "History").await;
+    screenshot(&client, "link-page").await;
+    client
         .goto(&app.url(&format!("/admin/links/{code}/edit")))
         .await
         .unwrap();
@@ -251,16 +257,22 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
         .find(|d| d.host == format!("localhost:{}", app.port))
         .unwrap()
         .id;
-    click(
-        &client,
-        &format!("form[action='/admin/domains/{old}/rotate'] input[name=confirm]"),
-    )
-    .await;
+    client
+        .find(Locator::Css(&format!("#replacement-{old}")))
+        .await
+        .unwrap()
+        .select_by_label("new.example")
+        .await
+        .unwrap();
     click(
         &client,
         &format!("form[action='/admin/domains/{old}/rotate'] button"),
     )
     .await;
+    // A confirmation says what will happen before anything does.
+    wait_for_text(&client, "1 link moves to new.example").await;
+    screenshot(&client, "domain-rotate-confirm").await;
+    click(&client, "form.confirm button[type=submit]").await;
     wait_for_text(&client, "links are now shown on new.example").await;
     screenshot(&client, "domains").await;
     client.goto(&app.url("/admin/links")).await.unwrap();

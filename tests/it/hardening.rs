@@ -337,7 +337,10 @@ async fn two_admins_disabling_each_other_at_once_leave_one_active_admin() {
             format!("/admin/users/{bob_id}/disable"),
             format!("/admin/users/{ada_id}/disable"),
         );
-        let (ada_form, bob_form) = ([("csrf", ada_csrf.as_str())], [("csrf", bob_csrf.as_str())]);
+        let (ada_form, bob_form) = (
+            [("csrf", ada_csrf.as_str()), ("confirm", "yes")],
+            [("csrf", bob_csrf.as_str()), ("confirm", "yes")],
+        );
         let (a, b) = tokio::join!(
             ada.post(&disable_bob, &ada_form),
             bob.post(&disable_ada, &bob_form),

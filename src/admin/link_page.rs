@@ -1,0 +1,144 @@
+//! One link whole: its short URL and QR code, status and settings, clicks at a glance, and
+//! its history from the audit log, with edit, disable and enable at hand.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::pages::{Frame, render};
+use crate::analytics::aggregate::today;
+use crate::analytics::report;
+use crate::charts;
+use crate::db::entities::url_map::{LinkState, LinkStatus};
+use crate::rules::{AltTargets, TargetUrl};
+use crate::services::audit::{self, AuditFilter};
+use crate::services::links;
+use crate::state::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+pub struct Event {
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/link_page.html")]
+struct LinkPage {
+    frame: Frame,
+    code: String,
+    short_url: String,
+    target: String,
+    target_shown: String,
+    /// "active", "disabled" or "expired".
+    state: &'static str,
+    active: bool,
+    changeable: bool,
+    /// (label, value) rows of the link's settings.
+    details: Vec<(&'static str, String)>,
+    tags: Vec<String>,
+    glance: report::Glance,
+    spark: String,
+    history: Vec<Event>,
+}
+
+pub async fn show(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, AdminError> {
+    let (link, short_url) = super::links::find(&state, &code).await?;
+    let db = &state.core.db;
+    let tz = state.core.settings.timezone;
+    let time = |at| super::pages::human_time(at, tz);
+    let glance = report::glance(db, &[link.id], today(tz))
+        .await?
+        .remove(&link.id)
+        .unwrap_or_default();
+    let tags = crate::services::tags::tags_of(db, &[link.id])
+        .await?
+        .remove(&link.id)
+        .unwrap_or_default();
+    let history = audit::list(
+        db,
+        &AuditFilter {
+            target: Some(link.compression_code.to_string()),
+            ..AuditFilter::default()
+        },
+        50,
+    )
+    .await?
+    .into_iter()
+    .filter(|entry| entry.target_kind == "link")
+    .map(|entry| Event {
+        at: time(entry.at),
+        actor: entry.actor,
+        action: entry.action,
+    })
+    .collect();
+    let mut details: Vec<(&'static str, String)> = vec![
+        ("Created", time(link.created_at)),
+        ("Creator", link.creator.clone().unwrap_or_default()),
+        ("Description", link.description.clone().unwrap_or_default()),
+        (
+            "Expires",
+            link.expires_at.map(time).unwrap_or_else(|| "never".into()),
+        ),
+        (
+            "Redirect",
+            link.redirect()
+                .unwrap_or(state.core.settings.redirect_status)
+                .code()
+                .to_string(),
+        ),
+    ];
+    if link.password_hash.is_some() {
+        details.push(("Visitor password", "yes".into()));
+    }
+    if let Some(max) = link.max_visits {
+        details.push(("Visits", format!("{} of {max}", link.visit_count)));
+    }
+    if let Some(from) = link.valid_from {
+        details.push(("Opens", time(from)));
+    }
+    if let Some(fallback) = &link.fallback_url {
+        details.push(("Fallback", TargetUrl::readable(fallback)));
+    }
+    if let Some(apps) = &link.in_app_page {
+        details.push(("In-app page for", apps.clone()));
+    }
+    for (rule, url) in link
+        .alt_targets
+        .as_deref()
+        .map(AltTargets::stored)
+        .unwrap_or_default()
+        .iter()
+    {
+        details.push((
+            "Target for",
+            format!("{rule}: {}", TargetUrl::readable(url.as_str())),
+        ));
+    }
+    details.retain(|(_, value)| !value.is_empty());
+    let state_name = match link.state(crate::db::now()) {
+        LinkState::Live => "active",
+        LinkState::Disabled => "disabled",
+        LinkState::Expired => "expired",
+    };
+    let page = LinkPage {
+        frame: Frame::new(&user, user.take_flash(), "links"),
+        code: link.compression_code.to_string(),
+        target_shown: TargetUrl::readable(&link.long_url),
+        target: link.long_url.clone(),
+        state: state_name,
+        active: link.url_status == LinkStatus::Active,
+        changeable: links::may_change(&user.actor(), &link).is_ok(),
+        details,
+        tags,
+        spark: charts::sparkline(&glance.last14, &short_url),
+        glance,
+        history,
+        short_url,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
