@@ -128,10 +128,16 @@ pub async fn export(
     state: web::Data<AppState>,
     form: web::Query<FilterForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let csv = bulk::export_csv(&state.core.db, &form.filter()).await?;
+    let csv =
+        bulk::export_csv(&state.core.db, &form.filter(), state.core.settings.timezone).await?;
     let name = format!(
         "inklink-links-{}.csv",
         chrono::Utc::now().format("%Y%m%d-%H%M")
     );
     Ok(super::download::attachment(&csv, &name))
+}
+
+/// An empty import file with every column and an example row, ready for Excel.
+pub async fn template(_user: CurrentUser) -> HttpResponse {
+    super::download::attachment(&bulk::import_template(), "inklink-import-template.csv")
 }

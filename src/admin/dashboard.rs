@@ -55,6 +55,10 @@ struct DashboardPage {
     presets: Vec<(u32, bool)>,
     timezone: String,
     totals: Visits,
+    /// The same number of days just before the range.
+    previous: Visits,
+    previous_from: chrono::NaiveDate,
+    previous_to: chrono::NaiveDate,
     days: Vec<DayRow>,
     daily_chart: String,
     outcome_chart: String,
@@ -95,6 +99,9 @@ async fn page(
     let db = &state.core.db;
     let days = report::daily(db, scope, period.from, period.to).await?;
     let totals = report::range_totals(db, scope, period.from, period.to).await?;
+    let previous_to = period.from.pred_opt().unwrap_or(period.from);
+    let previous_from = previous_to - chrono::Duration::days(period.days() - 1);
+    let previous = report::range_totals(db, scope, previous_from, previous_to).await?;
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
         .into_iter()
@@ -137,6 +144,9 @@ async fn page(
         daily_chart: charts::daily_lines(&days),
         outcome_chart: charts::outcome_bars(&days),
         totals,
+        previous,
+        previous_from,
+        previous_to,
         days,
         breakdowns,
         top_links,

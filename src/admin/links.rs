@@ -35,7 +35,8 @@ pub struct FilterForm {
     pub creator: String,
     /// A tag, or empty for all.
     pub tag: String,
-    /// "expiry" for soonest expiry first; newest first otherwise.
+    /// "expiry" for soonest expiry first, "clicks" for most clicked first; newest first
+    /// otherwise.
     pub sort: String,
 }
 
@@ -52,6 +53,7 @@ impl FilterForm {
             domain_id: self.domain.trim().parse().ok(),
             creator: listing::text(&self.creator),
             by_expiry: self.sort == "expiry",
+            by_clicks: self.sort == "clicks",
             tag: listing::text(&self.tag).and_then(|tag| Tag::parse(&tag).ok()),
         }
     }

@@ -101,6 +101,7 @@ pub fn routes(
             .route("/links/new", web::get().to(links::new_form))
             .route("/links/import", web::get().to(bulk::form))
             .route("/links/import", web::post().to(bulk::upload))
+            .route("/links/import/template.csv", web::get().to(bulk::template))
             .route("/links/export.csv", web::get().to(bulk::export))
             .route("/links/{code}", web::get().to(link_page::show))
             .route("/links/{code}/edit", web::get().to(links::edit_form))

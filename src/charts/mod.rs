@@ -86,56 +86,101 @@ fn day_chart<'a, 'b: 'a>(
     Ok(chart)
 }
 
-/// PV, UV and unique IPs per day, as lines (with dots while the days are few enough to see).
+/// PV, UV and unique IPs per day, as lines told apart by colour and by marker (circle,
+/// triangle, cross), each day's three values shown on hover. The legend is the page's, below
+/// the chart, so that it never covers data.
 pub fn daily_lines(days: &[DayRow]) -> String {
-    render(WIDTH, 280, |root| {
+    let svg = render(WIDTH, HEIGHT, |root| {
         let max = days
             .iter()
             .map(|d| d.visits.pv.max(d.visits.uv).max(d.visits.ip))
             .max()
             .unwrap_or(0);
         let mut chart = day_chart(&root, days, max, 6)?;
-        for (name, color, pick) in [
-            ("PV", PV, (|d: &DayRow| d.visits.pv) as fn(&DayRow) -> i64),
-            ("UV", UV, |d: &DayRow| d.visits.uv),
-            ("IP", IP, |d: &DayRow| d.visits.ip),
-        ] {
-            let points: Vec<(f64, f64)> = days
-                .iter()
+        let points = |pick: fn(&DayRow) -> i64| -> Vec<(f64, f64)> {
+            days.iter()
                 .enumerate()
                 .map(|(i, d)| (i as f64, pick(d) as f64))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            if days.len() <= 62 {
-                chart
-                    .draw_series(
-                        points
-                            .into_iter()
-                            .map(|p| Circle::new(p, 3, color.filled())),
-                    )
-                    .map_err(|e| e.to_string())?;
-            }
-        }
+                .collect()
+        };
+        let markers = days.len() <= 62;
+        let pv = points(|d| d.visits.pv);
         chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK.mix(0.2))
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| e.to_string())
+            .draw_series(LineSeries::new(pv.clone(), PV.stroke_width(2)))
+            .map_err(|e| e.to_string())?;
+        let uv = points(|d| d.visits.uv);
+        chart
+            .draw_series(LineSeries::new(uv.clone(), UV.stroke_width(2)))
+            .map_err(|e| e.to_string())?;
+        let ip = points(|d| d.visits.ip);
+        chart
+            .draw_series(LineSeries::new(ip.clone(), IP.stroke_width(2)))
+            .map_err(|e| e.to_string())?;
+        if markers {
+            chart
+                .draw_series(pv.into_iter().map(|p| Circle::new(p, 3, PV.filled())))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(
+                    uv.into_iter()
+                        .map(|p| TriangleMarker::new(p, 4, UV.filled())),
+                )
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(ip.into_iter().map(|p| Cross::new(p, 3, IP.stroke_width(2))))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    });
+    with_hover(svg, HEIGHT, days, |d| {
+        format!(
+            "{}: PV {}, UV {}, IP {}",
+            d.day, d.visits.pv, d.visits.uv, d.visits.ip
+        )
     })
+}
+
+const HEIGHT: u32 = 280;
+const BARS_HEIGHT: u32 = 220;
+/// Where [`day_chart`] puts the plot: its margin and label areas, in pixels.
+const PLOT_LEFT: f64 = 12.0 + 48.0;
+const PLOT_RIGHT: f64 = WIDTH as f64 - 12.0;
+const PLOT_TOP: f64 = 12.0;
+
+/// Transparent bands over each day's slot, each with a `<title>`: the browser shows the day's
+/// values when the pointer rests on it.
+fn with_hover(
+    svg: String,
+    height: u32,
+    days: &[DayRow],
+    text: impl Fn(&DayRow) -> String,
+) -> String {
+    let plot_bottom = height as f64 - 12.0 - 28.0;
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg;
+    };
+    let slot = (PLOT_RIGHT - PLOT_LEFT) / days.len().max(1) as f64;
+    let mut bands = String::from("<g class=\"hover\">");
+    for (i, day) in days.iter().enumerate() {
+        let escaped = text(day)
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        bands.push_str(&format!(
+            "<rect x=\"{:.1}\" y=\"{PLOT_TOP}\" width=\"{slot:.1}\" height=\"{:.1}\" fill=\"#000\" fill-opacity=\"0\" pointer-events=\"all\"><title>{escaped}</title></rect>",
+            PLOT_LEFT + i as f64 * slot,
+            plot_bottom - PLOT_TOP,
+        ));
+    }
+    bands.push_str("</g>");
+    let mut out = svg;
+    out.insert_str(end, &bands);
+    out
 }
 
 /// Effective and ineffective redirects per day, stacked bars.
 pub fn outcome_bars(days: &[DayRow]) -> String {
-    render(WIDTH, 220, |root| {
+    let svg = render(WIDTH, BARS_HEIGHT, |root| {
         let max = days.iter().map(|d| d.visits.requests()).max().unwrap_or(0);
         let mut chart = day_chart(&root, days, max, 5)?;
         let half = 0.4;
@@ -147,9 +192,7 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
                     GOOD.filled(),
                 )
             }))
-            .map_err(|e| e.to_string())?
-            .label("effective")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], GOOD.filled()));
+            .map_err(|e| e.to_string())?;
         chart
             .draw_series(days.iter().enumerate().map(|(i, d)| {
                 let x = i as f64;
@@ -162,17 +205,14 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
                     BAD.filled(),
                 )
             }))
-            .map_err(|e| e.to_string())?
-            .label("ineffective")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BAD.filled()));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK.mix(0.2))
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    });
+    with_hover(svg, BARS_HEIGHT, days, |d| {
+        format!(
+            "{}: effective {}, ineffective {}",
+            d.day, d.visits.effective, d.visits.ineffective
+        )
     })
 }
 

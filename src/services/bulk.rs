@@ -242,7 +242,13 @@ pub fn results_csv(outcomes: &[RowOutcome]) -> String {
 }
 
 /// Every link the filter matches, newest first, with the URL each is shown under now.
-pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<String, DbErr> {
+/// Times are written in `tz` as `YYYY-MM-DD HH:MM` (what the import reads back in the same
+/// zone), and each link's page views today, over 7 days and in all follow its columns.
+pub async fn export_csv(
+    db: &DatabaseConnection,
+    filter: &LinkFilter,
+    tz: Tz,
+) -> Result<String, DbErr> {
     let all = domains::by_id(db).await?;
     let mut rows = Vec::new();
     let mut before: Option<i64> = None;
@@ -253,8 +259,17 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
         before = Some(last.id);
         let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
         let mut tags = super::tags::tags_of(db, &ids).await?;
+        let mut clicks =
+            crate::analytics::report::glance(db, &ids, crate::analytics::days::today(tz)).await?;
         for link in page {
             let link_tags = tags.remove(&link.id).unwrap_or_default().join(", ");
+            let glance = clicks.remove(&link.id).unwrap_or_default();
+            let local = |at: NaiveDateTime| {
+                use chrono::TimeZone;
+                tz.from_utc_datetime(&at)
+                    .format("%Y-%m-%d %H:%M")
+                    .to_string()
+            };
             let short_url = domains::effective(&all, link.domain_id)
                 .map(|domain| domains::short_url(domain, &link.compression_code))
                 .unwrap_or_default();
@@ -267,12 +282,13 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
                     LinkStatus::Active => "active".to_owned(),
                     LinkStatus::Disabled => "disabled".to_owned(),
                 },
-                link.expires_at
-                    .map(|at| at.and_utc().to_rfc3339())
-                    .unwrap_or_default(),
-                link.created_at.and_utc().to_rfc3339(),
+                link.expires_at.map(local).unwrap_or_default(),
+                local(link.created_at),
                 link.creator.unwrap_or_default(),
                 link_tags,
+                glance.today.to_string(),
+                glance.week.to_string(),
+                glance.total.to_string(),
             ]);
         }
     }
@@ -287,7 +303,27 @@ pub async fn export_csv(db: &DatabaseConnection, filter: &LinkFilter) -> Result<
             "created_at",
             "creator",
             "tags",
+            "clicks_today",
+            "clicks_7_days",
+            "clicks_total",
         ],
         rows.into_iter(),
     ))
+}
+
+/// The file the import page offers as a start: every column it reads, and one example row.
+pub fn import_template() -> String {
+    to_csv(
+        &COLUMNS,
+        [vec![
+            "https://example.com/spring-sale".to_owned(),
+            String::new(),
+            "Spring sale, SMS 1".to_owned(),
+            "2026-12-31 23:59".to_owned(),
+            String::new(),
+            "6".to_owned(),
+            "spring;sms".to_owned(),
+        ]]
+        .into_iter(),
+    )
 }

@@ -4,7 +4,7 @@
 use crate::db::entities::link_tag;
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::Tag;
-use sea_orm::sea_query::{LikeExpr, Query};
+use sea_orm::sea_query::{Expr, LikeExpr, Query};
 use sea_orm::{
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Select,
@@ -31,6 +31,8 @@ pub struct LinkFilter {
     pub by_expiry: bool,
     /// Only links with this tag.
     pub tag: Option<Tag>,
+    /// Most clicked first.
+    pub by_clicks: bool,
 }
 
 /// Which way a list runs and how it pages.
@@ -43,6 +45,8 @@ pub enum Order {
     /// Most recently expired first, numbered pages: the order people want for expired links,
     /// and the one the expiry index serves.
     RecentlyExpired,
+    /// Most page views in all first (from the daily statistics), numbered pages.
+    MostClicked,
 }
 
 /// The deepest a numbered list may go: a request for a page past this gets the last of them
@@ -90,7 +94,9 @@ impl LinkFilter {
 
     /// The order a list page uses for this filter.
     pub fn page_order(&self) -> Order {
-        if self.by_expiry {
+        if self.by_clicks {
+            Order::MostClicked
+        } else if self.by_expiry {
             Order::SoonestExpiry
         } else if self.status == Some(StatusFilter::Expired) {
             Order::RecentlyExpired
@@ -162,6 +168,12 @@ pub async fn list(
             .order_by_asc(url_map::Column::Id),
         Order::RecentlyExpired => select
             .order_by_desc(url_map::Column::ExpiresAt)
+            .order_by_desc(url_map::Column::Id),
+        Order::MostClicked => select
+            .order_by_desc(Expr::cust(
+                "(SELECT COALESCE(SUM(visit_statistics.pv), 0) FROM visit_statistics \
+                 WHERE visit_statistics.url_map_id = url_map.id)",
+            ))
             .order_by_desc(url_map::Column::Id),
     };
     select = match paging {

@@ -1909,6 +1909,31 @@ async fn the_link_page_shows_the_link_whole_and_the_list_shows_clicks_at_a_glanc
     assert!(list.body.contains("<svg class=\"spark\""));
     assert!(list.body.contains("href=\"/admin/links/glance\""));
 
+    // Most clicked first, though newer links come first by default.
+    crate::support::create_link(&app, "https://example.com/later").await;
+    let newest = browser.get("/admin/links").await.body;
+    let by_clicks = browser.get("/admin/links?sort=clicks").await.body;
+    let at = |body: &str, needle: &str| body.find(needle).unwrap();
+    assert!(at(&newest, "example.com/later") < at(&newest, "/admin/links/glance\""));
+    assert!(at(&by_clicks, "/admin/links/glance\"") < at(&by_clicks, "example.com/later"));
+    // The export has the clicks, and times in the configured zone as the import reads them.
+    let export = browser.get("/admin/links/export.csv").await.body;
+    let header = export.lines().next().unwrap();
+    assert!(
+        header.ends_with(",tags,clicks_today,clicks_7_days,clicks_total"),
+        "{header}"
+    );
+    let row = export.lines().find(|l| l.starts_with("glance,")).unwrap();
+    assert!(row.ends_with(",spring,3,3,3"), "{row}");
+    let created_at = row.split(',').nth(6).unwrap();
+    assert_eq!(created_at.len(), "2026-11-23 10:00".len(), "{row}");
+    let template = browser.get("/admin/links/import/template.csv").await;
+    assert_eq!(template.status, 200);
+    assert!(
+        template
+            .body
+            .starts_with("\u{feff}url,code,description,expires_at,domain,length,tags")
+    );
     let page = browser.get("/admin/links/glance").await;
     assert_eq!(page.status, 200, "{}", page.body);
     for needle in [
@@ -1924,6 +1949,20 @@ async fn the_link_page_shows_the_link_whole_and_the_list_shows_clicks_at_a_glanc
         assert!(page.body.contains(needle), "{needle}: {}", page.body);
     }
     assert_eq!(browser.get("/admin/links/missing").await.status, 404);
+    // Its dashboard: values on hover, and the period before beside the totals.
+    let stats = browser.get("/admin/links/glance/stats?range=7").await;
+    assert!(
+        stats
+            .body
+            .contains(&format!("<title>{today}: PV 3, UV 1, IP 1</title>")),
+        "{}",
+        stats.body
+    );
+    assert!(stats.body.contains(r#"id="previous-pv">0 before"#));
+    assert!(
+        stats.body.contains("▲ UV"),
+        "the legend is outside the plot"
+    );
     // The PNG is at least 1024 pixels a side.
     let png = browser.get("/admin/links/glance/qr.png").await;
     assert_eq!(png.status, 200);
