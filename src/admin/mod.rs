@@ -13,6 +13,7 @@ pub mod link_page;
 pub mod links;
 pub mod pages;
 pub mod qr;
+pub mod selection;
 pub mod session_store;
 pub mod sms;
 pub mod tags;
@@ -103,6 +104,7 @@ pub fn routes(
             .route("/links/import", web::post().to(bulk::upload))
             .route("/links/import/template.csv", web::get().to(bulk::template))
             .route("/links/export.csv", web::get().to(bulk::export))
+            .route("/links/selection", web::post().to(selection::apply))
             .route("/links/{code}", web::get().to(link_page::show))
             .route("/links/{code}/edit", web::get().to(links::edit_form))
             .route("/links/{code}/edit", web::post().to(links::update))

@@ -241,6 +241,21 @@ pub fn results_csv(outcomes: &[RowOutcome]) -> String {
     )
 }
 
+const EXPORT_COLUMNS: [&str; 12] = [
+    "code",
+    "short_url",
+    "url",
+    "description",
+    "status",
+    "expires_at",
+    "created_at",
+    "creator",
+    "tags",
+    "clicks_today",
+    "clicks_7_days",
+    "clicks_total",
+];
+
 /// Every link the filter matches, newest first, with the URL each is shown under now.
 /// Times are written in `tz` as `YYYY-MM-DD HH:MM` (what the import reads back in the same
 /// zone), and each link's page views today, over 7 days and in all follow its columns.
@@ -257,58 +272,75 @@ pub async fn export_csv(
         let page = listing::list(db, filter, Order::Newest, Paging::Before(before), 1000).await?;
         let Some(last) = page.last() else { break };
         before = Some(last.id);
-        let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
-        let mut tags = super::tags::tags_of(db, &ids).await?;
-        let mut clicks =
-            crate::analytics::report::glance(db, &ids, crate::analytics::days::today(tz)).await?;
-        for link in page {
-            let link_tags = tags.remove(&link.id).unwrap_or_default().join(", ");
-            let glance = clicks.remove(&link.id).unwrap_or_default();
-            let local = |at: NaiveDateTime| {
-                use chrono::TimeZone;
-                tz.from_utc_datetime(&at)
-                    .format("%Y-%m-%d %H:%M")
-                    .to_string()
-            };
-            let short_url = domains::effective(&all, link.domain_id)
-                .map(|domain| domains::short_url(domain, &link.compression_code))
-                .unwrap_or_default();
-            rows.push(vec![
-                link.compression_code.to_string(),
-                short_url,
-                link.long_url,
-                link.description.unwrap_or_default(),
-                match link.url_status {
-                    LinkStatus::Active => "active".to_owned(),
-                    LinkStatus::Disabled => "disabled".to_owned(),
-                },
-                link.expires_at.map(local).unwrap_or_default(),
-                local(link.created_at),
-                link.creator.unwrap_or_default(),
-                link_tags,
-                glance.today.to_string(),
-                glance.week.to_string(),
-                glance.total.to_string(),
-            ]);
-        }
+        export_rows(db, &all, page, tz, &mut rows).await?;
     }
-    Ok(to_csv(
-        &[
-            "code",
-            "short_url",
-            "url",
-            "description",
-            "status",
-            "expires_at",
-            "created_at",
-            "creator",
-            "tags",
-            "clicks_today",
-            "clicks_7_days",
-            "clicks_total",
-        ],
-        rows.into_iter(),
-    ))
+    Ok(to_csv(&EXPORT_COLUMNS, rows.into_iter()))
+}
+
+/// The links of `codes` (those that exist), as [`export_csv`] writes them.
+pub async fn export_codes_csv(
+    db: &DatabaseConnection,
+    codes: &[ShortCode],
+    tz: Tz,
+) -> Result<String, DbErr> {
+    use crate::db::entities::url_map;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    let all = domains::by_id(db).await?;
+    let mut rows = Vec::new();
+    for chunk in codes.chunks(1000) {
+        let links = url_map::Entity::find()
+            .filter(url_map::Column::CompressionCode.is_in(chunk.iter().map(ShortCode::as_str)))
+            .filter(url_map::Column::Deleted.eq(false))
+            .order_by_desc(url_map::Column::Id)
+            .all(db)
+            .await?;
+        export_rows(db, &all, links, tz, &mut rows).await?;
+    }
+    Ok(to_csv(&EXPORT_COLUMNS, rows.into_iter()))
+}
+
+async fn export_rows(
+    db: &DatabaseConnection,
+    all: &std::collections::HashMap<i64, crate::db::entities::domain_conf::Model>,
+    page: Vec<crate::db::entities::url_map::Model>,
+    tz: Tz,
+    rows: &mut Vec<Vec<String>>,
+) -> Result<(), DbErr> {
+    let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
+    let mut tags = super::tags::tags_of(db, &ids).await?;
+    let mut clicks =
+        crate::analytics::report::glance(db, &ids, crate::analytics::days::today(tz)).await?;
+    let local = |at: NaiveDateTime| {
+        use chrono::TimeZone;
+        tz.from_utc_datetime(&at)
+            .format("%Y-%m-%d %H:%M")
+            .to_string()
+    };
+    for link in page {
+        let link_tags = tags.remove(&link.id).unwrap_or_default().join(", ");
+        let glance = clicks.remove(&link.id).unwrap_or_default();
+        let short_url = domains::effective(all, link.domain_id)
+            .map(|domain| domains::short_url(domain, &link.compression_code))
+            .unwrap_or_default();
+        rows.push(vec![
+            link.compression_code.to_string(),
+            short_url,
+            link.long_url,
+            link.description.unwrap_or_default(),
+            match link.url_status {
+                LinkStatus::Active => "active".to_owned(),
+                LinkStatus::Disabled => "disabled".to_owned(),
+            },
+            link.expires_at.map(local).unwrap_or_default(),
+            local(link.created_at),
+            link.creator.unwrap_or_default(),
+            link_tags,
+            glance.today.to_string(),
+            glance.week.to_string(),
+            glance.total.to_string(),
+        ]);
+    }
+    Ok(())
 }
 
 /// The file the import page offers as a start: every column it reads, and one example row.

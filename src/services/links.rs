@@ -788,6 +788,15 @@ pub async fn edit(
         Some(None) => Some(None),
         None => None,
     };
+    // Read before the transaction: on SQLite a transaction that reads and then writes cannot
+    // wait for the click writer's lock.
+    let tags_before = match &edit.tags {
+        Some(_) => super::tags::tags_of(&app.db, &[link.id])
+            .await?
+            .remove(&link.id)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let txn = app.db.begin().await?;
     let result = async {
         let mut current = link.clone();
@@ -799,7 +808,7 @@ pub async fn edit(
                 campaign_in(&txn, &current, &edit.campaign, password_hash.clone(), actor).await?;
         }
         if let Some(tags) = &edit.tags {
-            current = tags_in(&txn, &current, tags, actor).await?;
+            current = tags_in(&txn, &current, tags, &tags_before, actor).await?;
         }
         if let Some(status) = status_change {
             current = change_status_in(&txn, &current, status, actor).await?;
@@ -876,12 +885,9 @@ async fn tags_in(
     txn: &DatabaseTransaction,
     link: &url_map::Model,
     tags: &[Tag],
+    before: &[String],
     actor: &Actor,
 ) -> Result<url_map::Model, LinkError> {
-    let before = super::tags::tags_of(txn, &[link.id])
-        .await?
-        .remove(&link.id)
-        .unwrap_or_default();
     super::tags::set_in(txn, link.id, tags).await?;
     let updated = url_map::Entity::update_many()
         .col_expr(url_map::Column::Editor, Expr::value(actor.name()))

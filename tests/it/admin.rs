@@ -2050,3 +2050,140 @@ async fn signing_in_leads_back_to_the_page_asked_for_and_never_elsewhere() {
         assert_eq!(signed.location.as_deref(), Some("/admin/links"), "{evil}");
     }
 }
+
+#[actix_web::test]
+async fn links_selected_in_the_list_are_changed_together_after_a_confirmation() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let csrf = browser.csrf("/admin/links/new").await;
+    let host = format!("localhost:{}", app.port);
+    for code in ["s1", "s2", "s3"] {
+        let created = browser
+            .post(
+                "/admin/links",
+                &[
+                    ("csrf", &csrf),
+                    ("url", &format!("https://example.com/{code}")),
+                    ("domain", &host),
+                    ("code", code),
+                ],
+            )
+            .await;
+        assert_eq!(created.status, 303);
+    }
+    // Someone else's link: an operator may not change it.
+    let theirs = create_link(&app, "https://example.com/theirs").await;
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body
+            .contains(r#"name="codes" value="s1" form="selection""#)
+    );
+
+    let asked = browser
+        .post(
+            "/admin/links/selection",
+            &[
+                ("csrf", &csrf),
+                ("action", "disable"),
+                ("codes", "s1"),
+                ("codes", "s2"),
+            ],
+        )
+        .await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(asked.body.contains("Disable 2 links?"), "{}", asked.body);
+    assert_eq!(
+        app.fetch("/s1").await.0,
+        302,
+        "nothing changes before the confirmation"
+    );
+    let csrf_confirm = csrf_in(&asked.body);
+    let done = browser
+        .post(
+            "/admin/links/selection",
+            &[
+                ("csrf", &csrf_confirm),
+                ("action", "disable"),
+                ("codes", "s1"),
+                ("codes", "s2"),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303);
+    for (code, status) in [("s1", 410), ("s2", 410), ("s3", 302)] {
+        app.core.link_cache.forget(code);
+        assert_eq!(app.fetch(&format!("/{code}")).await.0, status, "{code}");
+    }
+    let list = browser.get("/admin/links").await;
+    assert!(
+        list.body.contains("2 of 2 selected links changed"),
+        "{}",
+        list.body
+    );
+
+    // Every matching link: tags for all four, of which one is not the operator's.
+    let tagged = browser
+        .post(
+            "/admin/links/selection",
+            &[
+                ("csrf", &csrf),
+                ("action", "tag"),
+                ("tags", "wave"),
+                ("all", "yes"),
+                ("q", "example.com"),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(tagged.status, 303);
+    let list = browser.get("/admin/links?tag=wave").await;
+    assert!(list.body.contains("3 links match"), "{}", list.body);
+    assert!(
+        list.body
+            .contains("3 of 4 selected links changed; 1 left alone (not yours)"),
+        "{}",
+        list.body
+    );
+    let export = browser
+        .post(
+            "/admin/links/selection",
+            &[
+                ("csrf", &csrf),
+                ("action", "export"),
+                ("codes", "s3"),
+                ("codes", "s1"),
+            ],
+        )
+        .await;
+    assert_eq!(export.status, 200);
+    assert_eq!(export.body.lines().count(), 3, "{}", export.body);
+    assert!(export.body.contains("wave"));
+    let nothing = browser
+        .post(
+            "/admin/links/selection",
+            &[("csrf", &csrf), ("action", "disable")],
+        )
+        .await;
+    assert_eq!(nothing.status, 422);
+    assert!(nothing.body.contains("no link is selected"));
+    let deleted = browser
+        .post(
+            "/admin/links/selection",
+            &[
+                ("csrf", &csrf),
+                ("action", "delete"),
+                ("codes", "s3"),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(deleted.status, 303);
+    assert_eq!(app.fetch("/s3").await.0, 404);
+    assert_eq!(
+        app.fetch(&format!("/{}", theirs.link.compression_code))
+            .await
+            .0,
+        302
+    );
+}

@@ -1,0 +1,184 @@
+//! Actions on the links selected in the list (ticked, or every link the filter matches):
+//! disable, enable, tag, untag, export or delete, each after a confirmation that says how many
+//! links it changes, through the same service as the API's bulk endpoint.
+
+use super::auth::CurrentUser;
+use super::error::AdminError;
+use super::links::FilterForm;
+use super::pages::{Confirm, Frame, see_other};
+use crate::rules::{ShortCode, Tag};
+use crate::services::listing;
+use crate::services::many::{self, BulkAction, BulkError, Selection};
+use crate::state::AppState;
+use actix_web::{HttpResponse, web};
+
+/// What the list's selection form posts (codes repeat, so it is read by hand).
+struct Posted {
+    csrf: String,
+    action: String,
+    codes: Vec<String>,
+    all: bool,
+    tags: String,
+    confirm: bool,
+    filter: FilterForm,
+}
+
+fn read(body: &[u8]) -> Posted {
+    let mut posted = Posted {
+        csrf: String::new(),
+        action: String::new(),
+        codes: Vec::new(),
+        all: false,
+        tags: String::new(),
+        confirm: false,
+        filter: FilterForm::default(),
+    };
+    for (key, value) in url::form_urlencoded::parse(body) {
+        let value = value.into_owned();
+        match key.as_ref() {
+            "csrf" => posted.csrf = value,
+            "action" => posted.action = value,
+            "codes" => posted.codes.push(value),
+            "all" => posted.all = value == "yes",
+            "tags" => posted.tags = value,
+            "confirm" => posted.confirm = value == "yes",
+            "q" => posted.filter.q = value,
+            "status" => posted.filter.status = value,
+            "domain" => posted.filter.domain = value,
+            "creator" => posted.filter.creator = value,
+            "tag" => posted.filter.tag = value,
+            _ => {}
+        }
+    }
+    posted
+}
+
+/// Back to the list as it was filtered.
+fn back(filter: &FilterForm) -> String {
+    format!("/admin/links?{}", filter.query_string())
+}
+
+pub async fn apply(
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AdminError> {
+    let posted = read(&body);
+    user.check_csrf(&posted.csrf)?;
+    let refuse = |message: &str| AdminError::Refused(message.to_owned());
+    let selection = if posted.all {
+        Selection::Filter(posted.filter.filter())
+    } else {
+        if posted.codes.is_empty() {
+            return Err(refuse(
+                "no link is selected; tick the links to change, or choose every link that matches",
+            ));
+        }
+        Selection::Codes(
+            posted
+                .codes
+                .iter()
+                .map(|code| ShortCode::parse(code).map_err(|err| refuse(&err.to_string())))
+                .collect::<Result<_, _>>()?,
+        )
+    };
+    let tags = Tag::parse_list(&posted.tags).map_err(|err| refuse(&err.to_string()))?;
+    let action = match posted.action.as_str() {
+        "disable" => BulkAction::Disable,
+        "enable" => BulkAction::Enable,
+        "delete" => BulkAction::Delete,
+        "tag" | "untag" if tags.is_empty() => {
+            return Err(refuse("give the tags to add or remove"));
+        }
+        "tag" => BulkAction::Tag(tags.clone()),
+        "untag" => BulkAction::Untag(tags.clone()),
+        "export" => return export(&state, &posted).await,
+        _ => return Err(refuse("choose what to do with the selected links")),
+    };
+    let count = match &selection {
+        Selection::Codes(codes) => codes.len() as u64,
+        Selection::Filter(filter) => listing::count(&state.core.db, filter).await?,
+    };
+    if !posted.confirm {
+        let what = match &action {
+            BulkAction::Disable => "Disable".to_owned(),
+            BulkAction::Enable => "Enable".to_owned(),
+            BulkAction::Delete => "Delete".to_owned(),
+            BulkAction::Tag(_) => format!("Tag with {}:", posted.tags.trim()),
+            BulkAction::Untag(_) => format!("Remove the tags {} from", posted.tags.trim()),
+        };
+        let noun = if count == 1 { "link" } else { "links" };
+        let mut fields: Vec<(&'static str, String)> = vec![
+            ("action", posted.action.clone()),
+            ("tags", posted.tags.clone()),
+            ("q", posted.filter.q.clone()),
+            ("status", posted.filter.status.clone()),
+            ("domain", posted.filter.domain.clone()),
+            ("creator", posted.filter.creator.clone()),
+            ("tag", posted.filter.tag.clone()),
+        ];
+        if posted.all {
+            fields.push(("all", "yes".to_owned()));
+        }
+        fields.extend(posted.codes.iter().map(|code| ("codes", code.clone())));
+        let consequence = match &action {
+            BulkAction::Disable => {
+                "They answer 410 (or their fallback) at once; each can be enabled again."
+            }
+            BulkAction::Enable => "They redirect again at once.",
+            BulkAction::Delete => {
+                "They answer 404 and leave the lists; their codes are never given out again. This cannot be undone."
+            }
+            BulkAction::Tag(_) | BulkAction::Untag(_) => "Their statistics stay as they are.",
+        };
+        return Ok(Confirm {
+            frame: Frame::new(&user, None, "links"),
+            heading: format!("{what} {count} {noun}?"),
+            lines: vec![
+                consequence.to_owned(),
+                "Links you may not change (others' links, for operators) are left as they are."
+                    .to_owned(),
+            ],
+            action: "/admin/links/selection".to_owned(),
+            fields,
+            button: format!("{what} {count} {noun}"),
+            back: "/admin/links",
+        }
+        .page());
+    }
+    let outcome = many::apply(&state.core, &selection, &action, &user.actor())
+        .await
+        .map_err(|err| match err {
+            BulkError::Db(err) => AdminError::Db(err),
+            other => AdminError::Refused(other.to_string()),
+        })?;
+    let mut message = format!(
+        "{} of {} selected links changed",
+        outcome.changed, outcome.matched
+    );
+    if outcome.refused > 0 {
+        message.push_str(&format!("; {} left alone (not yours)", outcome.refused));
+    }
+    user.flash(message);
+    Ok(see_other(&back(&posted.filter)))
+}
+
+/// The selected links as the list's CSV export.
+async fn export(state: &AppState, posted: &Posted) -> Result<HttpResponse, AdminError> {
+    let db = &state.core.db;
+    let tz = state.core.settings.timezone;
+    let csv = if posted.all {
+        crate::services::bulk::export_csv(db, &posted.filter.filter(), tz).await?
+    } else {
+        let codes: Vec<ShortCode> = posted
+            .codes
+            .iter()
+            .filter_map(|code| ShortCode::parse(code).ok())
+            .collect();
+        crate::services::bulk::export_codes_csv(db, &codes, tz).await?
+    };
+    Ok(super::download::attachment(
+        &csv,
+        "inklink-selected-links.csv",
+    ))
+}
