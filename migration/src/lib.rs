@@ -17,6 +17,7 @@ mod m20261123_000011_event_purge;
 mod m20261123_000012_visit_day_sets;
 mod m20261123_000013_campaign_links;
 mod m20261123_000014_link_tags;
+mod m20261123_000015_user_time_zone;
 
 pub struct Migrator;
 
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000012_visit_day_sets::Migration),
             Box::new(m20261123_000013_campaign_links::Migration),
             Box::new(m20261123_000014_link_tags::Migration),
+            Box::new(m20261123_000015_user_time_zone::Migration),
         ]
     }
 }

@@ -66,7 +66,7 @@ pub async fn list(
     let rows = entries
         .into_iter()
         .map(|e| Row {
-            at: super::pages::human_time(e.at, state.core.settings.timezone),
+            at: super::pages::human_time(e.at, user.0.tz),
             actor: e.actor,
             actor_kind: e.actor_kind,
             action: e.action,

@@ -37,6 +37,8 @@ pub struct CurrentUser {
     pub name: String,
     pub role: Role,
     pub csrf: String,
+    /// The time zone pages show this user times in (their choice, else INKLINK_TIMEZONE).
+    pub tz: chrono_tz::Tz,
     session: Session,
 }
 
@@ -96,7 +98,7 @@ impl FromRequest for CurrentUser {
             .flatten();
         Box::pin(async move {
             let state = state.expect("AppState is registered");
-            match signed_in_user(&state.core.db, session).await {
+            match signed_in_user(&state.core.db, session, state.core.settings.timezone).await {
                 Err(AdminError::SignedOut) => Err(match asked {
                     Some(path) => AdminError::SignedOutFrom(path),
                     None => AdminError::SignedOut,
@@ -110,6 +112,7 @@ impl FromRequest for CurrentUser {
 async fn signed_in_user(
     db: &DatabaseConnection,
     session: Session,
+    default_tz: chrono_tz::Tz,
 ) -> Result<CurrentUser, AdminError> {
     let read = |key| {
         session
@@ -140,6 +143,11 @@ async fn signed_in_user(
     Ok(CurrentUser {
         id: user.id,
         role: user.role,
+        tz: user
+            .time_zone
+            .as_deref()
+            .and_then(|name| name.parse().ok())
+            .unwrap_or(default_tz),
         name: user.username,
         csrf,
         session,

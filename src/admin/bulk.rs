@@ -86,7 +86,7 @@ pub async fn upload(
         }
     };
     user.check_csrf(&csrf)?;
-    let outcomes = match bulk::import(&state.core, &file, &user.actor()).await {
+    let outcomes = match bulk::import(&state.core, &file, &user.actor(), user.tz).await {
         Ok(outcomes) => outcomes,
         Err(ImportError::Db(err)) => return Err(err.into()),
         Err(err) => {
@@ -124,12 +124,11 @@ pub async fn upload(
 }
 
 pub async fn export(
-    _user: CurrentUser,
+    user: CurrentUser,
     state: web::Data<AppState>,
     form: web::Query<FilterForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let csv =
-        bulk::export_csv(&state.core.db, &form.filter(), state.core.settings.timezone).await?;
+    let csv = bulk::export_csv(&state.core.db, &form.filter(), user.tz).await?;
     let name = format!(
         "inklink-links-{}.csv",
         chrono::Utc::now().format("%Y%m%d-%H%M")

@@ -43,7 +43,7 @@ async fn page(
     new_name: String,
     secret: Option<(String, String)>,
 ) -> Result<KeysPage, AdminError> {
-    let tz = state.core.settings.timezone;
+    let tz = user.0.tz;
     let now = crate::db::now();
     let rows = api_keys::list(&state.core.db)
         .await?
@@ -109,7 +109,7 @@ pub async fn add(
     form: web::Form<AddForm>,
 ) -> Result<HttpResponse, AdminError> {
     user.0.check_csrf(&form.csrf)?;
-    let tz = state.core.settings.timezone;
+    let tz = user.0.tz;
     let parsed = KeyName::parse(&form.name)
         .map_err(|err| err.to_string())
         .and_then(|name| form.role.parse::<Role>().map(|role| (name, role)))

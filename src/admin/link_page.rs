@@ -49,7 +49,7 @@ pub async fn show(
 ) -> Result<HttpResponse, AdminError> {
     let (link, short_url) = super::links::find(&state, &code).await?;
     let db = &state.core.db;
-    let tz = state.core.settings.timezone;
+    let tz = user.tz;
     let time = |at| super::pages::human_time(at, tz);
     let glance = report::glance(db, &[link.id], today(tz))
         .await?

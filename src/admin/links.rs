@@ -159,7 +159,7 @@ pub async fn list(
         ),
     });
     let all = domains::list(db).await?;
-    let tz = state.core.settings.timezone;
+    let tz = user.tz;
     let options = all
         .iter()
         .map(|d| DomainOption {
@@ -298,7 +298,7 @@ async fn form_page(
         form,
         domains,
         errors,
-        timezone: state.core.settings.timezone.name().to_owned(),
+        timezone: user.tz.name().to_owned(),
         lengths: (4..=12).collect(),
     })
 }
@@ -328,7 +328,11 @@ struct Parsed {
     errors: HashMap<&'static str, String>,
 }
 
-async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, AdminError> {
+async fn parse_common(
+    state: &AppState,
+    form: &LinkForm,
+    tz: chrono_tz::Tz,
+) -> Result<Parsed, AdminError> {
     let mut errors: HashMap<&'static str, String> = HashMap::new();
     let typed = TargetUrl::with_default_scheme(&form.url);
     let target = match links::parse_target(&state.core, &typed).await {
@@ -343,9 +347,7 @@ async fn parse_common(state: &AppState, form: &LinkForm) -> Result<Parsed, Admin
         "" => None,
         text => NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
             .map_err(|_| "give a date and time such as 2026-12-31T23:59".to_owned())
-            .and_then(|local| {
-                crate::services::bulk::local_to_utc(local, state.core.settings.timezone)
-            })
+            .and_then(|local| crate::services::bulk::local_to_utc(local, tz))
             .map_err(|message| errors.insert("expires", message))
             .ok(),
     };
@@ -418,6 +420,7 @@ async fn with_utm(
 async fn parse_campaign(
     state: &AppState,
     form: &LinkForm,
+    tz: chrono_tz::Tz,
     errors: &mut HashMap<&'static str, String>,
 ) -> Result<(Option<CodeLength>, Campaign), AdminError> {
     let rules_hosts = domains::own_hosts(&state.core.db).await?;
@@ -449,9 +452,7 @@ async fn parse_campaign(
         campaign.valid_from =
             NaiveDateTime::parse_from_str(form.valid_from.trim(), "%Y-%m-%dT%H:%M")
                 .map_err(|_| "give a date and time such as 2026-12-31T09:00".to_owned())
-                .and_then(|local| {
-                    crate::services::bulk::local_to_utc(local, state.core.settings.timezone)
-                })
+                .and_then(|local| crate::services::bulk::local_to_utc(local, tz))
                 .map_err(|message| note("valid_from", message))
                 .ok();
     }
@@ -499,7 +500,7 @@ pub async fn create(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let mut parsed = parse_common(&state, &form).await?;
+    let mut parsed = parse_common(&state, &form, user.tz).await?;
     let code = match form.code.trim() {
         "" => None,
         code => ShortCode::parse(code)
@@ -516,7 +517,7 @@ pub async fn create(
         Some(target) => with_utm(&state, target, &form, &parsed.tags, &mut parsed.errors).await?,
         None => None,
     };
-    let (length, campaign) = parse_campaign(&state, &form, &mut parsed.errors).await?;
+    let (length, campaign) = parse_campaign(&state, &form, user.tz, &mut parsed.errors).await?;
     if let (Some(target), true) = (target, parsed.errors.is_empty()) {
         let new = NewLink {
             custom_code: code,
@@ -611,7 +612,7 @@ pub async fn edit_form(
         description: link.description.clone().unwrap_or_default(),
         expires: link
             .expires_at
-            .map(|at| super::pages::input_time(at, state.core.settings.timezone))
+            .map(|at| super::pages::input_time(at, user.tz))
             .unwrap_or_default(),
         redirect_status: link
             .redirect_status
@@ -624,14 +625,7 @@ pub async fn edit_form(
             .join(", "),
         ..LinkForm::default()
     };
-    let page = edit_page(
-        &user,
-        &link,
-        short_url,
-        form,
-        HashMap::new(),
-        state.core.settings.timezone,
-    );
+    let page = edit_page(&user, &link, short_url, form, HashMap::new(), user.tz);
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -652,7 +646,7 @@ pub async fn update(
     user.check_csrf(&form.fields.csrf)?;
     let (link, short_url) = find(&state, &code).await?;
     let EditForm { fields, version } = form.into_inner();
-    let mut parsed = parse_common(&state, &fields).await?;
+    let mut parsed = parse_common(&state, &fields, user.tz).await?;
     if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
         let changes = LinkChanges {
             target,
@@ -680,14 +674,7 @@ pub async fn update(
             }
         }
     }
-    let page = edit_page(
-        &user,
-        &link,
-        short_url,
-        fields,
-        parsed.errors,
-        state.core.settings.timezone,
-    );
+    let page = edit_page(&user, &link, short_url, fields, parsed.errors, user.tz);
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 

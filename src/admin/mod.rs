@@ -1,5 +1,6 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
+pub mod account;
 pub mod api_docs;
 pub mod audit;
 pub mod auth;
@@ -110,6 +111,8 @@ pub fn routes(
             .route("/links/{code}/edit", web::post().to(links::update))
             .route("/links/{code}/delete", web::get().to(links::delete_form))
             .route("/links/{code}/delete", web::post().to(links::delete))
+            .route("/account", web::get().to(account::form))
+            .route("/account", web::post().to(account::save))
             .route("/tags", web::get().to(tags::list))
             .route("/tags/{tag}/preset", web::post().to(tags::set_preset))
             .route("/tags/{tag}/stats", web::get().to(dashboard::tag))

@@ -92,7 +92,7 @@ pub async fn apply(
         }
         "tag" => BulkAction::Tag(tags.clone()),
         "untag" => BulkAction::Untag(tags.clone()),
-        "export" => return export(&state, &posted).await,
+        "export" => return export(&state, &posted, user.tz).await,
         _ => return Err(refuse("choose what to do with the selected links")),
     };
     let count = match &selection {
@@ -164,9 +164,12 @@ pub async fn apply(
 }
 
 /// The selected links as the list's CSV export.
-async fn export(state: &AppState, posted: &Posted) -> Result<HttpResponse, AdminError> {
+async fn export(
+    state: &AppState,
+    posted: &Posted,
+    tz: chrono_tz::Tz,
+) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
-    let tz = state.core.settings.timezone;
     let csv = if posted.all {
         crate::services::bulk::export_csv(db, &posted.filter.filter(), tz).await?
     } else {

@@ -46,7 +46,7 @@ async fn page(
             disabled: u.disabled,
             last_login: u
                 .last_login_at
-                .map(|at| super::pages::human_time(at, state.core.settings.timezone))
+                .map(|at| super::pages::human_time(at, user.0.tz))
                 .unwrap_or_else(|| "never".into()),
             name: u.username,
         })

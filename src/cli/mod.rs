@@ -805,7 +805,7 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
         LinkAction::Import { file, results } => {
             let bytes =
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let outcomes = bulk::import(core, &bytes, &Actor::Cli).await?;
+            let outcomes = bulk::import(core, &bytes, &Actor::Cli, core.settings.timezone).await?;
             let csv = bulk::results_csv(&outcomes);
             match results {
                 Some(path) => std::fs::write(&path, csv)

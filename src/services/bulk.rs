@@ -134,10 +134,12 @@ pub fn local_to_utc(local: NaiveDateTime, tz: Tz) -> Result<DateTime<Utc>, Strin
 }
 
 /// Creates a link for every good row; returns every row's short URL or error, in file order.
+/// Times without an offset are read in `tz` (the importing person's time zone).
 pub async fn import(
     app: &Inklink,
     bytes: &[u8],
     actor: &Actor,
+    tz: Tz,
 ) -> Result<Vec<RowOutcome>, ImportError> {
     let rows = read_rows(bytes)?;
     let own_hosts = domains::own_hosts(&app.db).await?;
@@ -150,7 +152,7 @@ pub async fn import(
     let mut parsed = Vec::with_capacity(rows.len());
     let mut valid = Vec::new();
     for (line, input) in rows {
-        match parse_row(app, &rules, &input) {
+        match parse_row(tz, &rules, &input) {
             Ok(new) => {
                 valid.push(new);
                 parsed.push((line, input, None));
@@ -178,7 +180,7 @@ pub async fn import(
     Ok(outcomes)
 }
 
-fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
+fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
     let [url, code, description, expires_at, domain, length, tags] = input;
     let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
     let custom_code = (!code.is_empty())
@@ -188,7 +190,7 @@ fn parse_row(app: &Inklink, rules: &UrlRules<'_>, input: &[String; 7]) -> Result
         .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
         .transpose()?;
     let expires_at = (!expires_at.is_empty())
-        .then(|| parse_expiry(expires_at, app.settings.timezone))
+        .then(|| parse_expiry(expires_at, tz))
         .transpose()?;
     let length = (!length.is_empty())
         .then(|| CodeLength::parse(length).map_err(|err| format!("length '{length}': {err}")))

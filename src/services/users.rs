@@ -338,3 +338,35 @@ async fn change_in(
     .await?;
     Ok(updated)
 }
+
+/// Sets (or, with `None`, clears) the time zone the admin UI shows a user times in.
+pub async fn set_time_zone(
+    db: &DatabaseConnection,
+    id: i64,
+    time_zone: Option<chrono_tz::Tz>,
+    actor: &Actor,
+) -> Result<(), DbErr> {
+    let user = by_id(db, id)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {id}")))?;
+    users::ActiveModel {
+        id: Set(id),
+        time_zone: Set(time_zone.map(|tz| tz.name().to_owned())),
+        updated_at: Set(crate::db::now()),
+        ..Default::default()
+    }
+    .update(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        Entry {
+            action: "user.time_zone",
+            target_kind: "user",
+            target_id: &user.username,
+            before: Some(json!({ "time_zone": user.time_zone })),
+            after: Some(json!({ "time_zone": time_zone.map(|tz| tz.name()) })),
+        },
+    )
+    .await
+}

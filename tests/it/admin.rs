@@ -2187,3 +2187,62 @@ async fn links_selected_in_the_list_are_changed_together_after_a_confirmation() 
         302
     );
 }
+
+#[actix_web::test]
+async fn each_user_sees_and_types_times_in_their_own_time_zone() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let page = browser.get("/admin/account").await;
+    assert_eq!(page.status, 200);
+    let csrf = csrf_in(&page.body);
+    let bad = browser
+        .post(
+            "/admin/account",
+            &[("csrf", &csrf), ("time_zone", "Mars/Olympus")],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.body.contains("is not a time zone"), "{}", bad.body);
+    assert!(bad.body.contains(r#"value="Mars/Olympus""#), "input kept");
+    let saved = browser
+        .post(
+            "/admin/account",
+            &[("csrf", &csrf), ("time_zone", "Asia/Shanghai")],
+        )
+        .await;
+    assert_eq!(saved.status, 303);
+    let host = format!("localhost:{}", app.port);
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/tz"),
+                ("domain", &host),
+                ("code", "tz-user"),
+                ("expires", "2030-01-01T08:00"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let link = url_map::Entity::find()
+        .one(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        link.expires_at.unwrap().to_string(),
+        "2030-01-01 00:00:00",
+        "08:00 in Shanghai is midnight UTC"
+    );
+    let list = browser.get("/admin/links").await;
+    assert!(list.body.contains("2030-01-01 08:00 CST"), "{}", list.body);
+    let edit = browser.get("/admin/links/tz-user/edit").await;
+    assert!(edit.body.contains(r#"value="2030-01-01T08:00""#));
+    // Cleared: the server's zone (UTC in the tests) again.
+    browser
+        .post("/admin/account", &[("csrf", &csrf), ("time_zone", "")])
+        .await;
+    let list = browser.get("/admin/links").await;
+    assert!(list.body.contains("2030-01-01 00:00 UTC"), "{}", list.body);
+}

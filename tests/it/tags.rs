@@ -227,6 +227,7 @@ async fn a_tags_utm_preset_fills_the_new_link_and_tags_travel_in_csv_files() {
         &app.core,
         b"url,code,tags,length\nhttps://example.com/1,csv1,spring;autumn,\nhttps://example.com/2,,winter,5\nhttps://example.com/3,,\"a,b|c\",\n",
         &Actor::Cli,
+        app.core.settings.timezone,
     )
     .await
     .unwrap();

@@ -16,6 +16,8 @@ pub struct Model {
     pub last_login_at: Option<DateTime>,
     pub created_at: DateTime,
     pub updated_at: DateTime,
+    /// The IANA time zone the admin UI shows this user times in; `None`: INKLINK_TIMEZONE.
+    pub time_zone: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
