@@ -262,6 +262,9 @@ pub struct LinkForm {
     utm_term: String,
     #[serde(default)]
     utm_content: String,
+    /// The edit form: remove the visitor password.
+    #[serde(default)]
+    remove_password: String,
 }
 
 #[derive(Template)]
@@ -273,6 +276,7 @@ struct FormPage {
     errors: HashMap<&'static str, String>,
     timezone: String,
     lengths: Vec<u8>,
+    password_set: bool,
 }
 
 impl FormPage {
@@ -300,6 +304,7 @@ async fn form_page(
         errors,
         timezone: user.tz.name().to_owned(),
         lengths: (4..=12).collect(),
+        password_set: false,
     })
 }
 
@@ -369,6 +374,39 @@ async fn parse_common(
         redirect_status,
         errors,
     })
+}
+
+/// The edit form's campaign fields as a change of what differs from `link`: an emptied field
+/// removes the setting; the password stays unless a new one is typed or its removal ticked.
+fn campaign_edit(
+    form: &LinkForm,
+    campaign: Campaign,
+    link: &url_map::Model,
+) -> links::CampaignEdit {
+    let changed = |now: Option<String>, stored: &Option<String>| now != *stored;
+    links::CampaignEdit {
+        password: match (form.remove_password == "yes", campaign.password) {
+            (true, _) if link.password_hash.is_some() => Some(None),
+            (_, Some(password)) => Some(Some(password)),
+            _ => None,
+        },
+        max_visits: (campaign.max_visits.map(VisitLimit::get) != link.max_visits)
+            .then_some(campaign.max_visits),
+        valid_from: (campaign.valid_from.map(crate::db::to_stored) != link.valid_from)
+            .then_some(campaign.valid_from),
+        fallback: changed(
+            campaign.fallback.as_ref().map(ToString::to_string),
+            &link.fallback_url,
+        )
+        .then_some(campaign.fallback),
+        in_app: changed(
+            campaign.in_app.map(|apps| apps.to_string()),
+            &link.in_app_page,
+        )
+        .then_some(campaign.in_app),
+        targets: changed(campaign.targets.to_stored(), &link.alt_targets)
+            .then_some(campaign.targets),
+    }
 }
 
 /// The UTM builder: the parameters filled in are written into the target URL (replacing a
@@ -572,6 +610,9 @@ struct EditPage {
     creator: String,
     created: String,
     timezone: String,
+    /// No code length on the edit form: the code stays.
+    lengths: Vec<u8>,
+    password_set: bool,
 }
 
 impl EditPage {
@@ -598,6 +639,8 @@ fn edit_page(
         creator: link.creator.clone().unwrap_or_default(),
         timezone: tz.name().to_owned(),
         created: super::pages::human_time(link.created_at, tz),
+        lengths: Vec::new(),
+        password_set: link.password_hash.is_some(),
     }
 }
 
@@ -623,6 +666,14 @@ pub async fn edit_form(
             .remove(&link.id)
             .unwrap_or_default()
             .join(", "),
+        max_visits: link.max_visits.map(|n| n.to_string()).unwrap_or_default(),
+        valid_from: link
+            .valid_from
+            .map(|at| super::pages::input_time(at, user.tz))
+            .unwrap_or_default(),
+        fallback_url: link.fallback_url.clone().unwrap_or_default(),
+        in_app_page: link.in_app_page.clone().unwrap_or_default(),
+        targets: link.alt_targets.clone().unwrap_or_default(),
         ..LinkForm::default()
     };
     let page = edit_page(&user, &link, short_url, form, HashMap::new(), user.tz);
@@ -647,6 +698,7 @@ pub async fn update(
     let (link, short_url) = find(&state, &code).await?;
     let EditForm { fields, version } = form.into_inner();
     let mut parsed = parse_common(&state, &fields, user.tz).await?;
+    let (_, campaign) = parse_campaign(&state, &fields, user.tz, &mut parsed.errors).await?;
     if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
         let changes = LinkChanges {
             target,
@@ -658,6 +710,7 @@ pub async fn update(
         let edit = LinkEdit {
             changes: Some(changes),
             tags: Some(parsed.tags.clone()),
+            campaign: campaign_edit(&fields, campaign, &link),
             ..LinkEdit::default()
         };
         match links::edit(&state.core, &code, Some(version), edit, &user.actor()).await {

@@ -20,7 +20,9 @@ struct Message<'a> {
 
 #[derive(Template)]
 #[template(path = "home.html")]
-struct Home;
+struct Home {
+    t: Lang,
+}
 
 #[derive(Template)]
 #[template(path = "in_app.html")]
@@ -87,7 +89,9 @@ static PAGES: LazyLock<[Vec<String>; 2]> = LazyLock::new(|| {
     })
 });
 
-static HOME: LazyLock<String> = LazyLock::new(|| Home.render().expect("the home template renders"));
+/// The home page in each language.
+static HOME: LazyLock<[String; 2]> =
+    LazyLock::new(|| Lang::ALL.map(|t| Home { t }.render().expect("the home template renders")));
 
 /// Pages carry no script and load only our stylesheet.
 const CSP: HeaderValue = HeaderValue::from_static(
@@ -196,8 +200,8 @@ pub fn password_form(lang: Lang, problem: Option<PasswordProblem>) -> HttpRespon
     page(status, &body)
 }
 
-pub async fn home() -> HttpResponse {
-    page(StatusCode::OK, &HOME)
+pub async fn home(req: actix_web::HttpRequest) -> HttpResponse {
+    page(StatusCode::OK, &HOME[Lang::of(&req) as usize])
 }
 
 pub async fn not_found() -> HttpResponse {

@@ -2246,3 +2246,87 @@ async fn each_user_sees_and_types_times_in_their_own_time_zone() {
     let list = browser.get("/admin/links").await;
     assert!(list.body.contains("2030-01-01 00:00 UTC"), "{}", list.body);
 }
+
+#[actix_web::test]
+async fn the_edit_form_changes_a_links_campaign_settings() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let csrf = browser.csrf("/admin/links/new").await;
+    let host = format!("localhost:{}", app.port);
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/c"),
+                ("domain", &host),
+                ("code", "camp"),
+                ("password", "8888"),
+                ("max_visits", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let edit = browser.get("/admin/links/camp/edit").await;
+    assert!(
+        edit.body
+            .contains(r#"name="max_visits" type="text" value="5""#),
+        "{}",
+        edit.body
+    );
+    assert!(edit.body.contains("remove the password"));
+    assert!(!edit.body.contains(r#"id="length""#), "the code stays");
+    let version = url_map::Entity::find()
+        .one(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .version
+        .to_string();
+    let saved = browser
+        .post(
+            "/admin/links/camp/edit",
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "https://example.com/c"),
+                ("max_visits", ""),
+                ("targets", "ios=https://apps.apple.com/app/id9"),
+                ("in_app_page", "none"),
+                ("remove_password", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let link = url_map::Entity::find()
+        .one(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.password_hash, None);
+    assert_eq!(link.max_visits, None);
+    assert_eq!(link.in_app_page.as_deref(), Some("none"));
+    assert_eq!(
+        link.alt_targets.as_deref(),
+        Some("ios=https://apps.apple.com/app/id9")
+    );
+    app.core.link_cache.forget("camp");
+    assert_eq!(
+        app.fetch("/camp").await.0,
+        302,
+        "no password asked any more"
+    );
+    // The home page speaks the visitor's language too.
+    let home = app
+        .client
+        .get(app.url("/"))
+        .insert_header(("accept-language", "zh-CN,zh;q=0.9"))
+        .send()
+        .await
+        .unwrap()
+        .body()
+        .await
+        .unwrap();
+    let home = String::from_utf8_lossy(&home);
+    assert!(home.contains("此地址提供短链接服务"), "{home}");
+}
