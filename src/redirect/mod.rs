@@ -144,7 +144,13 @@ async fn answer(
         .as_ref()
         .and_then(|agent| agent.browser.as_deref())
         .unwrap_or("");
-    if campaign.in_app.matches(browser) {
+    // A target of its own for WeChat is the link's answer there, before any in-app page.
+    let wechat_target = App::WeChat.is(browser)
+        && campaign
+            .targets
+            .iter()
+            .any(|(rule, _)| *rule == TargetRule::WeChat);
+    if campaign.in_app.matches(browser) && !wechat_target {
         // A protected or limited link shows its short URL: its target is not to be had
         // without the password, nor without counting the visit.
         let address = match campaign.password_hash.is_some() || campaign.limited {

@@ -474,6 +474,21 @@ async fn targets_by_device_and_app_send_each_visitor_to_the_first_matching_rule(
     )
     .await;
     assert_eq!(link["targets"].as_array().unwrap().len(), 3);
+    // Its domain shows WeChat visitors the in-app page, but the link's WeChat target wins.
+    let host = inklink::services::domains::default_domain(&app.core.db)
+        .await
+        .unwrap()
+        .unwrap();
+    inklink::services::domains::set_link_defaults(
+        &app.core.db,
+        host.id,
+        Some(inklink::rules::InAppApps::parse("wechat,qq").unwrap()),
+        None,
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    app.core.link_cache.forget("app");
     for (agent, expected) in [
         (WECHAT, "https://example.com/wechat"),
         (IPHONE, "https://apps.apple.com/app/id1"),
