@@ -62,6 +62,8 @@ struct DashboardPage {
     days: Vec<DayRow>,
     daily_chart: String,
     outcome_chart: String,
+    hour_chart: String,
+    hours: Vec<Share>,
     breakdowns: Vec<Breakdown>,
     top_links: Vec<LinkTotal>,
 }
@@ -102,6 +104,7 @@ async fn page(
     let previous_to = period.from.pred_opt().unwrap_or(period.from);
     let previous_from = previous_to - chrono::Duration::days(period.days() - 1);
     let previous = report::range_totals(db, scope, previous_from, previous_to).await?;
+    let hours = report::hours(db, scope, period.from, period.to).await?;
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
         .into_iter()
@@ -143,6 +146,8 @@ async fn page(
         timezone: state.core.settings.timezone.name().to_owned(),
         daily_chart: charts::daily_lines(&days),
         outcome_chart: charts::outcome_bars(&days),
+        hour_chart: charts::hour_bars(&hours),
+        hours,
         totals,
         previous,
         previous_from,

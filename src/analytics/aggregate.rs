@@ -34,6 +34,10 @@ pub const DIMENSIONS: [(&str, &str); 7] = [
     ("referrer", "referer_host"),
 ];
 
+/// The breakdown of page views by hour of the day (`00` to `23`), kept beside [`DIMENSIONS`]
+/// and drawn as its own chart.
+pub const HOUR: &str = "hour";
+
 /// SQL written with `?` placeholders, numbered for PostgreSQL.
 pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
     if backend != DbBackend::Postgres {
@@ -148,6 +152,42 @@ pub async fn count_day(
                     uv: row.try_get_by_index(at + 2)?,
                 });
             }
+        }
+    }
+    // Hours of the day: page views and visitors by the hour since the day began (its local
+    // hour; on a day the clocks change, hours after the change are counted from midnight).
+    let hour = match backend {
+        DbBackend::Sqlite => {
+            "printf('%02d', (CAST(strftime('%s', record_time) AS INTEGER) \
+             - CAST(strftime('%s', ?) AS INTEGER)) / 3600)"
+        }
+        DbBackend::Postgres => {
+            "LPAD(CAST(CAST(FLOOR(EXTRACT(EPOCH FROM (record_time - CAST(? AS TIMESTAMP))) / 3600) \
+             AS INTEGER) AS TEXT), 2, '0')"
+        }
+        _ => "LPAD(CAST(TIMESTAMPDIFF(HOUR, ?, record_time) AS CHAR), 2, '0')",
+    };
+    let counts = format!(
+        "{hour}, COUNT(*), COUNT(DISTINCT unique_identity) FROM transform_event_record \
+         WHERE record_time >= ? AND record_time < ? AND {VIEW}"
+    );
+    for (fixed, sql) in [
+        (Some(ALL_LINKS), format!("SELECT {counts} GROUP BY 1")),
+        (
+            None,
+            format!("SELECT COALESCE(url_map_id, {UNKNOWN_LINK}), {counts} GROUP BY 1, 2"),
+        ),
+    ] {
+        let at = usize::from(fixed.is_none());
+        let values = vec![Value::from(start), Value::from(start), Value::from(end)];
+        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+            breakdown.push(BreakdownRow {
+                url_map_id: id(&row, fixed)?,
+                dimension: HOUR,
+                value: row.try_get_by_index(at)?,
+                pv: row.try_get_by_index(at + 1)?,
+                uv: row.try_get_by_index(at + 2)?,
+            });
         }
     }
     Ok((stats, breakdown))

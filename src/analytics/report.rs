@@ -421,3 +421,28 @@ pub async fn glance(
     }
     Ok(found)
 }
+
+/// Page views and visitors (UV summed over days) for each hour of the day, `00` to `23`,
+/// over the range; hours without views as zeros.
+pub async fn hours(
+    db: &impl ConnectionTrait,
+    scope: Scope<'_>,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<Vec<Share>, DbErr> {
+    let found = breakdown(db, scope, super::aggregate::HOUR, from, to, 24).await?;
+    Ok((0..24)
+        .map(|hour| {
+            let value = format!("{hour:02}");
+            found
+                .iter()
+                .find(|share| share.value == value)
+                .cloned()
+                .unwrap_or(Share {
+                    value,
+                    pv: 0,
+                    uv: 0,
+                })
+        })
+        .collect())
+}

@@ -316,3 +316,55 @@ pub fn sparkline(values: &[i64], label: &str) -> String {
         points.join(" ")
     )
 }
+
+/// Page views by hour of the day, 24 bars, each hour's numbers on hover.
+pub fn hour_bars(hours: &[crate::analytics::report::Share]) -> String {
+    const HEIGHT: u32 = 200;
+    let max = hours.iter().map(|h| h.pv).max().unwrap_or(0);
+    let svg = render(WIDTH, HEIGHT, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(28)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5..23.5, 0.0..y_top(max))
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(WHITE)
+            .x_labels(12)
+            .x_label_formatter(&|x: &f64| format!("{:02}", x.round() as i64))
+            .y_labels(5)
+            .y_label_formatter(&|y: &f64| format!("{y:.0}"))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(hours.iter().enumerate().map(|(i, h)| {
+                let x = i as f64;
+                Rectangle::new([(x - 0.4, 0.0), (x + 0.4, h.pv as f64)], BAR.filled())
+            }))
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    });
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg;
+    };
+    let slot = (PLOT_RIGHT - PLOT_LEFT) / 24.0;
+    let bottom = HEIGHT as f64 - 12.0 - 28.0;
+    let mut bands = String::from("<g class=\"hover\">");
+    for (i, h) in hours.iter().enumerate() {
+        bands.push_str(&format!(
+            "<rect x=\"{:.1}\" y=\"{PLOT_TOP}\" width=\"{slot:.1}\" height=\"{:.1}\" fill=\"#000\" fill-opacity=\"0\" pointer-events=\"all\"><title>{}:00: PV {}, UV {}</title></rect>",
+            PLOT_LEFT + i as f64 * slot,
+            bottom - PLOT_TOP,
+            h.value,
+            h.pv,
+            h.uv
+        ));
+    }
+    bands.push_str("</g>");
+    let mut out = svg;
+    out.insert_str(end, &bands);
+    out
+}

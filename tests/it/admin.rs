@@ -1959,6 +1959,21 @@ async fn the_link_page_shows_the_link_whole_and_the_list_shows_clicks_at_a_glanc
         stats.body
     );
     assert!(stats.body.contains(r#"id="previous-pv">0 before"#));
+    // The hour-of-day chart and table (the tests' zone is UTC; the visits were just now,
+    // unless the hour turned meanwhile).
+    assert!(stats.body.contains(r#"id="chart-hours""#));
+    let hour = chrono::Timelike::hour(&chrono::Utc::now());
+    let previous_hour = (hour + 23) % 24;
+    assert!(
+        stats
+            .body
+            .contains(&format!("<td>{hour:02}:00</td><td>3</td>"))
+            || stats
+                .body
+                .contains(&format!("<td>{previous_hour:02}:00</td><td>3</td>")),
+        "{}",
+        stats.body
+    );
     assert!(
         stats.body.contains("▲ UV"),
         "the legend is outside the plot"

@@ -304,6 +304,11 @@ async fn stored_range(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: Naiv
 fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, String), (i64, i64)> {
     let mut sums: BTreeMap<BreakdownKey, (i64, BTreeSet<Visitor>)> = BTreeMap::new();
     for click in clicks.iter().filter(|c| c.counted) {
+        // The local hour in Asia/Shanghai (a fixed +08:00).
+        let hour = format!(
+            "{:02}",
+            chrono::Timelike::hour(&(click.event.at + Duration::hours(8)))
+        );
         let values = [
             ("country", click.place.0),
             ("province", click.place.1),
@@ -312,6 +317,7 @@ fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, Str
             ("os", click.agent.os),
             ("device", click.agent.device),
             ("referrer", click.referrer),
+            ("hour", hour.as_str()),
         ];
         for link in [click.link, ALL_LINKS] {
             for (dimension, value) in values {
