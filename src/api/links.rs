@@ -410,51 +410,14 @@ pub async fn list(
         return Err(ApiError::bad("per_page is 1 to 100", Some("per_page")));
     }
     let domains = all_domains(&state).await?;
-    let domain = match query
-        .domain
-        .as_deref()
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        None => None,
-        Some(host) => {
-            let host = DomainHost::parse(host)
-                .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))?;
-            domains
-                .values()
-                .find(|d| d.host == host.to_string())
-                .map(|d| Some(d.id))
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "unknown_domain",
-                        format!("there is no domain '{host}'"),
-                        "domain",
-                    )
-                })?
-        }
-    };
-    let filter = LinkFilter {
-        text: query.q.as_deref().and_then(listing::text),
-        status: query.status.map(|status| match status {
-            StatusFilter::Active => listing::StatusFilter::Active,
-            StatusFilter::Disabled => listing::StatusFilter::Disabled,
-            StatusFilter::Expired => listing::StatusFilter::Expired,
-        }),
-        domain_id: domain,
-        tag: match query
-            .tag
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
-            None => None,
-            Some(tag) => Some(
-                Tag::parse(tag)
-                    .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "tag"))?,
-            ),
-        },
-        ..LinkFilter::default()
-    };
+    let filter = link_filter(
+        &domains,
+        query.q.as_deref(),
+        query.status,
+        query.domain.as_deref(),
+        query.tag.as_deref(),
+        None,
+    )?;
     let total = listing::count(&state.core.db, &filter).await?;
     let offset = (page - 1).saturating_mul(per_page);
     let rows = listing::list(
@@ -694,6 +657,59 @@ pub async fn stats(
     }))
 }
 
+/// The list filter of `GET /links` and of a bulk action's `filter` (whose mistakes are
+/// reported on `field`, else on the parameter itself).
+fn link_filter(
+    domains: &Domains,
+    q: Option<&str>,
+    status: Option<StatusFilter>,
+    domain: Option<&str>,
+    tag: Option<&str>,
+    field: Option<&str>,
+) -> Result<LinkFilter, ApiError> {
+    fn given(value: Option<&str>) -> Option<&str> {
+        value.map(str::trim).filter(|v| !v.is_empty())
+    }
+    let domain_id = match given(domain) {
+        None => None,
+        Some(host) => {
+            let host = DomainHost::parse(host).map_err(|err| {
+                ApiError::invalid("unknown_domain", err.to_string(), field.unwrap_or("domain"))
+            })?;
+            Some(
+                domains
+                    .values()
+                    .find(|d| d.host == host.to_string())
+                    .map(|d| d.id)
+                    .ok_or_else(|| {
+                        ApiError::invalid(
+                            "unknown_domain",
+                            format!("there is no domain '{host}'"),
+                            field.unwrap_or("domain"),
+                        )
+                    })?,
+            )
+        }
+    };
+    let tag = match given(tag) {
+        None => None,
+        Some(tag) => Some(Tag::parse(tag).map_err(|err| {
+            ApiError::invalid("invalid_value", err.to_string(), field.unwrap_or("tag"))
+        })?),
+    };
+    Ok(LinkFilter {
+        text: q.and_then(listing::text),
+        status: status.map(|status| match status {
+            StatusFilter::Active => listing::StatusFilter::Active,
+            StatusFilter::Disabled => listing::StatusFilter::Disabled,
+            StatusFilter::Expired => listing::StatusFilter::Expired,
+        }),
+        domain_id,
+        tag,
+        ..LinkFilter::default()
+    })
+}
+
 /// Disable, enable, tag, untag or delete many links: by code, or every link a filter matches.
 #[utoipa::path(
     post,
@@ -743,56 +759,14 @@ pub async fn bulk(
                 })
                 .collect::<Result<_, _>>()?,
         ),
-        (None, Some(filter)) => {
-            let domain = match filter
-                .domain
-                .as_deref()
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-            {
-                None => None,
-                Some(host) => {
-                    let host = DomainHost::parse(host).map_err(|err| {
-                        ApiError::invalid("unknown_domain", err.to_string(), "filter")
-                    })?;
-                    Some(
-                        all_domains(&state)
-                            .await?
-                            .values()
-                            .find(|d| d.host == host.to_string())
-                            .map(|d| d.id)
-                            .ok_or_else(|| {
-                                ApiError::invalid(
-                                    "unknown_domain",
-                                    format!("there is no domain '{host}'"),
-                                    "filter",
-                                )
-                            })?,
-                    )
-                }
-            };
-            Selection::Filter(LinkFilter {
-                text: filter.q.as_deref().and_then(listing::text),
-                status: filter.status.map(|status| match status {
-                    StatusFilter::Active => listing::StatusFilter::Active,
-                    StatusFilter::Disabled => listing::StatusFilter::Disabled,
-                    StatusFilter::Expired => listing::StatusFilter::Expired,
-                }),
-                domain_id: domain,
-                tag: match filter
-                    .tag
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                {
-                    None => None,
-                    Some(tag) => Some(Tag::parse(tag).map_err(|err| {
-                        ApiError::invalid("invalid_value", err.to_string(), "filter")
-                    })?),
-                },
-                ..LinkFilter::default()
-            })
-        }
+        (None, Some(filter)) => Selection::Filter(link_filter(
+            &all_domains(&state).await?,
+            filter.q.as_deref(),
+            filter.status,
+            filter.domain.as_deref(),
+            filter.tag.as_deref(),
+            Some("filter"),
+        )?),
         _ => {
             return Err(ApiError::invalid(
                 "invalid_value",

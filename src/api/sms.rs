@@ -30,6 +30,19 @@ impl From<SmsError> for ApiError {
     }
 }
 
+fn rule(text: Option<&str>) -> Result<CountRule, ApiError> {
+    match text {
+        None => Ok(CountRule::Standard),
+        Some(text) => CountRule::parse(text).ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_value",
+                format!("'{text}' is not a counting rule; use standard or china"),
+                "rule",
+            )
+        }),
+    }
+}
+
 fn count_view(count: SmsCount) -> SmsCountView {
     SmsCountView {
         encoding: count.encoding.as_str().to_owned(),
@@ -64,16 +77,7 @@ pub async fn compose(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let input: SmsRequest = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
-    let rule = match input.rule.as_deref() {
-        None => CountRule::Standard,
-        Some(text) => CountRule::parse(text).ok_or_else(|| {
-            ApiError::invalid(
-                "invalid_value",
-                format!("'{text}' is not a counting rule; use standard or china"),
-                "rule",
-            )
-        })?,
-    };
+    let rule = rule(input.rule.as_deref())?;
     let segments = usize::try_from(input.segments.unwrap_or(1)).unwrap_or(usize::MAX);
     let draft = SmsDraft::new(&input.message, input.signature.as_deref(), rule, segments)?;
     let target: TargetUrl = links::parse_target(&state.core, &input.url).await?;
@@ -123,15 +127,6 @@ pub async fn compose(
 )]
 pub async fn count(_caller: ApiCaller, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     let input: super::model::SmsCountRequest = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
-    let rule = match input.rule.as_deref() {
-        None => CountRule::Standard,
-        Some(text) => CountRule::parse(text).ok_or_else(|| {
-            ApiError::invalid(
-                "invalid_value",
-                format!("'{text}' is not a counting rule; use standard or china"),
-                "rule",
-            )
-        })?,
-    };
+    let rule = rule(input.rule.as_deref())?;
     Ok(HttpResponse::Ok().json(count_view(sms::count(&input.message, rule))))
 }

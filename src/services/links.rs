@@ -857,26 +857,7 @@ async fn update_in(
         .filter(url_map::Column::Deleted.eq(false))
         .exec(txn)
         .await?;
-    if updated.rows_affected == 0 {
-        return Err(LinkError::Stale(link.compression_code.to_string()));
-    }
-    let after = url_map::Entity::find_by_id(link.id)
-        .one(txn)
-        .await?
-        .ok_or_else(|| LinkError::NotFound(link.compression_code.to_string()))?;
-    audit::record(
-        txn,
-        actor,
-        Entry {
-            action: "link.edit",
-            target_kind: "link",
-            target_id: &after.compression_code,
-            before: Some(snapshot(link)),
-            after: Some(snapshot(&after)),
-        },
-    )
-    .await?;
-    Ok(after)
+    edited(txn, link, updated.rows_affected, actor).await
 }
 
 /// The tag part of [`edit`]: the link's tags replaced, its version moved on (so that an edit
@@ -970,7 +951,18 @@ async fn campaign_in(
         .filter(url_map::Column::Deleted.eq(false))
         .exec(txn)
         .await?;
-    if updated.rows_affected == 0 {
+    edited(txn, link, updated.rows_affected, actor).await
+}
+
+/// After an edit's conditional UPDATE: stale when it matched no row (someone else's edit came
+/// first), else the link as it is now, with its audit entry.
+async fn edited(
+    txn: &DatabaseTransaction,
+    link: &url_map::Model,
+    rows_affected: u64,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
+    if rows_affected == 0 {
         return Err(LinkError::Stale(link.compression_code.to_string()));
     }
     let after = url_map::Entity::find_by_id(link.id)
