@@ -18,8 +18,15 @@ impl MigrationTrait for Migration {
         let mut tags = Table::create().table("link_tag").take();
         let mut presets = Table::create().table("tag_preset").take();
         if mysql {
-            tags.engine("InnoDB").character_set("utf8mb4");
-            presets.engine("InnoDB").character_set("utf8mb4");
+            // Tags are stored normalised and compare byte for byte: MySQL's default collations
+            // would make `café` and `cafe` one tag (and refuse the second as a duplicate key).
+            tags.engine("InnoDB")
+                .character_set("utf8mb4")
+                .collate("utf8mb4_bin");
+            presets
+                .engine("InnoDB")
+                .character_set("utf8mb4")
+                .collate("utf8mb4_bin");
         }
         manager
             .create_table(
