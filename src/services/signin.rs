@@ -169,6 +169,20 @@ pub(crate) async fn reserve(
     Ok(taken.rows_affected == 1)
 }
 
+/// Gives one reserved try back to each of `buckets` (after a right answer).
+pub(crate) async fn release(db: &DatabaseConnection, buckets: &[String]) -> Result<(), DbErr> {
+    login_throttle::Entity::update_many()
+        .col_expr(
+            login_throttle::Column::Attempts,
+            Expr::col(login_throttle::Column::Attempts).sub(1),
+        )
+        .filter(login_throttle::Column::Bucket.is_in(buckets.iter().map(String::as_str)))
+        .filter(login_throttle::Column::Attempts.gt(0))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
 /// After a successful sign-in: its tries are given back, the account's failures from this
 /// address are forgotten, and the address is known to the account from now on.
 async fn give_back(

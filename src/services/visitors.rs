@@ -1,7 +1,7 @@
 //! What a visitor of a campaign link must get past: its password, with guessing throttled
 //! (the same database counters as the admin sign-in, so several instances share them).
 
-use super::signin::{WINDOW, reserve};
+use super::signin::{WINDOW, release, reserve};
 use super::users::{off_the_workers, verify_password};
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -21,8 +21,9 @@ pub enum PasswordCheck {
 }
 
 /// Checks `candidate` against a link's password hash, after reserving a try from the
-/// address's counters (so that parallel guesses cannot pass a limit). No limit covers a link
-/// across all addresses: a stranger could then lock everyone else out of it.
+/// address's counters (so that parallel guesses cannot pass a limit); a right answer gives its
+/// try back. No limit covers a link across all addresses: a stranger could then lock everyone
+/// else out of it.
 pub async fn check_link_password(
     db: &DatabaseConnection,
     link_id: i64,
@@ -31,11 +32,12 @@ pub async fn check_link_password(
     ip: &str,
 ) -> Result<PasswordCheck, DbErr> {
     let ip: String = ip.chars().take(45).collect();
-    for (bucket, limit) in [
+    let buckets = [
         (format!("linkpw-addr:{ip}"), ADDRESS_PASSWORD_LIMIT),
         (format!("linkpw:{link_id}@{ip}"), LINK_PASSWORD_LIMIT),
-    ] {
-        if !reserve(db, &bucket, limit).await? {
+    ];
+    for (bucket, limit) in &buckets {
+        if !reserve(db, bucket, *limit).await? {
             tracing::warn!(link = link_id, ip = %ip, "link password throttled");
             return Ok(PasswordCheck::Throttled {
                 minutes: WINDOW.num_minutes(),
@@ -44,9 +46,12 @@ pub async fn check_link_password(
     }
     let (hash, candidate) = (hash.to_owned(), candidate.to_owned());
     let right = off_the_workers(move || verify_password(&hash, &candidate)).await;
-    Ok(if right {
-        PasswordCheck::Right
-    } else {
-        PasswordCheck::Wrong
-    })
+    if !right {
+        return Ok(PasswordCheck::Wrong);
+    }
+    // Only wrong answers count: an office behind one address opens the link as often as it
+    // likes with the right password.
+    let reserved: Vec<String> = buckets.into_iter().map(|(bucket, _)| bucket).collect();
+    release(db, &reserved).await?;
+    Ok(PasswordCheck::Right)
 }
