@@ -13,6 +13,66 @@ use sea_orm::DbErr;
 
 /// The most links one bulk action changes.
 pub const MAX_LINKS: u64 = 10_000;
+/// Tries at one link's change while others change it at the same time.
+const STALE_RETRIES: usize = 5;
+
+/// What an action does to one link, as it is now.
+enum Plan {
+    /// It is already as asked.
+    Nothing,
+    /// Tagging would give it more tags than a link may have.
+    TooManyTags,
+    Edit(Box<LinkEdit>),
+}
+
+fn plan(action: &BulkAction, link: &url_map::Model, had: &[String]) -> Plan {
+    let stored = || had.iter().cloned().map(Tag::stored);
+    match action {
+        BulkAction::Disable | BulkAction::Enable => {
+            let status = match action {
+                BulkAction::Disable => LinkStatus::Disabled,
+                _ => LinkStatus::Active,
+            };
+            match link.url_status == status {
+                true => Plan::Nothing,
+                false => Plan::Edit(Box::new(LinkEdit {
+                    status: Some(status),
+                    ..LinkEdit::default()
+                })),
+            }
+        }
+        BulkAction::Tag(add) => {
+            let mut tags: Vec<Tag> = stored().collect();
+            tags.extend(
+                add.iter()
+                    .filter(|tag| !had.contains(&tag.to_string()))
+                    .cloned(),
+            );
+            if tags.len() == had.len() {
+                Plan::Nothing
+            } else if tags.len() > crate::rules::tag::MAX_TAGS_PER_LINK {
+                Plan::TooManyTags
+            } else {
+                Plan::Edit(Box::new(LinkEdit {
+                    tags: Some(tags),
+                    ..LinkEdit::default()
+                }))
+            }
+        }
+        BulkAction::Untag(remove) => {
+            let tags: Vec<Tag> = stored().filter(|tag| !remove.contains(tag)).collect();
+            match tags.len() == had.len() {
+                true => Plan::Nothing,
+                false => Plan::Edit(Box::new(LinkEdit {
+                    tags: Some(tags),
+                    ..LinkEdit::default()
+                })),
+            }
+        }
+        // Deleting goes through its own service call.
+        BulkAction::Delete => Plan::Nothing,
+    }
+}
 
 #[derive(Clone, Debug)]
 pub enum BulkAction {
@@ -97,83 +157,57 @@ pub async fn apply(
     outcome.matched = found.len() as u64;
     let ids: Vec<i64> = found.iter().map(|link| link.id).collect();
     let mut current_tags = super::tags::tags_of(&app.db, &ids).await?;
-    for link in found {
+    for mut link in found {
         if links::may_change(actor, &link).is_err() {
             outcome.refused += 1;
             continue;
         }
         let code = ShortCode::stored(link.compression_code.to_string());
-        let had: Vec<String> = current_tags.remove(&link.id).unwrap_or_default();
-        let edit = match action {
-            BulkAction::Disable | BulkAction::Enable => {
-                let status = match action {
-                    BulkAction::Disable => LinkStatus::Disabled,
-                    _ => LinkStatus::Active,
-                };
-                if link.url_status == status {
-                    continue;
-                }
-                LinkEdit {
-                    status: Some(status),
-                    ..LinkEdit::default()
-                }
-            }
-            BulkAction::Tag(add) => {
-                let mut tags: Vec<Tag> = had.iter().cloned().map(Tag::stored).collect();
-                let before = tags.len();
-                for tag in add {
-                    if !tags.contains(tag) {
-                        tags.push(tag.clone());
-                    }
-                }
-                if tags.len() == before {
-                    continue;
-                }
-                if tags.len() > crate::rules::tag::MAX_TAGS_PER_LINK {
+        if let BulkAction::Delete = action {
+            match links::delete(app, &code, actor).await {
+                Ok(()) => outcome.changed += 1,
+                Err(LinkError::Db(err)) => return Err(err.into()),
+                Err(LinkError::NotFound(_)) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, "bulk delete skipped a link");
                     outcome.refused += 1;
+                }
+            }
+            continue;
+        }
+        let mut had: Vec<String> = current_tags.remove(&link.id).unwrap_or_default();
+        // Each change applies to the link as it was read (its version): a change made
+        // meanwhile (another bulk action adding a tag) is read again and kept, not lost.
+        for attempt in 0..STALE_RETRIES {
+            let edit = match plan(action, &link, &had) {
+                Plan::Nothing => break,
+                Plan::TooManyTags => {
+                    outcome.refused += 1;
+                    break;
+                }
+                Plan::Edit(edit) => edit,
+            };
+            match links::edit(app, &code, Some(link.version), *edit, actor).await {
+                Ok(_) => outcome.changed += 1,
+                Err(LinkError::Stale(_)) if attempt + 1 < STALE_RETRIES => {
+                    let Some(fresh) = links::find_by_code(&app.db, &code).await? else {
+                        break;
+                    };
+                    had = super::tags::tags_of(&app.db, &[fresh.id])
+                        .await?
+                        .remove(&fresh.id)
+                        .unwrap_or_default();
+                    link = fresh;
                     continue;
                 }
-                LinkEdit {
-                    tags: Some(tags),
-                    ..LinkEdit::default()
+                Err(LinkError::Db(err)) => return Err(err.into()),
+                Err(LinkError::NotFound(_)) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, "bulk change skipped a link");
+                    outcome.refused += 1;
                 }
             }
-            BulkAction::Untag(remove) => {
-                let tags: Vec<Tag> = had
-                    .iter()
-                    .cloned()
-                    .map(Tag::stored)
-                    .filter(|tag| !remove.contains(tag))
-                    .collect();
-                if tags.len() == had.len() {
-                    continue;
-                }
-                LinkEdit {
-                    tags: Some(tags),
-                    ..LinkEdit::default()
-                }
-            }
-            BulkAction::Delete => {
-                match links::delete(app, &code, actor).await {
-                    Ok(()) => outcome.changed += 1,
-                    Err(LinkError::Db(err)) => return Err(err.into()),
-                    Err(LinkError::NotFound(_)) => {}
-                    Err(err) => {
-                        tracing::warn!(error = %err, "bulk delete skipped a link");
-                        outcome.refused += 1;
-                    }
-                }
-                continue;
-            }
-        };
-        match links::edit(app, &code, None, edit, actor).await {
-            Ok(_) => outcome.changed += 1,
-            Err(LinkError::Db(err)) => return Err(err.into()),
-            Err(LinkError::NotFound(_)) => {}
-            Err(err) => {
-                tracing::warn!(error = %err, "bulk change skipped a link");
-                outcome.refused += 1;
-            }
+            break;
         }
     }
     Ok(outcome)

@@ -49,49 +49,6 @@ pub async fn set_in<C: ConnectionTrait>(db: &C, link_id: i64, tags: &[Tag]) -> R
     Ok(())
 }
 
-/// Adds `add` to and removes `remove` from the tags of each link, inside the caller's
-/// transaction.
-pub async fn change_in<C: ConnectionTrait>(
-    db: &C,
-    link_ids: &[i64],
-    add: &[Tag],
-    remove: &[Tag],
-) -> Result<(), DbErr> {
-    for chunk in link_ids.chunks(500) {
-        if !remove.is_empty() {
-            link_tag::Entity::delete_many()
-                .filter(link_tag::Column::LinkId.is_in(chunk.iter().copied()))
-                .filter(link_tag::Column::Tag.is_in(remove.iter().map(Tag::as_str)))
-                .exec(db)
-                .await?;
-        }
-        for tag in add {
-            let have: Vec<i64> = link_tag::Entity::find()
-                .select_only()
-                .column(link_tag::Column::LinkId)
-                .filter(link_tag::Column::LinkId.is_in(chunk.iter().copied()))
-                .filter(link_tag::Column::Tag.eq(tag.as_str()))
-                .into_tuple()
-                .all(db)
-                .await?;
-            let missing: Vec<link_tag::ActiveModel> = chunk
-                .iter()
-                .filter(|id| !have.contains(id))
-                .map(|id| link_tag::ActiveModel {
-                    link_id: Set(*id),
-                    tag: Set(tag.to_string()),
-                })
-                .collect();
-            if !missing.is_empty() {
-                link_tag::Entity::insert_many(missing)
-                    .exec_without_returning(db)
-                    .await?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Every tag with how many (not deleted) links carry it, most used first.
 pub async fn list(db: &DatabaseConnection) -> Result<Vec<(String, i64)>, DbErr> {
     let live = Query::select()

@@ -388,3 +388,71 @@ async fn bulk_actions_change_many_links_by_code_or_filter_each_audited() {
     assert_eq!(count("link.tags"), 4);
     assert_eq!(count("link.delete"), 1);
 }
+
+#[actix_web::test]
+async fn parallel_bulk_tagging_keeps_every_tag_and_tags_compare_exactly() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "parallel", Role::Admin).await;
+    let mut codes = Vec::new();
+    for n in 0..20 {
+        let code = format!("p{n}");
+        let reply = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{n}"), "code": code})),
+            )
+            .await;
+        assert_eq!(reply.status, 201);
+        codes.push(code);
+    }
+    // Two people tag the same links at the same moment, each with a tag of their own.
+    let tag = |name: &'static str| {
+        let api = &api;
+        let codes = codes.clone();
+        async move {
+            api.call(
+                "POST",
+                "/api/v1/links/bulk",
+                Some(json!({"action": "tag", "codes": codes, "tags": [name]})),
+            )
+            .await
+        }
+    };
+    let (first, second) = tokio::join!(tag("alpha"), tag("beta"));
+    assert_eq!(first.body["changed"], 20, "{}", first.body);
+    assert_eq!(second.body["changed"], 20, "{}", second.body);
+    for name in ["alpha", "beta"] {
+        let listed = api
+            .call(
+                "GET",
+                &format!("/api/v1/links?tag={name}&per_page=100"),
+                None,
+            )
+            .await;
+        assert_eq!(listed.body["total"], 20, "{name}: no tag was lost");
+    }
+    // Tags that differ only by an accent are two tags on every database (MySQL's default
+    // collations would fold them).
+    for tag in ["café", "cafe"] {
+        let reply = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": "https://example.com/c", "tags": [tag]})),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+    }
+    let both = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/both", "code": "both", "tags": ["café", "cafe"]})),
+        )
+        .await;
+    assert_eq!(both.status, 201, "{}", both.body);
+    assert_eq!(both.body["tags"], json!(["cafe", "café"]));
+    let cafe = api.call("GET", "/api/v1/links?tag=cafe", None).await;
+    assert_eq!(cafe.body["total"], 2, "{}", cafe.body);
+}
