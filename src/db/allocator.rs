@@ -16,14 +16,10 @@ use tokio::sync::Mutex;
 
 pub const SEQUENCE: &str = "url_map_code";
 
-/// The sequence of codes of `length` when it is not the configured default length (which
-/// keeps [`SEQUENCE`], so that existing databases carry on where they were).
+/// The sequence of codes of `length` (4 to 12) when it is not the configured default length
+/// (which keeps [`SEQUENCE`], so that existing databases carry on where they were).
 pub fn sequence_of_length(length: u8) -> &'static str {
-    const NAMES: [&str; 13] = [
-        "url_map_code_0",
-        "url_map_code_1",
-        "url_map_code_2",
-        "url_map_code_3",
+    const NAMES: [&str; 9] = [
         "url_map_code_4",
         "url_map_code_5",
         "url_map_code_6",
@@ -34,7 +30,7 @@ pub fn sequence_of_length(length: u8) -> &'static str {
         "url_map_code_11",
         "url_map_code_12",
     ];
-    NAMES[usize::from(length)]
+    NAMES[usize::from(length) - 4]
 }
 
 pub struct BlockAllocator {

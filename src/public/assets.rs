@@ -38,7 +38,7 @@ const ASSETS: &[Asset] = &[
     },
 ];
 
-pub async fn serve(file: web::Path<String>) -> HttpResponse {
+pub async fn serve(req: actix_web::HttpRequest, file: web::Path<String>) -> HttpResponse {
     match ASSETS.iter().find(|asset| asset.name == file.as_str()) {
         Some(asset) => HttpResponse::Ok()
             .content_type(asset.content_type)
@@ -51,7 +51,7 @@ pub async fn serve(file: web::Path<String>) -> HttpResponse {
                 HeaderValue::from_static("nosniff"),
             ))
             .body(asset.body),
-        None => super::pages::not_found().await,
+        None => super::pages::not_found(req).await,
     }
 }
 

@@ -1,6 +1,5 @@
 //! Liveness and database check for load balancers and orchestrators.
 
-use super::pages::PageError;
 use crate::analytics::metrics::Gauges;
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -19,17 +18,14 @@ pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
 
 /// Prometheus text format, only where the configuration puts it (a separate address, or the
 /// admin hosts): counters of traffic are not for every visitor.
-pub async fn metrics(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let settings = &state.core.settings;
     let here = match settings.metrics_listen {
         Some(address) => req.app_config().local_addr().port() == address.port(),
         None => settings.admin_hosts.admit_request(&req),
     };
     if !here {
-        return Err(PageError::NotFound);
+        return super::pages::not_found(req).await;
     }
     let analytics = &state.analytics;
     let gauges = Gauges {
@@ -38,7 +34,7 @@ pub async fn metrics(
         cache_misses: state.resolver.misses(),
         lookup_queries: state.resolver.queries(),
     };
-    Ok(HttpResponse::Ok()
+    HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(analytics.metrics().render(&gauges)))
+        .body(analytics.metrics().render(&gauges))
 }

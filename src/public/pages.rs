@@ -1,9 +1,10 @@
-//! The public HTML pages: home, and the friendly 404 / 410 / 503 answers of the redirect path.
-//! They do not vary per request, so they are rendered once.
+//! The pages visitors see: home, the friendly 404 / 410 / 503 answers of the redirect path,
+//! and the campaign pages (password form, "open in your browser", not open yet), in the
+//! visitor's language. The fixed ones are rendered once per language.
 
+use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 use std::sync::LazyLock;
 
@@ -119,35 +120,6 @@ fn page_with(status: StatusCode, body: &str, csp: HeaderValue) -> HttpResponse {
         .body(body.to_owned())
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum PageError {
-    #[error("no such short link")]
-    NotFound,
-    #[error("the link is disabled or expired")]
-    Gone,
-    #[error("the link store is unavailable")]
-    Unavailable,
-}
-
-impl ResponseError for PageError {
-    fn status_code(&self) -> StatusCode {
-        match self {
-            Self::NotFound => StatusCode::NOT_FOUND,
-            Self::Gone => StatusCode::GONE,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        let shown = match self {
-            Self::NotFound => Page::NotFound,
-            Self::Gone => Page::Gone,
-            Self::Unavailable => Page::Unavailable,
-        };
-        fixed(shown, Lang::En)
-    }
-}
-
 /// One of the fixed visitor pages, in `lang`.
 pub fn fixed(shown: Page, lang: Lang) -> HttpResponse {
     let index = Page::ALL
@@ -204,6 +176,7 @@ pub async fn home(req: actix_web::HttpRequest) -> HttpResponse {
     page(StatusCode::OK, &HOME[Lang::of(&req) as usize])
 }
 
-pub async fn not_found() -> HttpResponse {
-    PageError::NotFound.error_response()
+/// The 404 page in the visitor's language.
+pub async fn not_found(req: actix_web::HttpRequest) -> HttpResponse {
+    fixed(Page::NotFound, Lang::of(&req))
 }
