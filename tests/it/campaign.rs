@@ -404,6 +404,16 @@ async fn in_app_browsers_get_a_page_in_their_language_and_others_the_redirect() 
         let sent = visit(&app, "/sale", agent, "zh-CN").await;
         assert_eq!(sent.status, 302, "{agent}");
     }
+    // Every visitor 404 speaks the visitor's language, an unknown asset's too.
+    for path in ["/no-such-code", "/static/nothing.js"] {
+        let missing = visit(&app, path, DESKTOP, "zh-CN,zh;q=0.9").await;
+        assert_eq!(missing.status, 404, "{path}");
+        assert!(
+            missing.body.contains("此短链接不存在"),
+            "{path}: {}",
+            missing.body
+        );
+    }
     // A domain's default applies to its links that do not choose; a link may opt out.
     let host = inklink::services::domains::default_domain(&app.core.db)
         .await
