@@ -11,6 +11,7 @@ import sys
 
 LAYERS = [
     ["digest"],
+    ["i18n"],
     ["rules"],
     ["net"],
     ["config"],

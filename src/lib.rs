@@ -19,6 +19,7 @@
 //!   its background tasks; `cli`: the command line.
 
 pub mod digest;
+pub mod i18n;
 pub mod rules;
 
 pub mod config;

@@ -3,11 +3,13 @@ document.addEventListener("click", async (event) => {
   const button = event.target.closest("button[data-copy]");
   if (!button) return;
   const label = button.textContent;
+  // The words come from the page, in its language.
+  const texts = (document.getElementById("main") || document.body).dataset;
   try {
     await navigator.clipboard.writeText(button.dataset.copy);
-    button.textContent = "Copied";
+    button.textContent = texts.copied || label;
   } catch {
-    button.textContent = "Select and copy";
+    button.textContent = texts.copyFailed || label;
   }
   setTimeout(() => { button.textContent = label; }, 1500);
 });

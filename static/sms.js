@@ -38,8 +38,10 @@
     if (sig && sig.charAt(0) !== "【") sig = "【" + sig + "】";
     if (sig && text.indexOf(sig) !== 0) text = sig + text;
     var c = count(text, rule && rule.value === "china");
-    output.textContent = c.encoding + " · " + c.units + " characters · " + c.segments +
-      (c.segments === 1 ? " segment" : " segments") + " · " + c.remaining + " left in the last";
+    // The sentence comes from the page, in its language.
+    var format = output.getAttribute(c.segments === 1 ? "data-one" : "data-many") || "";
+    output.textContent = format.replace("{encoding}", c.encoding).replace("{units}", c.units)
+      .replace("{segments}", c.segments).replace("{remaining}", c.remaining);
   }
 
   [message, signature, rule].forEach(function (el) {

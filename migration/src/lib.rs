@@ -18,6 +18,7 @@ mod m20261123_000012_visit_day_sets;
 mod m20261123_000013_campaign_links;
 mod m20261123_000014_link_tags;
 mod m20261123_000015_user_time_zone;
+mod m20261124_000016_user_language;
 
 pub struct Migrator;
 
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000013_campaign_links::Migration),
             Box::new(m20261123_000014_link_tags::Migration),
             Box::new(m20261123_000015_user_time_zone::Migration),
+            Box::new(m20261124_000016_user_language::Migration),
         ]
     }
 }

@@ -1,4 +1,5 @@
-//! The signed-in person's own settings: the time zone the admin UI shows times in.
+//! The signed-in person's own settings: the language of the pages and the time zone they show
+//! times in.
 
 use super::auth::CurrentUser;
 use super::error::AdminError;
@@ -35,6 +36,8 @@ const COMMON_ZONES: &[&str] = &[
 struct AccountPage {
     frame: Frame,
     time_zone: String,
+    /// `en`, `zh-CN`, or empty (the browser's).
+    language: String,
     default_zone: String,
     zones: &'static [&'static str],
     error: Option<String>,
@@ -46,10 +49,12 @@ async fn page(
     typed: Option<String>,
     error: Option<String>,
 ) -> Result<AccountPage, AdminError> {
-    let stored = users::by_id(&state.core.db, user.id)
-        .await?
-        .and_then(|u| u.time_zone)
+    let row = users::by_id(&state.core.db, user.id).await?;
+    let language = row
+        .as_ref()
+        .and_then(|u| u.language.clone())
         .unwrap_or_default();
+    let stored = row.and_then(|u| u.time_zone).unwrap_or_default();
     let flash = if error.is_none() {
         user.take_flash()
     } else {
@@ -58,6 +63,7 @@ async fn page(
     Ok(AccountPage {
         frame: Frame::new(user, flash, "account"),
         time_zone: typed.unwrap_or(stored),
+        language,
         default_zone: state.core.settings.timezone.name().to_owned(),
         zones: COMMON_ZONES,
         error,
@@ -77,6 +83,7 @@ pub async fn form(
 pub struct AccountForm {
     csrf: String,
     time_zone: String,
+    language: String,
 }
 
 pub async fn save(
@@ -99,7 +106,9 @@ pub async fn save(
             }
         },
     };
+    let language = crate::i18n::Lang::from_tag(&form.language);
     users::set_time_zone(&state.core.db, user.id, zone, &user.actor()).await?;
+    users::set_language(&state.core.db, user.id, language, &user.actor()).await?;
     user.flash(match zone {
         Some(tz) => format!("Times are shown in {} from now on", tz.name()),
         None => format!(
@@ -107,5 +116,53 @@ pub async fn save(
             state.core.settings.timezone.name()
         ),
     });
-    Ok(see_other("/admin/account"))
+    let mut response = see_other("/admin/account");
+    remember(&mut response, language)?;
+    Ok(response)
+}
+
+/// The cookie follows the setting: pages that do not know who is looking (sign-in, visitor
+/// pages) and requests before the session is read use it too.
+fn remember(
+    response: &mut HttpResponse,
+    language: Option<crate::i18n::Lang>,
+) -> Result<(), AdminError> {
+    let cookie = match language {
+        Some(lang) => lang.cookie(),
+        None => {
+            let mut spent = crate::i18n::Lang::En.cookie();
+            spent.make_removal();
+            spent
+        }
+    };
+    response
+        .add_cookie(&cookie)
+        .map_err(|err| AdminError::Session(err.to_string()))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+pub struct LanguageForm {
+    csrf: String,
+    lang: String,
+}
+
+/// The switch on every page: this person's pages in that language from now on, on every
+/// device they sign in from.
+pub async fn set_language(
+    req: actix_web::HttpRequest,
+    user: CurrentUser,
+    state: web::Data<AppState>,
+    form: web::Form<LanguageForm>,
+) -> Result<HttpResponse, AdminError> {
+    user.check_csrf(&form.csrf)?;
+    let lang = crate::i18n::Lang::from_tag(&form.lang).ok_or_else(|| {
+        AdminError::BadRequest(format!("'{}' is not a language of inklink", form.lang))
+    })?;
+    users::set_language(&state.core.db, user.id, Some(lang), &user.actor()).await?;
+    let back = crate::i18n::Lang::back_to(&req, "/admin/links");
+    let back = super::pages::local_next(&back).unwrap_or("/admin/links");
+    let mut response = see_other(back);
+    remember(&mut response, Some(lang))?;
+    Ok(response)
 }

@@ -3,6 +3,7 @@
 
 use super::error::AdminError;
 use super::pages::{Frame, render};
+use crate::i18n::Lang;
 use crate::rules::Role;
 use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
@@ -39,6 +40,8 @@ pub struct CurrentUser {
     pub csrf: String,
     /// The time zone pages show this user times in (their choice, else INKLINK_TIMEZONE).
     pub tz: chrono_tz::Tz,
+    /// The language pages show this user (their choice, else their browser's).
+    pub lang: Lang,
     session: Session,
 }
 
@@ -148,6 +151,13 @@ async fn signed_in_user(
             .as_deref()
             .and_then(|name| name.parse().ok())
             .unwrap_or(default_tz),
+        lang: match user.language.as_deref().and_then(Lang::from_tag) {
+            Some(chosen) => {
+                chosen.set_current();
+                chosen
+            }
+            None => Lang::current(),
+        },
         name: user.username,
         csrf,
         session,
@@ -176,6 +186,7 @@ impl FromRequest for AdminUser {
 #[derive(Template)]
 #[template(path = "admin/login.html")]
 struct LoginPage<'a> {
+    lang: Lang,
     csrf: &'a str,
     username: &'a str,
     error: Option<&'a str>,
@@ -226,6 +237,7 @@ pub async fn login_form(
     let mut response = render(
         StatusCode::OK,
         &LoginPage {
+            lang: Lang::current(),
             csrf: &token,
             username: "",
             error: None,
@@ -287,6 +299,12 @@ pub async fn login(
             let mut response = super::pages::see_other(
                 super::pages::local_next(&form.next).unwrap_or("/admin/links"),
             );
+            // The language they chose before follows them to every page.
+            if let Some(chosen) = user.language.as_deref().and_then(Lang::from_tag) {
+                response
+                    .add_cookie(&chosen.cookie())
+                    .map_err(|err| AdminError::Session(err.to_string()))?;
+            }
             let mut spent = Cookie::build(LOGIN_COOKIE, "").path("/admin").finish();
             spent.make_removal();
             response
@@ -304,6 +322,7 @@ pub async fn login(
             Ok(render(
                 status,
                 &LoginPage {
+                    lang: Lang::current(),
                     csrf: &csrf,
                     username: &form.username,
                     error: Some(&message),
@@ -335,6 +354,7 @@ impl Frame {
         Self {
             user: user.name.clone(),
             is_admin: user.is_admin(),
+            lang: user.lang,
             csrf: user.csrf.clone(),
             flash,
             undo: None,

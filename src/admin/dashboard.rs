@@ -145,7 +145,7 @@ async fn page(
             .collect(),
         timezone: state.core.settings.timezone.name().to_owned(),
         daily_chart: charts::daily_lines(&days),
-        outcome_chart: charts::outcome_bars(&days),
+        outcome_chart: charts::outcome_bars(&days, user.lang),
         hour_chart: charts::hour_bars(&hours),
         hours,
         totals,

@@ -183,16 +183,18 @@ async fn confirmation(
                 frame,
                 heading: format!("Replace {} by {}?", domain.host, next.host),
                 lines: vec![
-                    format!(
-                        "{links} {} to {}: their short URLs become {} followed by the code, everywhere they are shown and copied.",
-                        if links == 1 {
-                            "link moves"
-                        } else {
-                            "links move"
-                        },
-                        next.host,
-                        domains::short_url(next, "")
-                    ),
+                    match links {
+                        1 => format!(
+                            "1 link moves to {}: its short URL becomes {} followed by the code, everywhere it is shown and copied.",
+                            next.host,
+                            domains::short_url(next, "")
+                        ),
+                        _ => format!(
+                            "{links} links move to {}: their short URLs become {} followed by the code, everywhere they are shown and copied.",
+                            next.host,
+                            domains::short_url(next, "")
+                        ),
+                    },
                     format!(
                         "{} becomes the default domain for new links, and {} is disabled. Requests that still arrive on {} keep redirecting, so messages already sent keep working.",
                         next.host, domain.host, domain.host

@@ -135,7 +135,7 @@ pub async fn show(
         changeable: links::may_change(&user.actor(), &link).is_ok(),
         details,
         tags,
-        spark: charts::sparkline(&glance.last14, &short_url),
+        spark: charts::sparkline(&glance.last14, &short_url, user.lang),
         glance,
         history,
         short_url,

@@ -197,7 +197,7 @@ pub async fn list(
             code: link.compression_code.to_string(),
         })
         .map(|mut row: Row| {
-            row.spark = crate::charts::sparkline(&row.glance.last14, &row.short_url);
+            row.spark = crate::charts::sparkline(&row.glance.last14, &row.short_url, user.lang);
             row
         })
         .collect();
@@ -821,11 +821,10 @@ async fn change_status(
     user.check_csrf(csrf)?;
     let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
     links::set_status(&state.core, &code, status, &user.actor()).await?;
-    let verb = match status {
-        LinkStatus::Active => "Enabled",
-        LinkStatus::Disabled => "Disabled",
-    };
-    user.flash(format!("{verb} {code}"));
+    user.flash(match status {
+        LinkStatus::Active => format!("Enabled {code}"),
+        LinkStatus::Disabled => format!("Disabled {code}"),
+    });
     if status == LinkStatus::Disabled {
         user.offer_undo(code.as_str());
     }

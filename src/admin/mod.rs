@@ -80,6 +80,7 @@ pub fn routes(
             .wrap(security_headers())
             .wrap(actix_web::middleware::from_fn(secure_cookie_over_https))
             .wrap(actix_web::middleware::from_fn(unavailable_page))
+            .wrap(actix_web::middleware::from_fn(in_language))
             // Extractor failures get the admin error page, not actix's plain-text message.
             .app_data(
                 web::PathConfig::default().error_handler(|_, _| error::AdminError::NotFound.into()),
@@ -113,6 +114,7 @@ pub fn routes(
             .route("/links/{code}/delete", web::post().to(links::delete))
             .route("/account", web::get().to(account::form))
             .route("/account", web::post().to(account::save))
+            .route("/language", web::post().to(account::set_language))
             .route("/tags", web::get().to(tags::list))
             .route("/tags/{tag}/preset", web::post().to(tags::set_preset))
             .route("/tags/{tag}/stats", web::get().to(dashboard::tag))
@@ -166,6 +168,43 @@ async fn unavailable_page(
             err
         }
     })
+}
+
+/// Answers the request in its language (cookie, else `Accept-Language`; the signed-in
+/// person's setting replaces it once known), error pages included.
+async fn in_language(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
+    let lang = crate::i18n::Lang::of(req.request());
+    lang.scope(next.call(req)).await.map_err(|err| {
+        // An error from a layer below is drawn later, outside this request: it keeps the
+        // language with it.
+        InLanguage { lang, err }.into()
+    })
+}
+
+#[derive(Debug)]
+struct InLanguage {
+    lang: crate::i18n::Lang,
+    err: actix_web::Error,
+}
+
+impl std::fmt::Display for InLanguage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.err.fmt(f)
+    }
+}
+
+impl actix_web::ResponseError for InLanguage {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        self.err.as_response_error().status_code()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.lang
+            .within(|| self.err.as_response_error().error_response())
+    }
 }
 
 /// Marks cookies Secure when a trusted proxy says the visitor came over https, so that the

@@ -1,6 +1,7 @@
 //! Rendering admin pages: the shared frame (navigation, flash message, sign-out form) and the
 //! plain message page.
 
+use crate::i18n::Lang;
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use askama::Template;
@@ -10,6 +11,7 @@ use askama::Template;
 pub struct Frame {
     pub user: String,
     pub is_admin: bool,
+    pub lang: Lang,
     pub csrf: String,
     pub flash: Option<String>,
     /// A link just disabled: the page offers to enable it again.
@@ -17,17 +19,44 @@ pub struct Frame {
     pub section: &'static str,
 }
 
+impl Frame {
+    /// A text of the page in the person's language.
+    pub fn t<'a>(&self, english: &'a str) -> &'a str {
+        self.lang.t(english)
+    }
+
+    /// A text with one value (`{}`) in the person's language.
+    pub fn f(&self, english: &str, value: impl std::fmt::Display) -> String {
+        self.lang.f(english, value)
+    }
+
+    /// A message made at run time (flash, error, confirmation) in the person's language.
+    pub fn say<'a>(&self, message: &'a str) -> std::borrow::Cow<'a, str> {
+        self.lang.say(message)
+    }
+}
+
 #[derive(Template)]
 #[template(path = "admin/message.html")]
 struct Message<'a> {
+    lang: Lang,
     heading: &'a str,
     text: &'a str,
 }
 
+/// The plain message page, in the language of the request being answered (`heading` and
+/// `text` are translated here).
 pub fn render_message(status: StatusCode, heading: &str, text: &str) -> HttpResponse {
-    let body = Message { heading, text }
-        .render()
-        .unwrap_or_else(|_| text.to_owned());
+    let lang = Lang::current();
+    let heading = lang.say(heading);
+    let text = lang.say(text);
+    let body = Message {
+        lang,
+        heading: &heading,
+        text: &text,
+    }
+    .render()
+    .unwrap_or_else(|_| text.to_string());
     html(status, body)
 }
 

@@ -100,14 +100,18 @@ pub async fn apply(
         Selection::Filter(filter) => listing::count(&state.core.db, filter).await?,
     };
     if !posted.confirm {
-        let what = match &action {
-            BulkAction::Disable => "Disable".to_owned(),
-            BulkAction::Enable => "Enable".to_owned(),
-            BulkAction::Delete => "Delete".to_owned(),
-            BulkAction::Tag(_) => format!("Tag with {}:", posted.tags.trim()),
-            BulkAction::Untag(_) => format!("Remove the tags {} from", posted.tags.trim()),
+        let links = match count {
+            1 => "1 link".to_owned(),
+            _ => format!("{count} links"),
         };
-        let noun = if count == 1 { "link" } else { "links" };
+        let tags = posted.tags.trim();
+        let button = match &action {
+            BulkAction::Disable => format!("Disable {links}"),
+            BulkAction::Enable => format!("Enable {links}"),
+            BulkAction::Delete => format!("Delete {links}"),
+            BulkAction::Tag(_) => format!("Add the tags {tags} to {links}"),
+            BulkAction::Untag(_) => format!("Remove the tags {tags} from {links}"),
+        };
         let mut fields: Vec<(&'static str, String)> = vec![
             ("action", posted.action.clone()),
             ("tags", posted.tags.clone()),
@@ -133,7 +137,7 @@ pub async fn apply(
         };
         return Ok(Confirm {
             frame: Frame::new(&user, None, "links"),
-            heading: format!("{what} {count} {noun}?"),
+            heading: format!("{button}?"),
             lines: vec![
                 consequence.to_owned(),
                 "Links you may not change (others' links, for operators) are left as they are."
@@ -141,7 +145,7 @@ pub async fn apply(
             ],
             action: "/admin/links/selection".to_owned(),
             fields,
-            button: format!("{what} {count} {noun}"),
+            button,
             back: "/admin/links",
         }
         .page());

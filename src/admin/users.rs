@@ -178,13 +178,13 @@ pub async fn change(
     };
     match result {
         Ok(changed) => {
-            let done = match action.as_str() {
-                "disable" => "disabled",
-                "enable" => "enabled",
-                "role" => "given a new role",
-                _ => "given a new password",
-            };
-            user.0.flash(format!("{} {done}", changed.username));
+            let name = &changed.username;
+            user.0.flash(match action.as_str() {
+                "disable" => format!("Disabled the user {name}"),
+                "enable" => format!("Enabled the user {name}"),
+                "role" => format!("{name} has a new role"),
+                _ => format!("{name} has a new password"),
+            });
             Ok(see_other("/admin/users"))
         }
         Err(message) => {

@@ -179,7 +179,7 @@ fn with_hover(
 }
 
 /// Effective and ineffective redirects per day, stacked bars.
-pub fn outcome_bars(days: &[DayRow]) -> String {
+pub fn outcome_bars(days: &[DayRow], lang: crate::i18n::Lang) -> String {
     let svg = render(WIDTH, BARS_HEIGHT, |root| {
         let max = days.iter().map(|d| d.visits.requests()).max().unwrap_or(0);
         let mut chart = day_chart(&root, days, max, 5)?;
@@ -209,10 +209,10 @@ pub fn outcome_bars(days: &[DayRow]) -> String {
         Ok(())
     });
     with_hover(svg, BARS_HEIGHT, days, |d| {
-        format!(
-            "{}: effective {}, ineffective {}",
-            d.day, d.visits.effective, d.visits.ineffective
-        )
+        lang.t("{day}: effective {effective}, ineffective {ineffective}")
+            .replace("{day}", &d.day.to_string())
+            .replace("{effective}", &d.visits.effective.to_string())
+            .replace("{ineffective}", &d.visits.ineffective.to_string())
     })
 }
 
@@ -284,7 +284,7 @@ pub fn horizontal_bars(items: &[(String, i64)]) -> String {
 }
 
 /// A 14-day sparkline: a small line of daily values, with each day's value on hover.
-pub fn sparkline(values: &[i64], label: &str) -> String {
+pub fn sparkline(values: &[i64], label: &str, lang: crate::i18n::Lang) -> String {
     const WIDTH: f64 = 84.0;
     const HEIGHT: f64 = 20.0;
     let max = values.iter().copied().max().unwrap_or(0).max(1) as f64;
@@ -307,7 +307,8 @@ pub fn sparkline(values: &[i64], label: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;");
     format!(
-        "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{escaped}: {total} views in 14 days\"><title>{escaped}: {}</title><polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
+        "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{escaped}: {}\"><title>{escaped}: {}</title><polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
+        lang.f("{} views in 14 days", total),
         values
             .iter()
             .map(i64::to_string)

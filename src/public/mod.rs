@@ -3,7 +3,6 @@
 
 pub mod assets;
 pub mod health;
-pub mod lang;
 pub mod pages;
 
 use actix_web::{guard, web};
@@ -20,6 +19,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         // A scope is matched by its prefix, a `/static/{file}` route by a regular expression
         // that every redirect would run first.
         .service(web::scope("/static").route("/{file}", read().to(assets::serve)))
+        .route("/lang/{tag}", web::get().to(pages::switch_language))
         .route("/robots.txt", read().to(assets::robots))
         .route("/favicon.ico", read().to(assets::favicon));
 }

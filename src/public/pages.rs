@@ -2,18 +2,18 @@
 //! and the campaign pages (password form, "open in your browser", not open yet), in the
 //! visitor's language. The fixed ones are rendered once per language.
 
-use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use std::sync::LazyLock;
 
-use super::lang::Lang;
+use crate::i18n::Lang;
 
 #[derive(Template)]
 #[template(path = "message.html")]
 struct Message<'a> {
-    lang: &'a str,
+    t: Lang,
     title: &'a str,
     heading: &'a str,
     text: &'a str,
@@ -71,7 +71,7 @@ impl Page {
 
 fn message(lang: Lang, key: &str, text: &str) -> String {
     Message {
-        lang: lang.tag(),
+        t: lang,
         title: lang.text(&format!("{key}_title")),
         heading: lang.text(&format!("{key}_heading")),
         text,
@@ -111,7 +111,10 @@ fn page_with(status: StatusCode, body: &str, csp: HeaderValue) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CONTENT_SECURITY_POLICY, csp))
-        .insert_header((header::VARY, HeaderValue::from_static("Accept-Language")))
+        .insert_header((
+            header::VARY,
+            HeaderValue::from_static("Accept-Language, Cookie"),
+        ))
         .insert_header((
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
@@ -179,4 +182,17 @@ pub async fn home(req: actix_web::HttpRequest) -> HttpResponse {
 /// The 404 page in the visitor's language.
 pub async fn not_found(req: actix_web::HttpRequest) -> HttpResponse {
     fixed(Page::NotFound, Lang::of(&req))
+}
+
+/// The language switch of pages that do not know who is looking: remembers the choice in a
+/// cookie and goes back to the page it was on.
+pub async fn switch_language(req: HttpRequest, tag: actix_web::web::Path<String>) -> HttpResponse {
+    let Some(lang) = Lang::from_tag(&tag) else {
+        return fixed(Page::NotFound, Lang::of(&req));
+    };
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, Lang::back_to(&req, "/")))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .cookie(lang.cookie())
+        .finish()
 }

@@ -5,7 +5,7 @@ pub mod location;
 use crate::analytics::agent::{Agent, parse_agent};
 use crate::analytics::{Outcome, capture};
 use crate::db::entities::url_map::LinkState;
-use crate::public::lang::Lang;
+use crate::i18n::Lang;
 use crate::public::pages::{self, Page, PasswordProblem};
 use crate::resolver::{ResolvedLink, take_visit};
 use crate::rules::{App, ShortCode, TargetRule};

@@ -370,3 +370,40 @@ pub async fn set_time_zone(
     )
     .await
 }
+
+/// Sets (or, with `None`, clears: the browser's language then) the language of a user's admin
+/// pages.
+pub async fn set_language(
+    db: &DatabaseConnection,
+    id: i64,
+    language: Option<crate::i18n::Lang>,
+    actor: &Actor,
+) -> Result<(), DbErr> {
+    let user = by_id(db, id)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {id}")))?;
+    let tag = language.map(crate::i18n::Lang::tag);
+    if user.language.as_deref() == tag {
+        return Ok(());
+    }
+    users::ActiveModel {
+        id: Set(id),
+        language: Set(tag.map(str::to_owned)),
+        updated_at: Set(crate::db::now()),
+        ..Default::default()
+    }
+    .update(db)
+    .await?;
+    audit::record(
+        db,
+        actor,
+        Entry {
+            action: "user.language",
+            target_kind: "user",
+            target_id: &user.username,
+            before: Some(json!({ "language": user.language })),
+            after: Some(json!({ "language": tag })),
+        },
+    )
+    .await
+}

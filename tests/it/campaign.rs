@@ -6,7 +6,7 @@ use crate::analytics::wait_written;
 use crate::api::Api;
 use crate::support::{TestApp, TestDb, spawn_app, spawn_on};
 use futures_util::future::join_all;
-use inklink::public::lang::Lang;
+use inklink::i18n::Lang;
 use inklink::rules::Role;
 use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};

@@ -14,6 +14,7 @@ mod codes;
 mod event_insert;
 mod hardening;
 mod hosts;
+mod i18n;
 mod links;
 mod redirect;
 mod rules;

@@ -18,6 +18,8 @@ pub struct Model {
     pub updated_at: DateTime,
     /// The IANA time zone the admin UI shows this user times in; `None`: INKLINK_TIMEZONE.
     pub time_zone: Option<String>,
+    /// `en` or `zh-CN`; `None`: the browser's language.
+    pub language: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
