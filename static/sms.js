@@ -40,7 +40,7 @@
     var c = count(text, rule && rule.value === "china");
     // The sentence comes from the page, in its language.
     var format = output.getAttribute(c.segments === 1 ? "data-one" : "data-many") || "";
-    output.textContent = format.replace("{encoding}", c.encoding).replace("{units}", c.units)
+    output.textContent = format.replace("{encoding}", c.encoding === "China" ? (output.getAttribute("data-china") || c.encoding) : c.encoding).replace("{units}", c.units)
       .replace("{segments}", c.segments).replace("{remaining}", c.remaining);
   }
 

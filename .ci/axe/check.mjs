@@ -1,5 +1,6 @@
-// Runs axe-core on every page of a running inklink, in light and dark mode, and fails on any
-// serious or critical violation. Usage: node check.mjs BASE_URL USER PASSWORD
+// Runs axe-core on every page of a running inklink, in light and dark mode and in both
+// languages, and fails on any serious or critical violation.
+// Usage: node check.mjs BASE_URL USER PASSWORD
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -42,10 +43,14 @@ async function check(page, label) {
 }
 
 for (const scheme of ["light", "dark"]) {
-  const context = await browser.newContext({ colorScheme: scheme, bypassCSP: true, viewport: { width: 1366, height: 900 } });
+  for (const language of ["en", "zh-CN"]) {
+  const context = await browser.newContext({
+    colorScheme: scheme, bypassCSP: true, viewport: { width: 1366, height: 900 },
+    locale: language, extraHTTPHeaders: { "Accept-Language": language },
+  });
   const page = await context.newPage();
   await page.goto(`${base}/admin/login`);
-  await check(page, `${scheme} /admin/login`);
+  await check(page, `${scheme} ${language} /admin/login`);
   await page.fill("#username", user);
   await page.fill("#password", password);
   await Promise.all([page.waitForNavigation(), page.click("form button[type=submit]")]);
@@ -53,12 +58,13 @@ for (const scheme of ["light", "dark"]) {
     const response = await page.goto(base + path);
     if (!response || response.status() >= 400) {
       failures += 1;
-      console.log(`FAIL ${scheme} ${path}: HTTP ${response && response.status()}`);
+      console.log(`FAIL ${scheme} ${language} ${path}: HTTP ${response && response.status()}`);
       continue;
     }
-    await check(page, `${scheme} ${path}`);
+    await check(page, `${scheme} ${language} ${path}`);
   }
   await context.close();
+  }
   for (const [path, agent, language] of visitorPages) {
     const visitor = await browser.newContext({
       colorScheme: scheme, bypassCSP: true, locale: language, ...(agent ? { userAgent: agent } : {}),
@@ -75,4 +81,4 @@ if (failures > 0) {
   console.log(`${failures} serious or critical accessibility violations`);
   process.exit(1);
 }
-console.log("axe-core: no serious or critical violation on any page, light or dark");
+console.log("axe-core: no serious or critical violation on any page, light or dark, English or Chinese");

@@ -182,7 +182,12 @@ async fn find_link(state: &AppState, code: &str) -> Result<(i64, String, String)
     let link = links::find_by_code(&state.core.db, &code)
         .await?
         .ok_or(AdminError::NotFound)?;
-    Ok((link.id, link.compression_code.to_string(), link.long_url))
+    // Shown as people read it (a browser encodes it again when followed).
+    Ok((
+        link.id,
+        link.compression_code.to_string(),
+        crate::rules::TargetUrl::readable(&link.long_url),
+    ))
 }
 
 pub async fn link(

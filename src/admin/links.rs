@@ -651,7 +651,7 @@ pub async fn edit_form(
 ) -> Result<HttpResponse, AdminError> {
     let (link, short_url) = find(&state, &code).await?;
     let form = LinkForm {
-        url: link.long_url.clone(),
+        url: TargetUrl::readable(&link.long_url),
         description: link.description.clone().unwrap_or_default(),
         expires: link
             .expires_at
@@ -750,7 +750,7 @@ pub async fn delete_form(
         frame: Frame::new(&user, None, "links"),
         code: link.compression_code.to_string(),
         short_url,
-        target: link.long_url,
+        target: TargetUrl::readable(&link.long_url),
     };
     Ok(render(StatusCode::OK, &page))
 }

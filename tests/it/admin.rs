@@ -12,6 +12,10 @@ pub struct Browser<'a> {
     app: &'a TestApp,
     /// Cookies by name, as a browser keeps them.
     cookies: std::collections::BTreeMap<String, String>,
+    /// The `Accept-Language` it sends, if any.
+    language: Option<&'static str>,
+    /// The `Referer` of the next request, if any.
+    pub referer: Option<String>,
 }
 
 pub struct Page {
@@ -26,6 +30,16 @@ impl<'a> Browser<'a> {
         Self {
             app,
             cookies: Default::default(),
+            language: None,
+            referer: None,
+        }
+    }
+
+    /// A browser whose `Accept-Language` is `accept`.
+    pub fn speaking(app: &'a TestApp, accept: &'static str) -> Self {
+        Self {
+            language: Some(accept),
+            ..Self::new(app)
         }
     }
 
@@ -53,6 +67,14 @@ impl<'a> Browser<'a> {
     async fn send(&mut self, request: awc::ClientRequest, form: Option<&[(&str, &str)]>) -> Page {
         let request = match self.cookie() {
             Some(cookie) => request.insert_header(("cookie", cookie)),
+            None => request,
+        };
+        let request = match self.language {
+            Some(accept) => request.insert_header(("accept-language", accept)),
+            None => request,
+        };
+        let request = match self.referer.take() {
+            Some(referer) => request.insert_header(("referer", referer)),
             None => request,
         };
         let mut response = match form {

@@ -611,3 +611,275 @@ async fn the_sms_composer_counts_as_you_type_and_wechat_visitors_get_the_open_in
     screenshot(&wechat, "wechat-open-in-browser").await;
     wechat.close().await.unwrap();
 }
+
+/// Words that may stay Latin on a Chinese page: names, abbreviations and values people type.
+const LATIN_ON_CHINESE_PAGES: &[&str] = &[
+    "inklink",
+    "English",
+    "PV",
+    "UV",
+    "IP",
+    "CSV",
+    "API",
+    "SMS",
+    "UTM",
+    "QR",
+    "PNG",
+    "SVG",
+    "REST",
+    "JSON",
+    "OpenAPI",
+    "GSM",
+    "UCS",
+    "UTF",
+    "Excel",
+    "IANA",
+    "TLS",
+    "URL",
+    "RULE",
+    "UTC",
+    "Asia",
+    "Shanghai",
+    "ios",
+    "android",
+    "desktop",
+    "wechat",
+    "qq",
+    "weibo",
+    "douyin",
+    "toutiao",
+    "xiaohongshu",
+    "dingtalk",
+    "alipay",
+    "taobao",
+    "none",
+    "url",
+    "code",
+    "description",
+    "domain",
+    "length",
+    "tags",
+    "sale",
+    "spring",
+    "sms",
+    "text",
+    "cli",
+    "system",
+    "user",
+    "link",
+    "ada",
+    "Chrome",
+    "Android",
+    "iOS",
+    "Safari",
+    "Mobile",
+    "Linux",
+    "Windows",
+    "macOS",
+    "http",
+    "https",
+    // Field names of the API, as its page quotes them.
+    "version",
+    "segments",
+    "create",
+    "false",
+];
+
+/// The Latin words a person reads on the page (text, placeholders, labels), leaving out code
+/// samples and charts; tokens with digits, dots or slashes (addresses, codes, times) are data.
+async fn latin_words(client: &Client) -> Vec<String> {
+    let text = client
+        .execute(
+            "const c = document.body.cloneNode(true);
+             c.querySelectorAll('pre, code, script, style, svg, datalist').forEach(e => e.remove());
+             const attrs = [...document.querySelectorAll('[placeholder], [aria-label], [alt], [title]')]
+               .map(e => [e.getAttribute('placeholder'), e.getAttribute('aria-label'), e.getAttribute('alt'), e.getAttribute('title')].join(' '));
+             const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+             const parts = [];
+             while (walker.nextNode()) parts.push(walker.currentNode.nodeValue);
+             return parts.join(' ') + ' ' + attrs.join(' ');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let mut words: Vec<String> = text
+        .as_str()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|token| {
+            !token
+                .chars()
+                .any(|c| c.is_ascii_digit() || "./:@_=".contains(c))
+        })
+        .flat_map(|token| {
+            token
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .filter(|w| w.len() >= 2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|w| !LATIN_ON_CHINESE_PAGES.contains(&w.as_str()))
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
+async fn fits_the_width(client: &Client) -> bool {
+    client
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1",
+            vec![],
+        )
+        .await
+        .unwrap()
+        == serde_json::Value::Bool(true)
+}
+
+#[actix_web::test]
+async fn every_page_in_both_languages_at_desktop_and_phone_width() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    // A service in use: links with tags and clicks, a second domain, a key, an operator.
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    let mut admin = crate::admin::Browser::new(&app);
+    admin.sign_in("ada", "admin-password").await;
+    let csrf = admin.csrf("/admin/links").await;
+    for (code, url, tags) in [
+        (
+            "c1",
+            "https://example.com/促销?from=sms",
+            "双十一, sms-2026",
+        ),
+        ("c2", "https://example.com/news", "双十一"),
+    ] {
+        let created = admin
+            .post(
+                "/admin/links",
+                &[
+                    ("csrf", &csrf),
+                    ("url", url),
+                    ("code", code),
+                    ("tags", tags),
+                    ("description", "短信活动"),
+                ],
+            )
+            .await;
+        assert_eq!(created.status, 303, "{}", created.body);
+    }
+    admin
+        .post("/admin/domains", &[("csrf", &csrf), ("host", "s2.test")])
+        .await;
+    admin
+        .post(
+            "/admin/keys",
+            &[("csrf", &csrf), ("name", "crm-1"), ("role", "operator")],
+        )
+        .await;
+    for agent in [
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
+    ] {
+        let answer = app
+            .client
+            .get(app.url("/c1"))
+            .insert_header(("user-agent", agent))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 302);
+    }
+    let pages = [
+        ("links", "/admin/links"),
+        ("link-new", "/admin/links/new"),
+        ("link", "/admin/links/c1"),
+        ("link-edit", "/admin/links/c1/edit"),
+        ("link-delete", "/admin/links/c1/delete"),
+        ("link-stats", "/admin/links/c1/stats"),
+        ("dashboard", "/admin/dashboard"),
+        ("tags", "/admin/tags"),
+        ("tag-stats", "/admin/tags/%E5%8F%8C%E5%8D%81%E4%B8%80/stats"),
+        ("sms", "/admin/sms"),
+        ("import", "/admin/links/import"),
+        ("domains", "/admin/domains"),
+        ("users", "/admin/users"),
+        ("keys", "/admin/keys"),
+        ("audit", "/admin/audit"),
+        ("api", "/admin/api"),
+        ("account", "/admin/account"),
+        ("admin-not-found", "/admin/no-such-page"),
+        ("visitor-not-found", "/no-such-code"),
+        ("home", "/"),
+    ];
+    let mut too_wide = Vec::new();
+    for (lang, switch_to) in [("en", None), ("zh-CN", Some("中文"))] {
+        if let Some(label) = switch_to {
+            // The switch on the page, as a person would use it.
+            client.goto(&app.url("/admin/links")).await.unwrap();
+            click(&client, "form.switch button").await;
+            wait_for_text(&client, "新建链接").await;
+            let _ = label;
+        }
+        for width in [1366, 375] {
+            client.set_window_size(width, 900).await.unwrap();
+            for (name, path) in pages {
+                client.goto(&app.url(path)).await.unwrap();
+                let html_lang = client
+                    .execute("return document.documentElement.lang", vec![])
+                    .await
+                    .unwrap();
+                assert_eq!(html_lang, serde_json::json!(lang), "{path} in {lang}");
+                screenshot(&client, &format!("{lang}-{width}-{name}")).await;
+                if !fits_the_width(&client).await {
+                    too_wide.push(format!("{lang} {width}px {path}"));
+                }
+                if lang == "zh-CN" {
+                    let latin = latin_words(&client).await;
+                    assert!(
+                        latin.is_empty(),
+                        "{path} shows English in Chinese: {latin:?}"
+                    );
+                }
+            }
+            // A confirmation, reached as a person reaches it: select, choose, apply.
+            client.goto(&app.url("/admin/links")).await.unwrap();
+            click(&client, "input[name=codes][value=c2]").await;
+            client
+                .find(Locator::Css("#selection-action"))
+                .await
+                .unwrap()
+                .select_by_value("disable")
+                .await
+                .unwrap();
+            click(&client, "#selection button[type=submit]").await;
+            wait_for_text(
+                &client,
+                if lang == "en" {
+                    "Disable 1 link?"
+                } else {
+                    "停用 1 个链接？"
+                },
+            )
+            .await;
+            screenshot(&client, &format!("{lang}-{width}-confirm")).await;
+            if lang == "zh-CN" {
+                let latin = latin_words(&client).await;
+                assert!(
+                    latin.is_empty(),
+                    "the confirmation shows English: {latin:?}"
+                );
+            }
+        }
+    }
+    // Signed out, the sign-in page keeps the chosen language (the switch's cookie).
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    click(&client, "form.signout button").await;
+    wait_for_text(&client, "登录 inklink").await;
+    screenshot(&client, "zh-CN-375-login").await;
+    assert!(
+        too_wide.is_empty(),
+        "pages wider than the window: {too_wide:#?}"
+    );
+    client.close().await.unwrap();
+}

@@ -235,3 +235,185 @@ fn messages_with_values_come_out_in_chinese() {
     assert_eq!(zh.say("spring-sale"), "spring-sale");
     let _ = Path::new("");
 }
+
+use crate::admin::{Browser, add_user, csrf_in};
+use crate::support::spawn_app;
+use inklink::rules::Role;
+
+#[actix_web::test]
+async fn the_admin_ui_speaks_the_browsers_language_until_the_person_chooses_one() {
+    let app = spawn_app().await;
+    add_user(&app, "ada", "admin-password", Role::Admin).await;
+
+    // Before sign-in: the browser's language.
+    let mut english = Browser::speaking(&app, "en-US,en;q=0.9");
+    let login = english.get("/admin/login").await;
+    assert!(login.body.contains("Sign in to inklink") && login.body.contains("lang=\"en\""));
+    let mut chinese = Browser::speaking(&app, "zh-CN,zh;q=0.9,en;q=0.8");
+    let login = chinese.get("/admin/login").await;
+    assert!(login.body.contains("登录 inklink") && login.body.contains("lang=\"zh-CN\""));
+    assert!(
+        login.body.contains("href=\"/lang/en\""),
+        "the switch is on the page"
+    );
+    let wrong = chinese.sign_in("ada", "not-the-password").await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("用户名或密码错误"), "{}", wrong.body);
+
+    // Signed in: every text, message and error of the pages in Chinese.
+    let page = chinese.sign_in("ada", "admin-password").await;
+    assert_eq!(page.status, 303);
+    let list = chinese.get("/admin/links").await;
+    assert!(list.body.contains("新建链接") && list.body.contains("还没有链接"));
+    assert!(!list.body.contains("New link"));
+    let csrf = csrf_in(&list.body);
+    let refused = chinese
+        .post(
+            "/admin/links",
+            &[("csrf", &csrf), ("url", "ftp://example.com/x")],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused
+            .body
+            .contains("不允许“ftp:”协议；只能缩短 http 和 https 网址"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("ftp://example.com/x"),
+        "the input is kept"
+    );
+    let created = chinese
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/促销"),
+                ("code", "sale"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303);
+    let list = chinese.get("/admin/links").await;
+    assert!(
+        list.body.contains("已创建 http://"),
+        "the flash is Chinese too"
+    );
+    assert!(list.body.contains("1 个链接"));
+    let missing = chinese.get("/admin/links/nothing-here").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("此地址没有内容"), "{}", missing.body);
+    let confirm = chinese
+        .post(
+            "/admin/links/selection",
+            &[("csrf", &csrf), ("action", "disable"), ("codes", "sale")],
+        )
+        .await;
+    assert!(confirm.body.contains("停用 1 个链接？"), "{}", confirm.body);
+
+    // The switch: this person's choice from now on, on every device, whatever the browser.
+    let mut desk = Browser::speaking(&app, "en-US,en;q=0.9");
+    desk.sign_in("ada", "admin-password").await;
+    let dashboard = desk.get("/admin/dashboard").await;
+    assert!(dashboard.body.contains("Visits per day"));
+    desk.referer = Some(app.url("/admin/dashboard?range=30"));
+    let switched = desk
+        .post(
+            "/admin/language",
+            &[("csrf", &csrf_in(&dashboard.body)), ("lang", "zh-CN")],
+        )
+        .await;
+    assert_eq!(
+        (switched.status, switched.location.as_deref()),
+        (303, Some("/admin/dashboard?range=30")),
+        "back to the page the switch was on"
+    );
+    assert!(desk.get("/admin/dashboard").await.body.contains("每日访问"));
+    let mut phone = Browser::speaking(&app, "en");
+    phone.sign_in("ada", "admin-password").await;
+    assert!(
+        phone.cookie().unwrap().contains("inklink_lang=zh-CN"),
+        "sign-in brings the setting along"
+    );
+    let account = phone.get("/admin/account").await;
+    assert!(account.body.contains("个人设置"));
+    assert!(
+        account
+            .body
+            .contains("value=\"zh-CN\" lang=\"zh-CN\" selected")
+    );
+
+    // Back to "the browser's language" on the settings page.
+    let saved = phone
+        .post(
+            "/admin/account",
+            &[
+                ("csrf", &csrf_in(&account.body)),
+                ("time_zone", ""),
+                ("language", ""),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303);
+    let mut laptop = Browser::speaking(&app, "en");
+    laptop.sign_in("ada", "admin-password").await;
+    assert!(laptop.get("/admin/links").await.body.contains("New link"));
+    // A language inklink does not have is refused with a reason, and nothing changes.
+    let links = laptop.get("/admin/links").await;
+    let odd = laptop
+        .post(
+            "/admin/language",
+            &[("csrf", &csrf_in(&links.body)), ("lang", "fr")],
+        )
+        .await;
+    assert_eq!(odd.status, 400);
+    assert!(odd.body.contains("is not a language of inklink"));
+    let audit = laptop.get("/admin/audit?action=user.language").await;
+    assert!(audit.body.contains("user.language"));
+}
+
+#[actix_web::test]
+async fn visitor_pages_switch_language_with_a_cookie_and_go_back_where_they_were() {
+    let app = spawn_app().await;
+    let mut visitor = Browser::speaking(&app, "en");
+    let page = visitor.get("/no-such-code").await;
+    assert_eq!(page.status, 404);
+    assert!(page.body.contains("This short link does not exist"));
+    assert!(
+        page.body.contains("href=\"/lang/zh-CN\""),
+        "a switch on the page"
+    );
+    visitor.referer = Some(app.url("/no-such-code"));
+    let switched = visitor.get("/lang/zh-CN").await;
+    assert_eq!(
+        (switched.status, switched.location.as_deref()),
+        (303, Some("/no-such-code"))
+    );
+    let cookie = switched
+        .headers
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(cookie.starts_with("inklink_lang=zh-CN") && cookie.contains("Path=/"));
+    let page = visitor.get("/no-such-code").await;
+    assert!(
+        page.body.contains("此短链接不存在"),
+        "the cookie beats Accept-Language"
+    );
+    assert!(visitor.get("/").await.body.contains("此地址提供短链接服务"));
+    // Never back to another site, and only our languages.
+    visitor.referer = Some("https://evil.example/phish".into());
+    let elsewhere = visitor.get("/lang/en").await;
+    assert_eq!(elsewhere.location.as_deref(), Some("/"));
+    assert_eq!(visitor.get("/lang/fr").await.status, 404);
+    assert!(
+        visitor
+            .get("/no-such-code")
+            .await
+            .body
+            .contains("This short link")
+    );
+}
