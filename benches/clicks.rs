@@ -15,7 +15,7 @@ use chrono::Duration;
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::geoip::GeoIp;
 use inklink::analytics::writer::{BATCH, insert_rows};
-use inklink::analytics::{ClickEvent, Outcome, aggregate};
+use inklink::analytics::{ClickEvent, Outcome, tally};
 use inklink::startup::Application;
 use sea_orm::{ConnectionTrait, Database};
 use std::net::{IpAddr, TcpListener};
@@ -135,6 +135,44 @@ async fn drop_database(server: Option<(String, String)>, url: &str) {
     }
 }
 
+/// CPU time (user + system) this process has used, in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 11 and 12 after the name; 100 ticks/s.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Bytes the database holds for clicks and their statistics.
+async fn stored_bytes(db: &sea_orm::DatabaseConnection) -> u64 {
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        sea_orm::DbBackend::Postgres => {
+            "SELECT CAST(pg_total_relation_size('transform_event_record') + pg_total_relation_size('visit_day_set') + pg_total_relation_size('visit_statistics') + pg_total_relation_size('visit_statistics_breakdown') AS BIGINT)"
+        }
+        sea_orm::DbBackend::MySql => {
+            "SELECT CAST(SUM(data_length + index_length) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE()"
+        }
+        _ => "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+    };
+    let row = db
+        .query_one_raw(sea_orm::Statement::from_string(backend, sql))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index::<i64>(0).unwrap_or(0) as u64
+}
+
 async fn median_get(client: &awc::Client, cookie: &str, url: &str) -> f64 {
     let mut times = Vec::new();
     for _ in 0..15 {
@@ -237,6 +275,13 @@ async fn run() {
     }
     let writer_seconds = started.elapsed().as_secs_f64();
     assert_eq!(metrics.events_dropped.load(Relaxed), 0);
+    let tz = core.settings.timezone;
+    // Counting what the writer stored, as the server's schedule does every second.
+    let counting = Instant::now();
+    let cpu = cpu_seconds();
+    let counted_live = tally::drain(&core.db, tz).await.unwrap();
+    let live_seconds = counting.elapsed().as_secs_f64();
+    let live_cpu = cpu_seconds() - cpu;
 
     // 2. The rest of the events, straight into the table, in time order over 90 days.
     let mut enricher = Enricher::new(GeoIp::open(Some(GEOIP.as_ref()), "en"), core.visitor_key, 7);
@@ -254,11 +299,17 @@ async fn run() {
     insert_rows(&core.db, batch.into()).await.unwrap();
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let aggregating = Instant::now();
-    let tz = core.settings.timezone;
-    let days = aggregate::rebuild(&core.db, tz, first_day, today)
-        .await
-        .unwrap();
+    let counted = tally::drain(&core.db, tz).await.unwrap();
     let aggregate_seconds = aggregating.elapsed().as_secs_f64();
+    let bytes = stored_bytes(&core.db).await;
+    // Without traffic: what counting costs a minute (one indexed look a second).
+    let idle = cpu_seconds();
+    let quiet = Instant::now();
+    while quiet.elapsed() < std::time::Duration::from_secs(10) {
+        tally::tally(&core.db, tz, tally::BATCH).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    let idle_cpu_minute = (cpu_seconds() - idle) * 6.0;
 
     // 3. The dashboards, signed in.
     let client = awc::Client::builder()
@@ -321,9 +372,21 @@ async fn run() {
         (total_events - writer_events) as f64 / seed_seconds
     );
     println!(
-        "aggregated {days} days in {aggregate_seconds:.1} s ({:.2} s per day of ~{} events)",
-        aggregate_seconds / days as f64,
-        total_events / 90
+        "counted the writer's {counted_live} clicks in {live_seconds:.1} s: {:.1} µs CPU of this process per click ({:.0} clicks/s)",
+        live_cpu * 1e6 / counted_live.max(1) as f64,
+        counted_live as f64 / live_seconds
+    );
+    println!(
+        "counted the other {counted} events in {aggregate_seconds:.1} s ({:.0} events/s)",
+        counted as f64 / aggregate_seconds
+    );
+    println!(
+        "stored: {:.0} bytes per click in all (events, indexes and statistics; {} MB)",
+        bytes as f64 / total_events as f64,
+        bytes >> 20
+    );
+    println!(
+        "idle: {idle_cpu_minute:.2} s CPU a minute on statistics (counting turns with nothing new)"
     );
     println!("dashboard, all links, 90 days: {global_90:.1} ms (median of 15, over HTTP)");
     println!("dashboard, all links, 7 days:  {global_7:.1} ms");

@@ -19,6 +19,7 @@ mod m20261123_000013_campaign_links;
 mod m20261123_000014_link_tags;
 mod m20261123_000015_user_time_zone;
 mod m20261124_000016_user_language;
+mod m20261124_000017_event_tally;
 
 pub struct Migrator;
 
@@ -42,6 +43,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000014_link_tags::Migration),
             Box::new(m20261123_000015_user_time_zone::Migration),
             Box::new(m20261124_000016_user_language::Migration),
+            Box::new(m20261124_000017_event_tally::Migration),
         ]
     }
 }

@@ -76,6 +76,10 @@ fn title(dimension: &str) -> &'static str {
         "browser" => "Browsers",
         "os" => "Operating systems",
         "device" => "Devices",
+        "utm_source" => "Campaign sources (utm_source)",
+        "utm_medium" => "Campaign media (utm_medium)",
+        "utm_campaign" => "Campaigns (utm_campaign)",
+        "channel" => "Channels (channel)",
         _ => "Referrers",
     }
 }
@@ -108,6 +112,10 @@ async fn page(
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
         .into_iter()
+        // The campaign parameters show only when visitors brought them.
+        .filter(|(dimension, shares)| {
+            !shares.is_empty() || !crate::analytics::tally::QUERY_DIMENSIONS.contains(dimension)
+        })
         .map(|(dimension, shares)| {
             let rows: Vec<Share> = shares
                 .into_iter()

@@ -1,13 +1,7 @@
-//! Days in the statistics time zone: which day an instant falls on, where a day begins, and
-//! the days whose statistics must be counted again.
+//! Days in the statistics time zone: which day an instant falls on and where a day begins.
 
 use chrono::{NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
-
-/// Days (in the stats time zone) that received events after they ended, for the aggregator.
-pub type DirtyDays = Arc<Mutex<BTreeSet<NaiveDate>>>;
 
 pub fn today(tz: Tz) -> NaiveDate {
     Utc::now().with_timezone(&tz).date_naive()

@@ -21,6 +21,7 @@ pub mod queue;
 pub mod report;
 pub mod retention;
 pub mod spool;
+pub mod tally;
 pub mod visits;
 pub mod writer;
 
@@ -76,45 +77,26 @@ impl Analytics {
         let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
         let enricher = enrich::Enricher::new(geo, visitor_key, instance)
             .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
-        let dirty = days::DirtyDays::default();
         let shared_db = db.clone();
         let retention_db = db.clone();
         let database_url = settings.database_url.clone();
         let writer_config = writer::WriterConfig {
             memory_limit: settings.click_buffer as usize,
             shutdown_grace: Duration::from_secs(10),
-            timezone: settings.timezone,
         };
         let writer_metrics = metrics.clone();
-        let writer_dirty = dirty.clone();
         let (stop, stopped) = oneshot::channel();
         let writer = tokio::spawn(async move {
             let db = crate::db::click_writer_connection(&shared_db, &database_url).await;
-            writer::Writer::new(
-                db,
-                enricher,
-                writer_metrics,
-                spool,
-                writer_dirty,
-                writer_config,
-            )
-            .with_journal(journal, leftover)
-            .run(queue, stopped)
-            .await
+            writer::Writer::new(db, enricher, writer_metrics, spool, writer_config)
+                .with_journal(journal, leftover)
+                .run(queue, stopped)
+                .await
         });
-        let schedule = tokio::spawn(aggregate::run_schedule(
+        let schedule = tokio::spawn(tally::run_schedule(
             db,
             settings.timezone,
             Duration::from_secs(settings.stats_interval),
-            dirty,
-            {
-                let metrics = metrics.clone();
-                move || {
-                    metrics
-                        .events_written
-                        .load(std::sync::atomic::Ordering::Relaxed)
-                }
-            },
         ));
         let retention = settings.event_retention_days.map(|days| {
             tokio::spawn(retention::run_retention(

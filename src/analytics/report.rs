@@ -206,7 +206,7 @@ pub async fn breakdowns(
     limit: u64,
 ) -> Result<Vec<(&'static str, Vec<Share>)>, DbErr> {
     let mut all = Vec::with_capacity(DIMENSIONS.len());
-    for (dimension, _) in DIMENSIONS {
+    for dimension in DIMENSIONS {
         all.push((
             dimension,
             breakdown(db, scope, dimension, from, to, limit).await?,

@@ -1,6 +1,6 @@
 //! Retention of raw click events. Statistics are kept for ever; the events they were counted
 //! from can go: `inklink events purge --before DATE`, or INKLINK_EVENT_RETENTION_DAYS on the
-//! server. A purge first counts the days it empties one last time, then records the day
+//! server. A purge first counts every click still waiting to be counted, then records the day
 //! before which events are gone (those days are never counted again, so their statistics stay
 //! exactly as they were), then deletes the events in small batches, so that neither the click
 //! writer nor the dashboards wait behind one huge delete.
@@ -33,8 +33,8 @@ pub enum PurgeError {
 pub struct Purged {
     /// Events deleted.
     pub events: u64,
-    /// Days counted one last time before their events went.
-    pub days_counted: u64,
+    /// Events that were still waiting to be counted, counted before the purge.
+    pub counted: u64,
 }
 
 /// Deletes every event recorded before `before` begins (in `tz`), keeping every statistic.
@@ -50,17 +50,11 @@ pub async fn purge(
     let Some(cutoff) = aggregate::day_start(before, tz) else {
         return Ok(Purged {
             events: 0,
-            days_counted: 0,
+            counted: 0,
         });
     };
     let frozen = purged_before(db).await?;
-    let mut days_counted = 0;
-    if let Some((first, _)) = aggregate::event_span(db, tz).await? {
-        let from = frozen.map_or(first, |frozen| frozen.max(first));
-        if let Some(to) = before.pred_opt().filter(|to| from <= *to) {
-            days_counted = aggregate::rebuild(db, tz, from, to).await?;
-        }
-    }
+    let counted = super::tally::drain(db, tz).await?;
     if frozen.is_none_or(|frozen| frozen < before) {
         freeze_before(db, before).await?;
     }
@@ -89,10 +83,7 @@ pub async fn purge(
             .await?;
         events += deleted.rows_affected();
     }
-    Ok(Purged {
-        events,
-        days_counted,
-    })
+    Ok(Purged { events, counted })
 }
 
 /// Records that days before `before` have no events any more (never moving it back).

@@ -3,16 +3,13 @@
 //! memory, then in the spool file, and writes them in order once it is back. At shutdown it
 //! drains the queue before the process exits.
 
-use super::days::{self, DirtyDays};
 use super::enrich::Enricher;
 use super::event::{ClickEvent, EventRow};
 use super::journal::{Journal, Leftover, RECOVERED};
 use super::metrics::Metrics;
 use super::spool::Spool;
-use chrono::NaiveDate;
-use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -40,7 +37,6 @@ pub struct WriterConfig {
     pub memory_limit: usize,
     /// How long shutdown keeps trying to reach the database before spooling what is left.
     pub shutdown_grace: Duration,
-    pub timezone: Tz,
 }
 
 pub struct Writer {
@@ -54,7 +50,6 @@ pub struct Writer {
     spool: Spool,
     /// The batch being inserted while the writer goes on taking events off the queue.
     in_flight: Option<InFlight>,
-    dirty: DirtyDays,
     config: WriterConfig,
     /// After a failed insert, nothing is tried before this.
     retry_at: Option<Instant>,
@@ -91,7 +86,6 @@ impl Writer {
         enricher: Enricher,
         metrics: Arc<Metrics>,
         spool: Spool,
-        dirty: DirtyDays,
         config: WriterConfig,
     ) -> Self {
         metrics.events_backlog.store(spool.pending(), Relaxed);
@@ -103,7 +97,6 @@ impl Writer {
             memory_since: None,
             spool,
             in_flight: None,
-            dirty,
             config,
             retry_at: None,
             outage_logged: false,
@@ -378,7 +371,6 @@ impl Writer {
                 self.metrics
                     .events_written
                     .fetch_add(rows.len() as u64, Relaxed);
-                self.mark_late_days(&rows);
                 match spool_offset {
                     Some(offset) => {
                         if let Err(err) = self.spool.consume(offset, rows.len() as u64) {
@@ -451,23 +443,6 @@ impl Writer {
         self.metrics
             .events_backlog
             .store(self.backlog() + in_memory_flight, Relaxed);
-    }
-
-    /// Events of a day that has already ended (late after an outage, or around midnight)
-    /// make that day's statistics stale.
-    fn mark_late_days(&self, rows: &[EventRow]) {
-        let today = days::today(self.config.timezone);
-        let Some(today_start) = days::day_start(today, self.config.timezone) else {
-            return;
-        };
-        let late: BTreeSet<NaiveDate> = rows
-            .iter()
-            .filter(|row| row.record_time < today_start)
-            .map(|row| days::local_day(row.record_time, self.config.timezone))
-            .collect();
-        if !late.is_empty() {
-            self.dirty.lock().expect("dirty days").extend(late);
-        }
     }
 }
 

@@ -885,7 +885,7 @@ async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
     if from > to {
         bail!("--from {from} is after --to {to}");
     }
-    let days = aggregate::rebuild(&core.db, tz, from, to).await?;
+    let days = crate::analytics::tally::rebuild(&core.db, tz, from, to).await?;
     println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
     if let Some(frozen) = aggregate::purged_before(&core.db).await?
         && from < frozen

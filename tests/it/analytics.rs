@@ -6,8 +6,8 @@ use crate::support::{TestApp, create_link, spawn_app_with};
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use inklink::analytics::aggregate::{self, ALL_LINKS, UNKNOWN_LINK};
 use inklink::analytics::report::{self, Scope};
-use inklink::analytics::retention;
 use inklink::analytics::{ClickEvent, Outcome};
+use inklink::analytics::{retention, tally};
 use inklink::db::entities::url_map;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, Set, Statement};
 use std::collections::{BTreeMap, BTreeSet};
@@ -133,6 +133,31 @@ const REFERERS: &[(Option<&str>, &str)] = &[
     (Some("android-app://com.tencent.mm/"), "com.tencent.mm"),
 ];
 
+/// Query strings visitors bring on the short URL, and the campaign values they stand for.
+/// A query string, and the campaign values it stands for.
+type Query = (
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+);
+
+const QUERIES: &[Query] = &[
+    (None, &[]),
+    (None, &[]),
+    (
+        Some("utm_source=wechat&utm_medium=social"),
+        &[("utm_source", "wechat"), ("utm_medium", "social")],
+    ),
+    (
+        Some("utm_source=sms&utm_campaign=%E5%8F%8C%E5%8D%81%E4%B8%80&utm_source=ignored"),
+        &[("utm_source", "sms"), ("utm_campaign", "双十一")],
+    ),
+    (Some("channel=+ad-1+&x=2"), &[("channel", "ad-1")]),
+    (
+        Some("utm_source=%E5%BE%AE%E5%8D%9A&utm_medium="),
+        &[("utm_source", "微博")],
+    ),
+];
+
 /// A deterministic pseudo-random sequence (the test must be reproducible).
 struct Lcg(u64);
 
@@ -157,6 +182,8 @@ struct Click {
     place: (&'static str, &'static str, &'static str),
     agent: &'static Agent,
     referrer: &'static str,
+    /// The campaign values of its query string.
+    params: &'static [(&'static str, &'static str)],
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -231,6 +258,7 @@ fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
             let host = rng.next(30);
             let ip: IpAddr = format!("{prefix}{host}").parse().unwrap();
             let (referer, referrer) = REFERERS[rng.next(REFERERS.len() as u64) as usize];
+            let (query, params) = QUERIES[rng.next(QUERIES.len() as u64) as usize];
             let which = rng.next(links.len() as u64 + 2) as usize;
             let (code, link, outcome) = if which >= links.len() {
                 (
@@ -252,7 +280,7 @@ fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
                     client_ip: ip,
                     user_agent: Some(agent.ua.into()),
                     referer: referer.map(Into::into),
-                    query: None,
+                    query: query.map(Into::into),
                     outcome,
                     head: false,
                     key: None,
@@ -265,6 +293,7 @@ fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
                 place: (country, province, city),
                 agent,
                 referrer,
+                params,
             }
         })
         .collect()
@@ -309,7 +338,7 @@ fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, Str
             "{:02}",
             chrono::Timelike::hour(&(click.event.at + Duration::hours(8)))
         );
-        let values = [
+        let mut values = vec![
             ("country", click.place.0),
             ("province", click.place.1),
             ("city", click.place.2),
@@ -319,8 +348,9 @@ fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, Str
             ("referrer", click.referrer),
             ("hour", hour.as_str()),
         ];
+        values.extend(click.params.iter().copied());
         for link in [click.link, ALL_LINKS] {
-            for (dimension, value) in values {
+            for &(dimension, value) in &values {
                 let e = sums
                     .entry((click.day, link, dimension.to_owned(), value.to_owned()))
                     .or_default();
@@ -451,24 +481,40 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
         NaiveDate::from_ymd_opt(2026, 10, 31).unwrap(),
         NaiveDate::from_ymd_opt(2026, 11, 4).unwrap(),
     );
-    aggregate::rebuild(&app.core.db, tz, first, last)
-        .await
-        .unwrap();
-
     let expected = expected_days(&clicks);
     assert_eq!(
         expected.keys().map(|k| k.0).collect::<BTreeSet<_>>().len(),
         3
     );
+    let breakdown = expected_breakdown(&clicks);
+    assert!(
+        breakdown
+            .keys()
+            .any(|k| k.2 == "utm_campaign" && k.3 == "双十一")
+    );
+    assert!(!breakdown.keys().any(|k| k.3 == "ignored"));
+
+    // Counted as stored, batch by batch: exactly what the clicks give.
+    tally::drain(&app.core.db, tz).await.unwrap();
+    assert_eq!(
+        stored_days(&app).await,
+        expected,
+        "visit_statistics rows, counted as stored"
+    );
+    assert_eq!(
+        stored_breakdown(&app).await,
+        breakdown,
+        "breakdown rows, counted as stored"
+    );
+
+    // `stats rebuild` counts the days again from their events and gives the same rows.
+    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
     let stored = stored_days(&app).await;
     assert_eq!(stored, expected, "visit_statistics rows");
-    let breakdown = expected_breakdown(&clicks);
     assert_eq!(stored_breakdown(&app).await, breakdown, "breakdown rows");
 
     // Recomputing changes nothing.
-    aggregate::rebuild(&app.core.db, tz, first, last)
-        .await
-        .unwrap();
+    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
     assert_eq!(stored_days(&app).await, expected, "after a second rebuild");
     assert_eq!(stored_breakdown(&app).await, breakdown);
 
@@ -578,9 +624,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     assert_eq!(count_events(&app).await, stored_before - gone);
     assert_eq!(stored_days(&app).await, expected, "after a purge");
     assert_eq!(stored_breakdown(&app).await, breakdown, "after a purge");
-    aggregate::rebuild(&app.core.db, tz, first, last)
-        .await
-        .unwrap();
+    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
     assert_eq!(stored_days(&app).await, expected, "rebuilt after a purge");
     assert_eq!(stored_breakdown(&app).await, breakdown);
     let again = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
@@ -640,7 +684,7 @@ async fn the_server_keeps_the_configured_days_of_events_and_every_statistic() {
     wait_written(&app, 12).await;
     let tz = chrono_tz::UTC;
     let today = aggregate::today(tz);
-    aggregate::rebuild(&app.core.db, tz, today - Duration::days(9), today)
+    tally::rebuild(&app.core.db, tz, today - Duration::days(9), today)
         .await
         .unwrap();
     let figures = stored_days(&app).await;
@@ -835,28 +879,6 @@ async fn dashboards_of_a_service_without_visits_show_zeros_and_empty_states() {
     assert_eq!(browser.get("/admin/dashboard?range=12").await.status, 400);
 }
 
-#[test]
-fn a_burst_of_clicks_defers_the_refresh_of_today_but_not_for_long() {
-    let every = std::time::Duration::from_secs(60);
-    let busy = aggregate::BUSY_CLICKS_PER_SECOND + 1.0;
-    let quiet = aggregate::BUSY_CLICKS_PER_SECOND;
-    assert!(
-        !aggregate::defer_refresh(quiet, every, every),
-        "a quiet minute refreshes"
-    );
-    assert!(!aggregate::defer_refresh(0.0, every, every));
-    assert!(
-        aggregate::defer_refresh(busy, every, every),
-        "a burst waits"
-    );
-    let longest = every * aggregate::BUSY_DEFER_INTERVALS;
-    assert!(aggregate::defer_refresh(busy, longest - every, every));
-    assert!(
-        !aggregate::defer_refresh(busy, longest, every),
-        "never staler than {longest:?}"
-    );
-}
-
 /// The redirect path's counters are split per thread; what `/metrics` reads is every thread's
 /// count, however many threads there are (more than the stripes, too).
 #[test]
@@ -924,4 +946,76 @@ async fn with_keep_addresses_network_only_the_network_of_an_address_is_stored() 
     assert_eq!(stored[1].1, stored[2].1);
     // GeoIP still read the whole address.
     assert_eq!(stored[1].2.as_deref(), Some("United States"));
+}
+
+#[actix_web::test]
+async fn two_instances_count_every_click_once_seconds_after_it_is_stored() {
+    let db = std::sync::Arc::new(crate::support::TestDb::create().await);
+    let extra = ["--trusted-proxies", "127.0.0.1", "--stats-interval", "1"];
+    let one = crate::support::spawn_on(db.clone(), &extra).await;
+    let two = crate::support::spawn_on(db.clone(), &extra).await;
+    let link = create_link(&one, "https://example.com/live").await.link;
+    let code = link.compression_code.to_string();
+    let agents = [
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Edg/124.0.0.0",
+    ];
+    // 240 clicks in parallel, half through each instance, from 30 visitors (10 addresses with
+    // 3 browsers each), with a campaign source in the short URL.
+    let visit = |n: usize| {
+        let app = if n.is_multiple_of(2) { &one } else { &two };
+        app.client
+            .get(app.url(&format!("/{code}?utm_source=s{}", n % 4)))
+            .insert_header(("x-forwarded-for", format!("203.0.113.{}", n % 10)))
+            .insert_header(("user-agent", agents[n % 3]))
+            .send()
+    };
+    let answers = futures_util::future::join_all((0..240).map(visit)).await;
+    for answer in answers {
+        assert_eq!(answer.unwrap().status(), 302);
+    }
+    let mut sources: BTreeMap<String, (i64, BTreeSet<(usize, usize)>)> = BTreeMap::new();
+    for n in 0..240 {
+        let source = sources.entry(format!("s{}", n % 4)).or_default();
+        source.0 += 1;
+        source.1.insert((n % 10, n % 3));
+    }
+    let today = aggregate::today(chrono_tz::UTC);
+    // Neither instance is asked to count: their schedules do, each click once.
+    let mut shown = None;
+    for _ in 0..300 {
+        let days = stored_days(&one).await;
+        shown = days.get(&(today, link.id)).copied();
+        if shown.is_some_and(|row| row.3 == 240) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        shown,
+        Some((240, 30, 10, 240, 0)),
+        "PV, UV, IP, effective, ineffective"
+    );
+    let breakdown = stored_breakdown(&two).await;
+    for (value, (pv, visitors)) in &sources {
+        assert_eq!(
+            breakdown.get(&(today, link.id, "utm_source".into(), value.clone())),
+            Some(&(*pv, visitors.len() as i64)),
+            "utm_source {value}"
+        );
+    }
+    assert_eq!(
+        breakdown.get(&(today, link.id, "browser".into(), "Edge".into())),
+        Some(&(80, 10))
+    );
+    // Counting again from the events gives the same rows.
+    let before = (stored_days(&one).await, breakdown);
+    tally::rebuild(&one.core.db, chrono_tz::UTC, today, today)
+        .await
+        .unwrap();
+    assert_eq!(
+        (stored_days(&one).await, stored_breakdown(&one).await),
+        before
+    );
 }

@@ -357,7 +357,7 @@ async fn stats_show_real_numbers_once_visits_are_aggregated() {
     }
     crate::analytics::wait_written(&app, 2).await;
     let today = inklink::analytics::aggregate::today(app.core.settings.timezone);
-    inklink::analytics::aggregate::recompute_day(&app.core.db, app.core.settings.timezone, today)
+    inklink::analytics::tally::recompute_day(&app.core.db, app.core.settings.timezone, today)
         .await
         .unwrap();
     let stats = api

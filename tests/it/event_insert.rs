@@ -199,3 +199,97 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     assert_eq!(count_between(&core.db, start, split).await, 600);
     assert_eq!(count_between(&core.db, split, end).await, 634);
 }
+
+/// Every daily row, as text, to compare before and after.
+async fn statistics(db: &DatabaseConnection) -> Vec<String> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT stat_date, url_map_id, pv, uv, ip_count, effective, ineffective FROM visit_statistics",
+        "SELECT stat_date, url_map_id, dimension, value, pv, uv FROM visit_statistics_breakdown",
+    ] {
+        let rows = db
+            .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+            .await
+            .unwrap();
+        for row in rows {
+            let day: NaiveDate = row.try_get_by_index(0).unwrap();
+            let link: i64 = row.try_get_by_index(1).unwrap();
+            let rest: Vec<String> = if sql.contains("dimension") {
+                vec![
+                    row.try_get_by_index::<String>(2).unwrap(),
+                    row.try_get_by_index::<String>(3).unwrap(),
+                    row.try_get_by_index::<i64>(4).unwrap().to_string(),
+                    row.try_get_by_index::<i64>(5).unwrap().to_string(),
+                ]
+            } else {
+                (2..7)
+                    .map(|i| row.try_get_by_index::<i64>(i).unwrap().to_string())
+                    .collect()
+            };
+            out.push(format!("{day} {link} {}", rest.join(" ")));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[actix_web::test]
+async fn a_batch_written_twice_is_counted_once() {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/twice")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
+    let batch = rows(1234, day.and_hms_opt(10, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    // Counted between writes, as the server's schedule would, while batches are retried.
+    insert_rows(&core.db, batch[..600].into()).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 600);
+    insert_rows(&core.db, batch.as_slice().into())
+        .await
+        .unwrap();
+    insert_rows(&core.db, batch.as_slice().into())
+        .await
+        .unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 634);
+    insert_rows(&core.db, batch[1200..].into()).await.unwrap();
+    assert_eq!(
+        tally::drain(&core.db, utc).await.unwrap(),
+        0,
+        "nothing new to count"
+    );
+
+    let success = batch.iter().filter(|r| &*r.transform_status == "success");
+    let views = success.clone().filter(|r| !r.is_bot).count();
+    let effective = success.count();
+    let counted = statistics(&core.db).await;
+    let row = format!(
+        "{day} {link} {views} {} {} {effective} {}",
+        // Visitors and addresses among the views: distinct, counted by the test itself.
+        batch
+            .iter()
+            .filter(|r| &*r.transform_status == "success" && !r.is_bot)
+            .map(|r| r.unique_identity.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        batch
+            .iter()
+            .filter(|r| &*r.transform_status == "success" && !r.is_bot)
+            .map(|r| r.client_ip.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        1234 - effective
+    );
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    tally::rebuild(&core.db, utc, day, day).await.unwrap();
+    assert_eq!(
+        statistics(&core.db).await,
+        counted,
+        "a recount gives the same rows"
+    );
+}

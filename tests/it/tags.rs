@@ -6,7 +6,7 @@ use crate::admin::{csrf_in, signed_in};
 use crate::analytics::wait_written;
 use crate::api::Api;
 use crate::support::spawn_app;
-use inklink::analytics::aggregate;
+use inklink::analytics::{aggregate, tally};
 use inklink::rules::{KeyName, Role, Tag};
 use inklink::services::{Actor, api_keys, tags};
 use sea_orm::EntityTrait;
@@ -99,7 +99,7 @@ async fn links_carry_tags_that_filter_lists_and_count_together_on_a_dashboard() 
     wait_written(&app, 4).await;
     let tz = app.core.settings.timezone;
     let today = aggregate::today(tz);
-    aggregate::rebuild(&app.core.db, tz, today, today)
+    tally::rebuild(&app.core.db, tz, today, today)
         .await
         .unwrap();
     let mut browser = signed_in(&app).await;

@@ -1,0 +1,640 @@
+//! Counting stored clicks into the daily statistics, a batch at a time, each click once.
+//!
+//! Every stored event starts uncounted (`counted = FALSE`). A tally takes the lock row
+//! (`stats_tally`, so that instances count in turn), reads the oldest uncounted events, adds
+//! them to their day's rows, and marks them counted — in one transaction, so that a crash, a
+//! retry or a second instance never counts an event twice or not at all. The work is
+//! proportional to the new events, not to the day.
+//!
+//! Distinct counts come from first visits: `visit_day_set` holds, per day and link (and for
+//! all links), each visitor and address seen among page views. A page view whose visitor is
+//! new there adds one to UV, and to the UV of its country, province, city, browser, OS and
+//! device (a visitor is an address with a user agent, so those are the visitor's own). For the
+//! dimensions one visitor can have several values of in a day — referrer, hour and the short
+//! URL's query parameters — the set holds visitor and value together.
+//!
+//! `stats rebuild` forgets a day's rows and marks its events uncounted; the tally then counts
+//! them again, the same way.
+
+use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
+use super::days::{day_range, day_start, local_day, today};
+use super::visits::Visits;
+use chrono::Days;
+use chrono::{NaiveDate, NaiveDateTime};
+use chrono_tz::Tz;
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, TransactionTrait};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+/// Events counted per transaction.
+pub const BATCH: u64 = 5000;
+
+/// Distinct values a day keeps per link for a dimension visitors choose themselves (the
+/// referrer and the query parameters): later ones are counted together as [`OTHER`], so that
+/// nobody can grow the statistics without bound by inventing values.
+pub const MAX_VALUES: usize = 200;
+pub const OTHER: &str = "(other)";
+
+/// Dimensions read from the short URL's own query string (`?utm_source=…`), by parameter.
+pub const QUERY_DIMENSIONS: [&str; 4] = ["utm_source", "utm_medium", "utm_campaign", "channel"];
+/// Longest value of a query parameter kept, in characters.
+const MAX_QUERY_VALUE: usize = 64;
+
+/// A dimension's kind letter in `visit_day_set`, for those counted by visitor and value.
+fn set_kind(dimension: &str) -> Option<&'static str> {
+    Some(match dimension {
+        "referrer" => "r",
+        "hour" => "h",
+        "utm_source" => "s",
+        "utm_medium" => "m",
+        "utm_campaign" => "c",
+        "channel" => "n",
+        _ => return None,
+    })
+}
+
+/// Values chosen by visitors: capped at [`MAX_VALUES`] a day.
+fn capped(dimension: &str) -> bool {
+    dimension == "referrer" || QUERY_DIMENSIONS.contains(&dimension)
+}
+
+/// One stored event, as counting needs it.
+struct Seen {
+    id: i64,
+    day: NaiveDate,
+    link: i64,
+    success: bool,
+    view: bool,
+    visitor: Option<String>,
+    address: Option<String>,
+    /// Dimension and value, for page views.
+    values: Vec<(&'static str, String)>,
+}
+
+/// `(day, link, kind, who)`: one member of a day's set.
+type Member = (NaiveDate, i64, &'static str, String);
+
+/// Counts up to `limit` uncounted events; returns how many it counted (0: none was waiting).
+pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+    let mut attempt = 0;
+    loop {
+        let txn = db.begin().await?;
+        let result = tally_in(&txn, tz, limit).await;
+        match crate::db::finish(txn, result).await {
+            Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// Counts every event waiting; returns how many.
+pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
+    let mut total = 0;
+    loop {
+        let counted = tally(db, tz, BATCH).await?;
+        total += counted;
+        if counted < BATCH {
+            return Ok(total);
+        }
+    }
+}
+
+/// Takes the lock row: one instance counts at a time (on SQLite this also takes the write
+/// lock first, so the transaction never has to upgrade a read).
+async fn take_turn(txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = "UPDATE stats_tally SET taken = taken + 1 WHERE id = 1";
+    txn.execute_raw(statement(backend, sql, vec![])).await?;
+    Ok(())
+}
+
+async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+    take_turn(txn).await?;
+    let backend = txn.get_database_backend();
+    let frozen = purged_before(txn).await?;
+    let sql = format!(
+        "SELECT id, record_time, url_map_id, transform_status, is_bot, unique_identity, \
+         client_ip, country, province, city, browser, os, device, referer_host, query_string \
+         FROM transform_event_record WHERE counted = FALSE ORDER BY id LIMIT {limit}"
+    );
+    let rows = txn.query_all_raw(statement(backend, &sql, vec![])).await?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
+    let mut seen = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let at: NaiveDateTime = row.try_get_by_index(1)?;
+        let day = local_day(at, tz);
+        let success = row.try_get_by_index::<String>(3)? == "success";
+        let bot: bool = row.try_get_by_index(4)?;
+        let text = |i: usize| -> Result<String, DbErr> {
+            Ok(row
+                .try_get_by_index::<Option<String>>(i)?
+                .unwrap_or_default())
+        };
+        let view = success && !bot;
+        let mut values = Vec::new();
+        if view {
+            for (i, dimension) in [
+                (7, "country"),
+                (8, "province"),
+                (9, "city"),
+                (10, "browser"),
+                (11, "os"),
+                (12, "device"),
+                (13, "referrer"),
+            ] {
+                values.push((dimension, text(i)?));
+            }
+            // The local hour since the day began (on a day the clocks change, hours after the
+            // change are counted from midnight).
+            let start = *starts.entry(day).or_insert_with(|| day_start(day, tz));
+            let hours = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
+            values.push(("hour", format!("{hours:02}")));
+            values.extend(query_values(&text(14)?));
+        }
+        seen.push(Seen {
+            id: row.try_get_by_index(0)?,
+            day,
+            link: row
+                .try_get_by_index::<Option<i64>>(2)?
+                .unwrap_or(UNKNOWN_LINK),
+            success,
+            view,
+            visitor: row
+                .try_get_by_index::<Option<String>>(5)?
+                .filter(|v| !v.is_empty()),
+            address: row
+                .try_get_by_index::<Option<String>>(6)?
+                .filter(|v| !v.is_empty()),
+            values,
+        });
+    }
+    let counted: Vec<i64> = seen.iter().map(|s| s.id).collect();
+    // Days whose events were purged keep the rows they had: their late events are not counted.
+    seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
+
+    let mut known = known_values(txn, &seen).await?;
+    for s in &mut seen {
+        for (dimension, value) in &mut s.values {
+            if !capped(dimension) {
+                continue;
+            }
+            // The cap is the link's own (the all-links row follows the link's decision, so
+            // that both count the same visits under the same value).
+            let values = known.entry((s.day, s.link, *dimension)).or_default();
+            if !values.contains(value.as_str()) {
+                if values.len() < MAX_VALUES {
+                    values.insert(value.clone());
+                } else {
+                    *value = OTHER.to_owned();
+                }
+            }
+        }
+    }
+
+    // Which members are new: those not stored and not met earlier in this batch.
+    let mut wanted: Vec<Member> = Vec::new();
+    for s in seen.iter().filter(|s| s.view) {
+        for scope in [s.link, ALL_LINKS] {
+            wanted.extend(members(s, scope).into_iter().map(|(_, m)| m));
+        }
+    }
+    let stored = stored_members(txn, &wanted).await?;
+    let mut fresh: HashSet<Member> = HashSet::new();
+    let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
+    let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)> =
+        BTreeMap::new();
+    for s in &seen {
+        for scope in [s.link, ALL_LINKS] {
+            let day = stats.entry((s.day, scope)).or_default();
+            match s.success {
+                true => day.effective += 1,
+                false => day.ineffective += 1,
+            }
+            if !s.view {
+                continue;
+            }
+            day.pv += 1;
+            let mut new_visitor = false;
+            let mut new_value: HashMap<&'static str, bool> = HashMap::new();
+            for (what, member) in members(s, scope) {
+                let new = !stored.contains(&member) && fresh.insert(member);
+                match what {
+                    Role::Visitor => {
+                        new_visitor = new;
+                        day.uv += i64::from(new);
+                    }
+                    Role::Address => day.ip += i64::from(new),
+                    Role::Value(dimension) => {
+                        new_value.insert(dimension, new);
+                    }
+                }
+            }
+            for (dimension, value) in &s.values {
+                let new = new_value.get(dimension).copied().unwrap_or(new_visitor);
+                let entry = breakdown
+                    .entry((s.day, scope, *dimension, value.clone()))
+                    .or_default();
+                entry.0 += 1;
+                entry.1 += i64::from(new);
+            }
+        }
+    }
+    let mut fresh: Vec<Member> = fresh.into_iter().collect();
+    fresh.sort();
+    write_members(txn, &fresh).await?;
+    write_stats(txn, &stats).await?;
+    write_breakdown(txn, &breakdown).await?;
+    for chunk in counted.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let sql = format!("UPDATE transform_event_record SET counted = TRUE WHERE id IN ({marks})");
+        let values = chunk.iter().map(|id| Value::from(*id)).collect();
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// What a member of a day's set stands for.
+enum Role {
+    Visitor,
+    Address,
+    Value(&'static str),
+}
+
+/// The members a page view adds to the sets of `scope`.
+fn members(s: &Seen, scope: i64) -> Vec<(Role, Member)> {
+    let mut out = Vec::new();
+    if let Some(visitor) = &s.visitor {
+        out.push((Role::Visitor, (s.day, scope, "v", visitor.clone())));
+        for (dimension, value) in &s.values {
+            if let Some(kind) = set_kind(dimension) {
+                let who = crate::digest::sha256_hex(&format!("{value}\n{visitor}"));
+                out.push((
+                    Role::Value(dimension),
+                    (s.day, scope, kind, who[..32].to_owned()),
+                ));
+            }
+        }
+    }
+    if let Some(address) = &s.address {
+        out.push((Role::Address, (s.day, scope, "i", address.clone())));
+    }
+    out
+}
+
+/// `utm_source`, `utm_medium`, `utm_campaign` and `channel` of a query string: the first of
+/// each, decoded, trimmed and clipped; absent ones give no value.
+pub fn query_values(query: &str) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let Some(dimension) = QUERY_DIMENSIONS.iter().find(|d| **d == name) else {
+            continue;
+        };
+        let value: String = value.trim().chars().take(MAX_QUERY_VALUE).collect();
+        if value.is_empty() || out.iter().any(|(d, _)| d == dimension) {
+            continue;
+        }
+        out.push((dimension, value));
+    }
+    out
+}
+
+/// The values already stored for the capped dimensions of the days and links in `seen`.
+async fn known_values(
+    txn: &impl ConnectionTrait,
+    seen: &[Seen],
+) -> Result<HashMap<(NaiveDate, i64, &'static str), HashSet<String>>, DbErr> {
+    let backend = txn.get_database_backend();
+    let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.view) {
+        keys.entry(s.day).or_default().insert(s.link);
+    }
+    let dimensions: Vec<&'static str> = std::iter::once("referrer")
+        .chain(QUERY_DIMENSIONS)
+        .collect();
+    let mut out: HashMap<(NaiveDate, i64, &'static str), HashSet<String>> = HashMap::new();
+    for (day, links) in keys {
+        let links: Vec<i64> = links.into_iter().collect();
+        for chunk in links.chunks(500) {
+            let sql = format!(
+                "SELECT url_map_id, dimension, value FROM visit_statistics_breakdown \
+                 WHERE stat_date = ? AND dimension IN ({}) AND url_map_id IN ({})",
+                vec!["?"; dimensions.len()].join(", "),
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let mut values = vec![Value::from(day)];
+            values.extend(dimensions.iter().map(|d| Value::from(*d)));
+            values.extend(chunk.iter().map(|id| Value::from(*id)));
+            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+                let link: i64 = row.try_get_by_index(0)?;
+                let dimension: String = row.try_get_by_index(1)?;
+                let Some(dimension) = dimensions.iter().find(|d| **d == dimension) else {
+                    continue;
+                };
+                out.entry((day, link, dimension))
+                    .or_default()
+                    .insert(row.try_get_by_index(2)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Which of `wanted` are stored already.
+async fn stored_members(
+    txn: &impl ConnectionTrait,
+    wanted: &[Member],
+) -> Result<HashSet<Member>, DbErr> {
+    let backend = txn.get_database_backend();
+    let mut by_day: BTreeMap<NaiveDate, HashSet<&str>> = BTreeMap::new();
+    for (day, _, _, who) in wanted {
+        by_day.entry(*day).or_default().insert(who.as_str());
+    }
+    let wanted: HashSet<&Member> = wanted.iter().collect();
+    let mut out = HashSet::new();
+    for (day, whos) in by_day {
+        let whos: Vec<&str> = whos.into_iter().collect();
+        for chunk in whos.chunks(500) {
+            let sql = format!(
+                "SELECT url_map_id, kind, who FROM visit_day_set WHERE stat_date = ? AND who IN ({})",
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let mut values = vec![Value::from(day)];
+            values.extend(chunk.iter().map(|who| Value::from(*who)));
+            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+                let kind: String = row.try_get_by_index(1)?;
+                let Some(kind) = ["v", "i", "r", "h", "s", "m", "c", "n"]
+                    .into_iter()
+                    .find(|k| *k == kind)
+                else {
+                    continue;
+                };
+                let member: Member = (
+                    day,
+                    row.try_get_by_index(0)?,
+                    kind,
+                    row.try_get_by_index(2)?,
+                );
+                if wanted.contains(&member) {
+                    out.insert(member);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn write_members(txn: &impl ConnectionTrait, members: &[Member]) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    for chunk in members.chunks(500) {
+        let sql = format!(
+            "INSERT INTO visit_day_set (url_map_id, kind, stat_date, who) VALUES {}",
+            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 4);
+        for (day, link, kind, who) in chunk {
+            values.extend([
+                Value::from(*link),
+                Value::from(*kind),
+                Value::from(*day),
+                Value::from(who.as_str()),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// `INSERT … ON CONFLICT DO UPDATE` adding to the stored numbers, in each backend's words.
+fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&str]) -> String {
+    let sums: Vec<String> = columns
+        .iter()
+        .map(|c| match backend {
+            DbBackend::MySql => format!("{c} = {c} + VALUES({c})"),
+            _ => format!("{c} = {table}.{c} + excluded.{c}"),
+        })
+        .collect();
+    match backend {
+        DbBackend::MySql => format!("ON DUPLICATE KEY UPDATE {}", sums.join(", ")),
+        _ => format!("ON CONFLICT ({key}) DO UPDATE SET {}", sums.join(", ")),
+    }
+}
+
+async fn write_stats(
+    txn: &impl ConnectionTrait,
+    stats: &BTreeMap<(NaiveDate, i64), Visits>,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let rows: Vec<_> = stats.iter().collect();
+    let now = crate::db::now();
+    let tail = add_on_conflict(
+        backend,
+        "visit_statistics",
+        "stat_date, url_map_id",
+        &["pv", "uv", "ip_count", "effective", "ineffective"],
+    );
+    for chunk in rows.chunks(400) {
+        let sql = format!(
+            "INSERT INTO visit_statistics \
+             (stat_date, url_map_id, pv, uv, ip_count, effective, ineffective, updated_at) \
+             VALUES {} {tail}",
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 8);
+        for ((day, link), v) in chunk {
+            values.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(v.pv),
+                Value::from(v.uv),
+                Value::from(v.ip),
+                Value::from(v.effective),
+                Value::from(v.ineffective),
+                Value::from(now),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+async fn write_breakdown(
+    txn: &impl ConnectionTrait,
+    breakdown: &BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)>,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let rows: Vec<_> = breakdown.iter().collect();
+    let tail = add_on_conflict(
+        backend,
+        "visit_statistics_breakdown",
+        "stat_date, url_map_id, dimension, value",
+        &["pv", "uv"],
+    );
+    for chunk in rows.chunks(500) {
+        let sql = format!(
+            "INSERT INTO visit_statistics_breakdown (stat_date, url_map_id, dimension, value, pv, uv) \
+             VALUES {} {tail}",
+            vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 6);
+        for ((day, link, dimension, value), (pv, uv)) in chunk {
+            values.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(*dimension),
+                Value::from(value.as_str()),
+                Value::from(*pv),
+                Value::from(*uv),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// Forgets `day`'s statistics and marks its events uncounted, in one transaction; the tally
+/// counts them again. Days whose events were purged are left as they are.
+pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<bool, DbErr> {
+    let Some((start, end)) = day_range(day, tz) else {
+        return Ok(false);
+    };
+    let mut attempt = 0;
+    loop {
+        let txn = db.begin().await?;
+        let result = async {
+            take_turn(&txn).await?;
+            if purged_before(&txn)
+                .await?
+                .is_some_and(|frozen| day < frozen)
+            {
+                return Ok(false);
+            }
+            let backend = txn.get_database_backend();
+            for table in [
+                "visit_statistics",
+                "visit_statistics_breakdown",
+                "visit_day_set",
+            ] {
+                let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
+                txn.execute_raw(statement(backend, &sql, vec![day.into()]))
+                    .await?;
+            }
+            let sql = "UPDATE transform_event_record SET counted = FALSE \
+                       WHERE record_time >= ? AND record_time < ?";
+            txn.execute_raw(statement(backend, sql, vec![start.into(), end.into()]))
+                .await?;
+            Ok(true)
+        }
+        .await;
+        match crate::db::finish(txn, result).await {
+            Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// Recounts `day` (in `tz`): afterwards its stored rows are exactly what its events give.
+/// A day whose events were purged keeps its rows.
+pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<(), DbErr> {
+    forget_day(db, tz, day).await?;
+    drain(db, tz).await?;
+    Ok(())
+}
+
+/// Recounts every day from `from` to `to` inclusive, except days whose events were purged
+/// (their statistics are final); returns how many.
+pub async fn rebuild(
+    db: &DatabaseConnection,
+    tz: Tz,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<u64, DbErr> {
+    let mut days = 0;
+    let mut day = from;
+    while day <= to {
+        days += u64::from(forget_day(db, tz, day).await?);
+        day = match day.checked_add_days(Days::new(1)) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    drain(db, tz).await?;
+    Ok(days)
+}
+
+/// Keeps the statistics current: every `every`, the clicks stored since are counted (none
+/// waiting costs one indexed look). On the first start after the upgrade to counting as
+/// clicks are stored, yesterday and today are counted again once.
+pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
+    if let Err(err) = recount_after_upgrade(&db, tz).await {
+        tracing::warn!(error = %err, "cannot recount yesterday and today; statistics go on from here");
+    }
+    loop {
+        match waiting(&db).await {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Err(err) = drain(&db, tz).await {
+                    tracing::warn!(error = %err, "cannot update daily statistics; will retry");
+                }
+            }
+            Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Whether any stored click waits to be counted.
+async fn waiting(db: &DatabaseConnection) -> Result<bool, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT id FROM transform_event_record WHERE counted = FALSE LIMIT 1";
+    Ok(db
+        .query_one_raw(statement(backend, sql, vec![]))
+        .await?
+        .is_some())
+}
+
+async fn recount_after_upgrade(db: &DatabaseConnection, tz: Tz) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT recounted FROM stats_tally WHERE id = 1";
+    let done = match db.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => row.try_get_by_index::<bool>(0)?,
+        None => true,
+    };
+    if done {
+        return Ok(());
+    }
+    let today = today(tz);
+    rebuild(db, tz, today.pred_opt().unwrap_or(today), today).await?;
+    let sql = "UPDATE stats_tally SET recounted = TRUE WHERE id = 1";
+    db.execute_raw(statement(backend, sql, vec![])).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters_give_the_campaign_values() {
+        assert_eq!(
+            query_values(
+                "a=1&utm_source=%E5%BE%AE%E4%BF%A1&utm_medium=sms&utm_source=x&channel=+ad+"
+            ),
+            vec![
+                ("utm_source", "微信".to_owned()),
+                ("utm_medium", "sms".to_owned()),
+                ("channel", "ad".to_owned()),
+            ]
+        );
+        assert!(query_values("utm_campaign=").is_empty());
+        assert_eq!(
+            query_values(&format!("channel={}", "x".repeat(100)))[0]
+                .1
+                .len(),
+            64
+        );
+    }
+}
