@@ -16,6 +16,14 @@ pub const MAX_LINKS: u64 = 10_000;
 /// Tries at one link's change while others change it at the same time.
 const STALE_RETRIES: usize = 5;
 
+fn worth_retrying(err: &LinkError) -> bool {
+    match err {
+        LinkError::Stale(_) => true,
+        LinkError::Db(err) => crate::db::is_retryable(err),
+        _ => false,
+    }
+}
+
 /// What an action does to one link, as it is now.
 enum Plan {
     /// It is already as asked.
@@ -189,7 +197,9 @@ pub async fn apply(
             };
             match links::edit(app, &code, Some(link.version), *edit, actor).await {
                 Ok(_) => outcome.changed += 1,
-                Err(LinkError::Stale(_)) if attempt + 1 < STALE_RETRIES => {
+                // Changed meanwhile, or a deadlock between two bulk actions (MariaDB picks a
+                // victim when both lock the same links' rows): read the link again and retry.
+                Err(err) if worth_retrying(&err) && attempt + 1 < STALE_RETRIES => {
                     let Some(fresh) = links::find_by_code(&app.db, &code).await? else {
                         break;
                     };
