@@ -107,8 +107,20 @@ pub async fn save(
         },
     };
     let language = crate::i18n::Lang::from_tag(&form.language);
-    users::set_time_zone(&state.core.db, user.id, zone, &user.actor()).await?;
-    users::set_language(&state.core.db, user.id, language, &user.actor()).await?;
+    users::set_preference(
+        &state.core.db,
+        user.id,
+        users::Preference::TimeZone(zone),
+        &user.actor(),
+    )
+    .await?;
+    users::set_preference(
+        &state.core.db,
+        user.id,
+        users::Preference::Language(language),
+        &user.actor(),
+    )
+    .await?;
     user.flash(match zone {
         Some(tz) => format!("Times are shown in {} from now on", tz.name()),
         None => format!(
@@ -159,7 +171,13 @@ pub async fn set_language(
     let lang = crate::i18n::Lang::from_tag(&form.lang).ok_or_else(|| {
         AdminError::BadRequest(format!("'{}' is not a language of inklink", form.lang))
     })?;
-    users::set_language(&state.core.db, user.id, Some(lang), &user.actor()).await?;
+    users::set_preference(
+        &state.core.db,
+        user.id,
+        users::Preference::Language(Some(lang)),
+        &user.actor(),
+    )
+    .await?;
     let back = crate::i18n::Lang::back_to(&req, "/admin/links");
     let back = super::pages::local_next(&back).unwrap_or("/admin/links");
     let mut response = see_other(back);

@@ -339,70 +339,71 @@ async fn change_in(
     Ok(updated)
 }
 
-/// Sets (or, with `None`, clears) the time zone the admin UI shows a user times in.
-pub async fn set_time_zone(
-    db: &DatabaseConnection,
-    id: i64,
-    time_zone: Option<chrono_tz::Tz>,
-    actor: &Actor,
-) -> Result<(), DbErr> {
-    let user = by_id(db, id)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound(format!("user {id}")))?;
-    users::ActiveModel {
-        id: Set(id),
-        time_zone: Set(time_zone.map(|tz| tz.name().to_owned())),
-        updated_at: Set(crate::db::now()),
-        ..Default::default()
-    }
-    .update(db)
-    .await?;
-    audit::record(
-        db,
-        actor,
-        Entry {
-            action: "user.time_zone",
-            target_kind: "user",
-            target_id: &user.username,
-            before: Some(json!({ "time_zone": user.time_zone })),
-            after: Some(json!({ "time_zone": time_zone.map(|tz| tz.name()) })),
-        },
-    )
-    .await
+/// A person's own setting of the admin UI: its column, and how it is stored.
+pub enum Preference {
+    /// The time zone pages show times in; `None`: INKLINK_TIMEZONE.
+    TimeZone(Option<chrono_tz::Tz>),
+    /// The language of the pages; `None`: the browser's.
+    Language(Option<crate::i18n::Lang>),
 }
 
-/// Sets (or, with `None`, clears: the browser's language then) the language of a user's admin
-/// pages.
-pub async fn set_language(
+impl Preference {
+    fn column(&self) -> &'static str {
+        match self {
+            Self::TimeZone(_) => "time_zone",
+            Self::Language(_) => "language",
+        }
+    }
+
+    fn stored(&self) -> Option<String> {
+        match self {
+            Self::TimeZone(zone) => zone.map(|tz| tz.name().to_owned()),
+            Self::Language(lang) => lang.map(|lang| lang.tag().to_owned()),
+        }
+    }
+}
+
+/// Sets (or, with `None` inside, clears) one of a user's own settings; an unchanged setting
+/// writes nothing, a change is audited.
+pub async fn set_preference(
     db: &DatabaseConnection,
     id: i64,
-    language: Option<crate::i18n::Lang>,
+    preference: Preference,
     actor: &Actor,
 ) -> Result<(), DbErr> {
     let user = by_id(db, id)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound(format!("user {id}")))?;
-    let tag = language.map(crate::i18n::Lang::tag);
-    if user.language.as_deref() == tag {
-        return Ok(());
-    }
-    users::ActiveModel {
+    let after = preference.stored();
+    let mut row = users::ActiveModel {
         id: Set(id),
-        language: Set(tag.map(str::to_owned)),
         updated_at: Set(crate::db::now()),
         ..Default::default()
+    };
+    let before = match preference {
+        Preference::TimeZone(_) => {
+            row.time_zone = Set(after.clone());
+            user.time_zone
+        }
+        Preference::Language(_) => {
+            row.language = Set(after.clone());
+            user.language
+        }
+    };
+    if before == after {
+        return Ok(());
     }
-    .update(db)
-    .await?;
+    row.update(db).await?;
+    let column = preference.column();
     audit::record(
         db,
         actor,
         Entry {
-            action: "user.language",
+            action: &format!("user.{column}"),
             target_kind: "user",
             target_id: &user.username,
-            before: Some(json!({ "language": user.language })),
-            after: Some(json!({ "language": tag })),
+            before: Some(json!({ column: before })),
+            after: Some(json!({ column: after })),
         },
     )
     .await

@@ -134,16 +134,10 @@ fn code_messages() -> Vec<(String, String)> {
 
 fn template_texts() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for path in files("templates/admin", "html") {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let name = path.strip_prefix(root()).unwrap().display().to_string();
-        out.extend(
-            translated_calls(&text)
-                .into_iter()
-                .map(|t| (name.clone(), t)),
-        );
-    }
-    for path in files("src/charts", "rs") {
+    for path in files("templates/admin", "html")
+        .into_iter()
+        .chain(files("src/charts", "rs"))
+    {
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.strip_prefix(root()).unwrap().display().to_string();
         out.extend(
