@@ -94,8 +94,8 @@ pub enum Command {
 #[derive(Subcommand, Debug, Clone, Copy)]
 pub enum EventsAction {
     /// Delete the click events recorded before DATE (in INKLINK_TIMEZONE), in small batches.
-    /// The daily statistics of those days are counted one last time and kept as they are;
-    /// `stats rebuild` leaves them alone from then on. See also INKLINK_EVENT_RETENTION_DAYS
+    /// Every click still waiting is counted first; the daily statistics of those days are kept
+    /// as they are, and `stats rebuild` leaves them alone from then on. See also INKLINK_EVENT_RETENTION_DAYS
     Purge {
         /// The first day whose events are kept, YYYY-MM-DD (at most today)
         #[arg(long)]
@@ -126,8 +126,9 @@ pub enum ApikeyAction {
 
 #[derive(Subcommand, Debug, Clone, Copy)]
 pub enum StatsAction {
-    /// Recompute the daily statistics of a range of days (in INKLINK_TIMEZONE) from the
-    /// stored click events; the result is the same however often it runs
+    /// Count the daily statistics of a range of days (in INKLINK_TIMEZONE) again from the
+    /// stored click events (the server counts each click as it is stored; this is the
+    /// recovery path); the result is the same however often it runs
     Rebuild {
         /// First day, YYYY-MM-DD (default: the day of the oldest stored click)
         #[arg(long)]
