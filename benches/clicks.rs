@@ -341,11 +341,13 @@ async fn run() {
         .await
         .unwrap();
     assert_eq!(signed.status().as_u16(), 303, "signed in");
+    // The session cookie (sign-in also removes the sign-in form's own cookie).
     let cookie = signed
         .headers()
-        .get("set-cookie")
+        .get_all("set-cookie")
         .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-        .unwrap_or(cookie);
+        .find(|pair| pair.starts_with("inklink_session="))
+        .expect("a session cookie");
     let global_90 = median_get(
         &client,
         &cookie,

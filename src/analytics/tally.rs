@@ -27,8 +27,9 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Transaction
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-/// Events counted per transaction.
-pub const BATCH: u64 = 5000;
+/// Events counted per transaction at most: the more a batch holds, the more of its clicks
+/// add to the same rows (a link's day, its browsers, …), which are written once.
+pub const BATCH: u64 = 20_000;
 
 /// Distinct values a day keeps per link for a dimension visitors choose themselves (the
 /// referrer and the query parameters): later ones are counted together as [`OTHER`], so that
@@ -195,15 +196,15 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
         }
     }
 
-    // Which members are new: those not stored and not met earlier in this batch.
-    let mut wanted: Vec<Member> = Vec::new();
+    // The members this batch brings, stored at once: the database says which are new (the
+    // first page view that brings one counts it).
+    let mut wanted: HashSet<Member> = HashSet::new();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
             wanted.extend(members(s, scope).into_iter().map(|(_, m)| m));
         }
     }
-    let stored = stored_members(txn, &wanted).await?;
-    let mut fresh: HashSet<Member> = HashSet::new();
+    let mut fresh = insert_members(txn, wanted).await?;
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
     let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)> =
         BTreeMap::new();
@@ -221,7 +222,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             let mut new_visitor = false;
             let mut new_value: HashMap<&'static str, bool> = HashMap::new();
             for (what, member) in members(s, scope) {
-                let new = !stored.contains(&member) && fresh.insert(member);
+                let new = fresh.remove(&member);
                 match what {
                     Role::Visitor => {
                         new_visitor = new;
@@ -243,9 +244,6 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             }
         }
     }
-    let mut fresh: Vec<Member> = fresh.into_iter().collect();
-    fresh.sort();
-    write_members(txn, &fresh).await?;
     write_stats(txn, &stats).await?;
     write_breakdown(txn, &breakdown).await?;
     for chunk in counted.chunks(500) {
@@ -343,55 +341,24 @@ async fn known_values(
     Ok(out)
 }
 
-/// Which of `wanted` are stored already.
-async fn stored_members(
+/// Stores `members` where they are not stored yet; returns those it stored.
+async fn insert_members(
     txn: &impl ConnectionTrait,
-    wanted: &[Member],
+    members: HashSet<Member>,
 ) -> Result<HashSet<Member>, DbErr> {
     let backend = txn.get_database_backend();
-    let mut by_day: BTreeMap<NaiveDate, HashSet<&str>> = BTreeMap::new();
-    for (day, _, _, who) in wanted {
-        by_day.entry(*day).or_default().insert(who.as_str());
-    }
-    let wanted: HashSet<&Member> = wanted.iter().collect();
-    let mut out = HashSet::new();
-    for (day, whos) in by_day {
-        let whos: Vec<&str> = whos.into_iter().collect();
-        for chunk in whos.chunks(500) {
-            let sql = format!(
-                "SELECT url_map_id, kind, who FROM visit_day_set WHERE stat_date = ? AND who IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            );
-            let mut values = vec![Value::from(day)];
-            values.extend(chunk.iter().map(|who| Value::from(*who)));
-            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-                let kind: String = row.try_get_by_index(1)?;
-                let Some(kind) = ["v", "i", "r", "h", "s", "m", "c", "n"]
-                    .into_iter()
-                    .find(|k| *k == kind)
-                else {
-                    continue;
-                };
-                let member: Member = (
-                    day,
-                    row.try_get_by_index(0)?,
-                    kind,
-                    row.try_get_by_index(2)?,
-                );
-                if wanted.contains(&member) {
-                    out.insert(member);
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-async fn write_members(txn: &impl ConnectionTrait, members: &[Member]) -> Result<(), DbErr> {
-    let backend = txn.get_database_backend();
+    let mut members: Vec<Member> = members.into_iter().collect();
+    // In key order, so that two transactions never wait for each other's rows in a circle.
+    members.sort();
+    let (insert, skip) = match backend {
+        DbBackend::MySql => ("INSERT IGNORE INTO", ""),
+        _ => ("INSERT INTO", "ON CONFLICT DO NOTHING"),
+    };
+    let mut stored = HashSet::new();
     for chunk in members.chunks(500) {
         let sql = format!(
-            "INSERT INTO visit_day_set (url_map_id, kind, stat_date, who) VALUES {}",
+            "{insert} visit_day_set (url_map_id, kind, stat_date, who) VALUES {} {skip} \
+             RETURNING url_map_id, kind, stat_date, who",
             vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
         );
         let mut values = Vec::with_capacity(chunk.len() * 4);
@@ -403,10 +370,24 @@ async fn write_members(txn: &impl ConnectionTrait, members: &[Member]) -> Result
                 Value::from(who.as_str()),
             ]);
         }
-        txn.execute_raw(statement(backend, &sql, values)).await?;
+        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+            let kind: String = row.try_get_by_index(1)?;
+            let Some(kind) = KINDS.into_iter().find(|k| *k == kind) else {
+                continue;
+            };
+            stored.insert((
+                row.try_get_by_index(2)?,
+                row.try_get_by_index(0)?,
+                kind,
+                row.try_get_by_index(3)?,
+            ));
+        }
     }
-    Ok(())
+    Ok(stored)
 }
+
+/// Every kind of member `visit_day_set` holds.
+const KINDS: [&str; 8] = ["v", "i", "r", "h", "s", "m", "c", "n"];
 
 /// `INSERT … ON CONFLICT DO UPDATE` adding to the stored numbers, in each backend's words.
 fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&str]) -> String {
@@ -573,16 +554,24 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
         tracing::warn!(error = %err, "cannot recount yesterday and today; statistics go on from here");
     }
     loop {
+        let mut pause = every;
         match waiting(&db).await {
             Ok(false) => {}
             Ok(true) => {
-                if let Err(err) = drain(&db, tz).await {
-                    tracing::warn!(error = %err, "cannot update daily statistics; will retry");
+                let started = std::time::Instant::now();
+                match tally(&db, tz, BATCH).await {
+                    // More are waiting (a burst): count on, but leave the cores to the
+                    // redirects and the click writer at least as long as counting took.
+                    Ok(counted) if counted == BATCH => pause = started.elapsed(),
+                    Ok(_) => {}
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot update daily statistics; will retry")
+                    }
                 }
             }
             Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
         }
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(pause).await;
     }
 }
 
