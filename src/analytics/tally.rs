@@ -27,9 +27,10 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Transaction
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-/// Events counted per transaction at most: the more a batch holds, the more of its clicks
-/// add to the same rows (a link's day, its browsers, …), which are written once.
-pub const BATCH: u64 = 20_000;
+/// Events counted per transaction at most: the more a batch holds, the more of its clicks add
+/// to the same rows (a link's day, its browsers, …), which are written once; the fewer, the
+/// shorter the click writer waits for it (on SQLite counting holds the write lock).
+pub const BATCH: u64 = 10_000;
 
 /// Distinct values a day keeps per link for a dimension visitors choose themselves (the
 /// referrer and the query parameters): later ones are counted together as [`OTHER`], so that
@@ -561,8 +562,8 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
                 let started = std::time::Instant::now();
                 match tally(&db, tz, BATCH).await {
                     // More are waiting (a burst): count on, but leave the cores to the
-                    // redirects and the click writer at least as long as counting took.
-                    Ok(counted) if counted == BATCH => pause = started.elapsed(),
+                    // redirects and the click writer three times as long as counting took.
+                    Ok(counted) if counted == BATCH => pause = started.elapsed() * 3,
                     Ok(_) => {}
                     Err(err) => {
                         tracing::warn!(error = %err, "cannot update daily statistics; will retry")
