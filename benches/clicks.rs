@@ -158,7 +158,7 @@ async fn stored_bytes(db: &sea_orm::DatabaseConnection) -> u64 {
     let backend = db.get_database_backend();
     let sql = match backend {
         sea_orm::DbBackend::Postgres => {
-            "SELECT CAST(pg_total_relation_size('transform_event_record') + pg_total_relation_size('visit_day_set') + pg_total_relation_size('visit_statistics') + pg_total_relation_size('visit_statistics_breakdown') AS BIGINT)"
+            "SELECT CAST(pg_total_relation_size('transform_event_record') + pg_total_relation_size('visit_day_bits') + pg_total_relation_size('visit_key') + pg_total_relation_size('visit_statistics') + pg_total_relation_size('visit_statistics_breakdown') AS BIGINT)"
         }
         sea_orm::DbBackend::MySql => {
             "SELECT CAST(SUM(data_length + index_length) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE()"

@@ -20,6 +20,7 @@ mod m20261123_000014_link_tags;
 mod m20261123_000015_user_time_zone;
 mod m20261124_000016_user_language;
 mod m20261124_000017_event_tally;
+mod m20261124_000018_visitor_bitmaps;
 
 pub struct Migrator;
 
@@ -44,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000015_user_time_zone::Migration),
             Box::new(m20261124_000016_user_language::Migration),
             Box::new(m20261124_000017_event_tally::Migration),
+            Box::new(m20261124_000018_visitor_bitmaps::Migration),
         ]
     }
 }

@@ -56,10 +56,6 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
     Statement::from_sql_and_values(backend, numbered, values)
 }
 
-/// The sets of a day in `visit_day_set`: kind, and the event column whose distinct values
-/// it holds.
-pub const DAY_SETS: [(&str, &str); 2] = [("v", "unique_identity"), ("i", "client_ip")];
-
 /// The day before which raw events were purged (see `retention`), if any purge happened:
 /// the statistics of earlier days are final.
 pub async fn purged_before(db: &impl ConnectionTrait) -> Result<Option<NaiveDate>, DbErr> {

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod aggregate;
 pub mod capture;
 pub mod days;
+pub mod daysets;
 pub mod enrich;
 pub mod event;
 pub mod geoip;

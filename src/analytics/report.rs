@@ -1,6 +1,6 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
-use super::aggregate::{ALL_LINKS, DAY_SETS, DIMENSIONS, statement};
+use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
 use super::visits::Visits;
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
@@ -63,6 +63,10 @@ fn sum(backend: DbBackend, column: &str) -> String {
     format!("CAST(SUM({column}) AS {int})")
 }
 
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// Every day from `from` to `to`, in order, days without visits as zeros.
 pub async fn daily(
     db: &impl ConnectionTrait,
@@ -72,33 +76,16 @@ pub async fn daily(
 ) -> Result<Vec<DayRow>, DbErr> {
     let backend = db.get_database_backend();
     let (rows, value) = scope.rows();
-    // A tag's links are summed per day; its UV and IP per day are distinct counts over their
-    // visitor sets, as for a range.
-    let sql = match scope {
-        Scope::Tag(_) => {
-            let [(visitors, _), (addresses, _)] = DAY_SETS;
-            format!(
-                "SELECT s.stat_date, s.pv, COALESCE(d.uv, 0), COALESCE(d.ip, 0), s.effective, s.ineffective FROM \
-                 (SELECT stat_date, {pv} AS pv, {effective} AS effective, {ineffective} AS ineffective \
-                  FROM visit_statistics WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date) s \
-                 LEFT JOIN (SELECT stat_date, COUNT(DISTINCT CASE WHEN kind = '{visitors}' THEN who END) AS uv, \
-                  COUNT(DISTINCT CASE WHEN kind = '{addresses}' THEN who END) AS ip FROM visit_day_set \
-                  WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date) d \
-                 ON d.stat_date = s.stat_date",
-                pv = sum(backend, "pv"),
-                effective = sum(backend, "effective"),
-                ineffective = sum(backend, "ineffective"),
-            )
-        }
-        _ => format!(
-            "SELECT stat_date, pv, uv, ip_count, effective, ineffective FROM visit_statistics \
-             WHERE {rows} AND stat_date >= ? AND stat_date <= ?"
-        ),
-    };
-    let mut values: Vec<Value> = vec![value.clone(), from.into(), to.into()];
-    if let Scope::Tag(_) = scope {
-        values.extend([value, from.into(), to.into()]);
-    }
+    let sql = format!(
+        "SELECT stat_date, {pv}, {uv}, {ip}, {effective}, {ineffective} FROM visit_statistics \
+         WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date",
+        pv = sum(backend, "pv"),
+        uv = sum(backend, "uv"),
+        ip = sum(backend, "ip_count"),
+        effective = sum(backend, "effective"),
+        ineffective = sum(backend, "ineffective"),
+    );
+    let values: Vec<Value> = vec![value.clone(), from.into(), to.into()];
     let mut stored: HashMap<NaiveDate, DayRow> = HashMap::new();
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
         let day: NaiveDate = row.try_get_by_index(0)?;
@@ -109,6 +96,19 @@ pub async fn daily(
                 visits: Visits::read(&row, 1)?,
             },
         );
+    }
+    // A tag's UV and IP per day are distinct counts over its links' visitor sets (a visitor
+    // of two of its links is one), as over a range.
+    if let Scope::Tag(_) = scope {
+        let distinct = super::daysets::distinct(db, rows, value, from, to, true).await?;
+        for row in stored.values_mut() {
+            (row.visits.uv, row.visits.ip) = (0, 0);
+        }
+        for (day, (uv, ip)) in distinct.days {
+            if let Some(row) = stored.get_mut(&day) {
+                (row.visits.uv, row.visits.ip) = (count(uv), count(ip));
+            }
+        }
     }
     let mut days = Vec::new();
     let mut day = from;
@@ -150,18 +150,8 @@ pub async fn range_totals(
         };
         (totals.pv, totals.effective, totals.ineffective) = (read(0)?, read(1)?, read(2)?);
     }
-    let [(visitors, _), (addresses, _)] = DAY_SETS;
-    let distinct = format!(
-        "SELECT COUNT(DISTINCT CASE WHEN kind = '{visitors}' THEN who END), \
-         COUNT(DISTINCT CASE WHEN kind = '{addresses}' THEN who END) FROM visit_day_set \
-         WHERE {rows} AND stat_date >= ? AND stat_date <= ?"
-    );
-    if let Some(row) = db
-        .query_one_raw(statement(backend, &distinct, range()))
-        .await?
-    {
-        (totals.uv, totals.ip) = (row.try_get_by_index(0)?, row.try_get_by_index(1)?);
-    }
+    let distinct = super::daysets::distinct(db, rows, value, from, to, false).await?;
+    (totals.uv, totals.ip) = (count(distinct.total.0), count(distinct.total.1));
     Ok(totals)
 }
 

@@ -6,18 +6,19 @@
 //! retry or a second instance never counts an event twice or not at all. The work is
 //! proportional to the new events, not to the day.
 //!
-//! Distinct counts come from first visits: `visit_day_set` holds, per day and link (and for
-//! all links), each visitor and address seen among page views. A page view whose visitor is
-//! new there adds one to UV, and to the UV of its country, province, city, browser, OS and
-//! device (a visitor is an address with a user agent, so those are the visitor's own). For the
+//! Distinct counts come from first visits: `daysets` holds, per day and link (and for all
+//! links), the visitors and addresses seen among page views. A page view whose visitor is new
+//! there adds one to UV, and to the UV of its country, province, city, browser, OS and device
+//! (a visitor is an address with a user agent, so those are the visitor's own). For the
 //! dimensions one visitor can have several values of in a day — referrer, hour and the short
-//! URL's query parameters — the set holds visitor and value together.
+//! URL's query parameters — there is a set of visitors per value.
 //!
 //! `stats rebuild` forgets a day's rows and marks its events uncounted; the tally then counts
 //! them again, the same way.
 
 use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
 use super::days::{day_range, day_start, local_day, today};
+use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS};
 use super::visits::Visits;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -43,8 +44,8 @@ pub const QUERY_DIMENSIONS: [&str; 4] = ["utm_source", "utm_medium", "utm_campai
 /// Longest value of a query parameter kept, in characters.
 const MAX_QUERY_VALUE: usize = 64;
 
-/// A dimension's kind letter in `visit_day_set`, for those counted by visitor and value.
-fn set_kind(dimension: &str) -> Option<&'static str> {
+/// A dimension's kind letter among the day sets, for those counted by visitor and value.
+pub fn set_kind(dimension: &str) -> Option<&'static str> {
     Some(match dimension {
         "referrer" => "r",
         "hour" => "h",
@@ -73,9 +74,6 @@ struct Seen {
     /// Dimension and value, for page views.
     values: Vec<(&'static str, String)>,
 }
-
-/// `(day, link, kind, who)`: one member of a day's set.
-type Member = (NaiveDate, i64, &'static str, String);
 
 /// Counts up to `limit` uncounted events; returns how many it counted (0: none was waiting).
 pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
@@ -197,15 +195,24 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
         }
     }
 
-    // The members this batch brings, stored at once: the database says which are new (the
-    // first page view that brings one counts it).
-    let mut wanted: HashSet<Member> = HashSet::new();
+    // The numbers of the batch's visitors and addresses, and the day sets it touches.
+    let mut who: HashSet<(&'static str, String)> = HashSet::new();
+    for s in seen.iter().filter(|s| s.view) {
+        who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
+        who.extend(s.address.iter().map(|a| (ADDRESSES, a.clone())));
+    }
+    let numbers = super::daysets::numbers(txn, who).await?;
+    let mut keys: HashSet<SetKey> = HashSet::new();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
-            wanted.extend(members(s, scope).into_iter().map(|(_, m)| m));
+            keys.extend(
+                members(s, scope, &numbers)
+                    .into_iter()
+                    .map(|(_, key, _)| key),
+            );
         }
     }
-    let mut fresh = insert_members(txn, wanted).await?;
+    let mut sets = DaySets::load(txn, keys).await?;
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
     let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)> =
         BTreeMap::new();
@@ -222,8 +229,8 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             day.pv += 1;
             let mut new_visitor = false;
             let mut new_value: HashMap<&'static str, bool> = HashMap::new();
-            for (what, member) in members(s, scope) {
-                let new = fresh.remove(&member);
+            for (what, key, number) in members(s, scope, &numbers) {
+                let new = sets.insert(&key, number);
                 match what {
                     Role::Visitor => {
                         new_visitor = new;
@@ -245,6 +252,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             }
         }
     }
+    sets.store(txn).await?;
     write_stats(txn, &stats).await?;
     write_breakdown(txn, &breakdown).await?;
     for chunk in counted.chunks(500) {
@@ -263,23 +271,33 @@ enum Role {
     Value(&'static str),
 }
 
-/// The members a page view adds to the sets of `scope`.
-fn members(s: &Seen, scope: i64) -> Vec<(Role, Member)> {
+/// The sets of `scope` a page view belongs to, with the number it is there by.
+fn members(
+    s: &Seen,
+    scope: i64,
+    numbers: &HashMap<(&'static str, String), u32>,
+) -> Vec<(Role, SetKey, u32)> {
     let mut out = Vec::new();
-    if let Some(visitor) = &s.visitor {
-        out.push((Role::Visitor, (s.day, scope, "v", visitor.clone())));
+    let number = |kind: &'static str, who: &String| numbers.get(&(kind, who.clone())).copied();
+    if let Some(visitor) = s.visitor.as_ref().and_then(|v| number(VISITORS, v)) {
+        out.push((
+            Role::Visitor,
+            (s.day, scope, VISITORS, String::new()),
+            visitor,
+        ));
         for (dimension, value) in &s.values {
             if let Some(kind) = set_kind(dimension) {
-                let who = crate::digest::sha256_hex(&format!("{value}\n{visitor}"));
-                out.push((
-                    Role::Value(dimension),
-                    (s.day, scope, kind, who[..32].to_owned()),
-                ));
+                let key = (s.day, scope, kind, value.clone());
+                out.push((Role::Value(dimension), key, visitor));
             }
         }
     }
-    if let Some(address) = &s.address {
-        out.push((Role::Address, (s.day, scope, "i", address.clone())));
+    if let Some(address) = s.address.as_ref().and_then(|a| number(ADDRESSES, a)) {
+        out.push((
+            Role::Address,
+            (s.day, scope, ADDRESSES, String::new()),
+            address,
+        ));
     }
     out
 }
@@ -341,54 +359,6 @@ async fn known_values(
     }
     Ok(out)
 }
-
-/// Stores `members` where they are not stored yet; returns those it stored.
-async fn insert_members(
-    txn: &impl ConnectionTrait,
-    members: HashSet<Member>,
-) -> Result<HashSet<Member>, DbErr> {
-    let backend = txn.get_database_backend();
-    let mut members: Vec<Member> = members.into_iter().collect();
-    // In key order, so that two transactions never wait for each other's rows in a circle.
-    members.sort();
-    let (insert, skip) = match backend {
-        DbBackend::MySql => ("INSERT IGNORE INTO", ""),
-        _ => ("INSERT INTO", "ON CONFLICT DO NOTHING"),
-    };
-    let mut stored = HashSet::new();
-    for chunk in members.chunks(500) {
-        let sql = format!(
-            "{insert} visit_day_set (url_map_id, kind, stat_date, who) VALUES {} {skip} \
-             RETURNING url_map_id, kind, stat_date, who",
-            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
-        );
-        let mut values = Vec::with_capacity(chunk.len() * 4);
-        for (day, link, kind, who) in chunk {
-            values.extend([
-                Value::from(*link),
-                Value::from(*kind),
-                Value::from(*day),
-                Value::from(who.as_str()),
-            ]);
-        }
-        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-            let kind: String = row.try_get_by_index(1)?;
-            let Some(kind) = KINDS.into_iter().find(|k| *k == kind) else {
-                continue;
-            };
-            stored.insert((
-                row.try_get_by_index(2)?,
-                row.try_get_by_index(0)?,
-                kind,
-                row.try_get_by_index(3)?,
-            ));
-        }
-    }
-    Ok(stored)
-}
-
-/// Every kind of member `visit_day_set` holds.
-const KINDS: [&str; 8] = ["v", "i", "r", "h", "s", "m", "c", "n"];
 
 /// `INSERT … ON CONFLICT DO UPDATE` adding to the stored numbers, in each backend's words.
 fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&str]) -> String {
@@ -495,11 +465,8 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
                 return Ok(false);
             }
             let backend = txn.get_database_backend();
-            for table in [
-                "visit_statistics",
-                "visit_statistics_breakdown",
-                "visit_day_set",
-            ] {
+            super::daysets::forget(&txn, day).await?;
+            for table in ["visit_statistics", "visit_statistics_breakdown"] {
                 let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
                 txn.execute_raw(statement(backend, &sql, vec![day.into()]))
                     .await?;
@@ -526,14 +493,39 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
     Ok(())
 }
 
+/// Turns the sets kept by versions before the bitmaps into bitmaps, a day a turn; returns
+/// how many days.
+async fn adopt_old_sets(db: &DatabaseConnection) -> Result<u64, DbErr> {
+    let mut turned = 0;
+    while let Some(day) = super::daysets::oldest_old_set_day(db).await? {
+        let txn = db.begin().await?;
+        let result = async {
+            take_turn(&txn).await?;
+            super::daysets::adopt_old_day(&txn, day).await
+        }
+        .await;
+        crate::db::finish(txn, result).await?;
+        turned += 1;
+    }
+    Ok(turned)
+}
+
 /// Recounts every day from `from` to `to` inclusive, except days whose events were purged
-/// (their statistics are final); returns how many.
+/// (their statistics are final); returns how many. Visitor sets kept by earlier versions are
+/// turned into bitmaps first.
 pub async fn rebuild(
     db: &DatabaseConnection,
     tz: Tz,
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<u64, DbErr> {
+    let adopted = adopt_old_sets(db).await?;
+    if adopted > 0 {
+        tracing::info!(
+            days = adopted,
+            "visitor sets of earlier versions turned into bitmaps"
+        );
+    }
     let mut days = 0;
     let mut day = from;
     while day <= to {
