@@ -362,6 +362,15 @@ async fn run() {
     )
     .await;
 
+    // 4. The same dashboards at campaign scale: the visitor bitmaps of all links replaced by
+    // those of 90 days of 10 M clicks a day (DAY_VISITORS distinct visitors a day, 30% of
+    // them back from earlier days, addresses four fifths of that), as counting would have
+    // numbered them. The daily rows stay those of part 2: their size does not grow with
+    // clicks (one row per day, breakdowns capped per day), the bitmaps do.
+    let day_visitors = env_number("DAY_VISITORS", 3_000_000) as u32;
+    let (scale_bytes, scale_90, scale_7) =
+        campaign_scale(&core.db, &client, &cookie, &base, first_day, day_visitors).await;
+
     println!();
     println!("inklink click pipeline and dashboards — {backend}, {link_count} links");
     println!(
@@ -393,11 +402,87 @@ async fn run() {
     println!("dashboard, all links, 90 days: {global_90:.1} ms (median of 15, over HTTP)");
     println!("dashboard, all links, 7 days:  {global_7:.1} ms");
     println!("dashboard, one link, 90 days:  {link_90:.1} ms");
+    println!(
+        "at 10 M clicks a day ({day_visitors} visitors a day, bitmaps of all links {:.1} MB a day):",
+        scale_bytes as f64 / 90.0 / 1e6
+    );
+    println!("dashboard, all links, 90 days: {scale_90:.1} ms");
+    println!("dashboard, all links, 7 days:  {scale_7:.1} ms");
 
     handle.stop(true).await;
     core.db.clone().close().await.ok();
     drop_database(server, &url).await;
     let _ = std::fs::remove_dir_all(spool);
+}
+
+/// Writes 90 days of all-links visitor and address bitmaps of `day_visitors` a day and
+/// times the global dashboards; returns the bitmaps' bytes and the two medians.
+async fn campaign_scale(
+    db: &sea_orm::DatabaseConnection,
+    client: &awc::Client,
+    cookie: &str,
+    base: &str,
+    first_day: chrono::NaiveDate,
+    day_visitors: u32,
+) -> (u64, f64, f64) {
+    use inklink::analytics::aggregate::ALL_LINKS;
+    use inklink::analytics::daysets::{ADDRESSES, VISITORS};
+    let backend = db.get_database_backend();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut seen = 0u32;
+    let mut bytes = 0u64;
+    for day in 0..90 {
+        let date = first_day + Duration::days(day);
+        let returning = if seen == 0 { 0 } else { day_visitors / 10 * 3 };
+        let mut visitors = roaring::RoaringBitmap::new();
+        visitors.insert_range(seen..seen + (day_visitors - returning));
+        while visitors.len() < u64::from(day_visitors) {
+            visitors.insert(rng.next(u64::from(seen)) as u32);
+        }
+        seen += day_visitors - returning;
+        // Addresses: four fifths of the visitors' numbers (shared addresses).
+        let addresses: roaring::RoaringBitmap = visitors
+            .iter()
+            .filter(|n| n % 5 != 0)
+            .map(|n| n / 5 * 4 + n % 5 - 1)
+            .collect();
+        for (kind, mut set) in [(VISITORS, visitors), (ADDRESSES, addresses)] {
+            set.optimize();
+            let mut members = Vec::with_capacity(set.serialized_size());
+            set.serialize_into(&mut members).unwrap();
+            bytes += members.len() as u64;
+            let values = vec![
+                sea_orm::Value::from(ALL_LINKS),
+                kind.into(),
+                date.into(),
+                members.into(),
+            ];
+            let sql = match backend {
+                sea_orm::DbBackend::MySql => {
+                    "INSERT INTO visit_day_bits (url_map_id, kind, value, stat_date, members) \
+                     VALUES (?, ?, '', ?, ?) ON DUPLICATE KEY UPDATE members = VALUES(members)"
+                }
+                sea_orm::DbBackend::Postgres => {
+                    "INSERT INTO visit_day_bits (url_map_id, kind, value, stat_date, members) \
+                     VALUES ($1, $2, '', $3, $4) ON CONFLICT (url_map_id, kind, value, stat_date) \
+                     DO UPDATE SET members = excluded.members"
+                }
+                _ => {
+                    "INSERT INTO visit_day_bits (url_map_id, kind, value, stat_date, members) \
+                     VALUES (?, ?, '', ?, ?) ON CONFLICT (url_map_id, kind, value, stat_date) \
+                     DO UPDATE SET members = excluded.members"
+                }
+            };
+            db.execute_raw(sea_orm::Statement::from_sql_and_values(
+                backend, sql, values,
+            ))
+            .await
+            .unwrap();
+        }
+    }
+    let global_90 = median_get(client, cookie, &format!("{base}/admin/dashboard?range=90")).await;
+    let global_7 = median_get(client, cookie, &format!("{base}/admin/dashboard?range=7")).await;
+    (bytes, global_90, global_7)
 }
 
 fn main() {

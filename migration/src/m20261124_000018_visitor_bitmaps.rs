@@ -116,6 +116,12 @@ impl MigrationTrait for Migration {
                 .drop_table(Table::drop().table(table).take())
                 .await?;
         }
+        // The version below counts yesterday and today again into its own sets; earlier
+        // days' range counts are gone with the bitmaps (see README, Upgrades).
+        manager
+            .get_connection()
+            .execute_unprepared("UPDATE stats_tally SET recounted = FALSE")
+            .await?;
         Ok(())
     }
 }

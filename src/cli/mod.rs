@@ -128,7 +128,8 @@ pub enum ApikeyAction {
 pub enum StatsAction {
     /// Count the daily statistics of a range of days (in INKLINK_TIMEZONE) again from the
     /// stored click events (the server counts each click as it is stored; this is the
-    /// recovery path); the result is the same however often it runs
+    /// recovery path); the result is the same however often it runs. Visitor sets left by
+    /// versions before the bitmaps are turned into bitmaps first
     Rebuild {
         /// First day, YYYY-MM-DD (default: the day of the oldest stored click)
         #[arg(long)]
