@@ -9,7 +9,11 @@
 //!   cargo bench --bench clicks                                   # SQLite
 //!   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench clicks
 //!
-//! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000).
+//! 3. the global dashboards again over 90 days of visitor bitmaps as 10 M clicks a day
+//!    leave them (DAY_VISITORS distinct visitors a day).
+//!
+//! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000), DAY_VISITORS
+//! (3000000).
 
 use chrono::Duration;
 use inklink::analytics::enrich::Enricher;
