@@ -178,6 +178,11 @@ async fn stored_bytes(db: &sea_orm::DatabaseConnection) -> u64 {
 }
 
 async fn median_get(client: &awc::Client, cookie: &str, url: &str) -> f64 {
+    timed_gets(client, cookie, url).await.1
+}
+
+/// The first of 15 requests and their median, in milliseconds.
+async fn timed_gets(client: &awc::Client, cookie: &str, url: &str) -> (f64, f64) {
     let mut times = Vec::new();
     for _ in 0..15 {
         let started = Instant::now();
@@ -192,8 +197,9 @@ async fn median_get(client: &awc::Client, cookie: &str, url: &str) -> f64 {
         assert!(body.len() > 1000);
         times.push(started.elapsed().as_secs_f64() * 1000.0);
     }
+    let first = times[0];
     times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    (first, times[times.len() / 2])
 }
 
 async fn run() {
@@ -410,8 +416,14 @@ async fn run() {
         "at 10 M clicks a day ({day_visitors} visitors a day, bitmaps of all links {:.1} MB a day):",
         scale_bytes as f64 / 90.0 / 1e6
     );
-    println!("dashboard, all links, 90 days: {scale_90:.1} ms");
-    println!("dashboard, all links, 7 days:  {scale_7:.1} ms");
+    println!(
+        "dashboard, all links, 90 days: {:.1} ms (first request, reading every day's bitmaps: {:.1} ms)",
+        scale_90.1, scale_90.0
+    );
+    println!(
+        "dashboard, all links, 7 days:  {:.1} ms (first request: {:.1} ms)",
+        scale_7.1, scale_7.0
+    );
 
     handle.stop(true).await;
     core.db.clone().close().await.ok();
@@ -420,7 +432,8 @@ async fn run() {
 }
 
 /// Writes 90 days of all-links visitor and address bitmaps of `day_visitors` a day and
-/// times the global dashboards; returns the bitmaps' bytes and the two medians.
+/// times the global dashboards; returns the bitmaps' bytes and the first request and median
+/// of each.
 async fn campaign_scale(
     db: &sea_orm::DatabaseConnection,
     client: &awc::Client,
@@ -428,7 +441,7 @@ async fn campaign_scale(
     base: &str,
     first_day: chrono::NaiveDate,
     day_visitors: u32,
-) -> (u64, f64, f64) {
+) -> (u64, (f64, f64), (f64, f64)) {
     use inklink::analytics::aggregate::ALL_LINKS;
     use inklink::analytics::daysets::{ADDRESSES, VISITORS};
     let backend = db.get_database_backend();
@@ -483,9 +496,30 @@ async fn campaign_scale(
             .await
             .unwrap();
         }
+        // As counting stamps a day whose bitmaps it changed, with a turn after all others.
+        let sql = match backend {
+            sea_orm::DbBackend::MySql => {
+                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES (?, ?, ?) \
+                 ON DUPLICATE KEY UPDATE turn = VALUES(turn)"
+            }
+            sea_orm::DbBackend::Postgres => {
+                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES ($1, $2, $3) \
+                 ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn"
+            }
+            _ => {
+                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES (?, ?, ?) \
+                 ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn"
+            }
+        };
+        let values = vec![ALL_LINKS.into(), date.into(), (1_000_000 + day).into()];
+        db.execute_raw(sea_orm::Statement::from_sql_and_values(
+            backend, sql, values,
+        ))
+        .await
+        .unwrap();
     }
-    let global_90 = median_get(client, cookie, &format!("{base}/admin/dashboard?range=90")).await;
-    let global_7 = median_get(client, cookie, &format!("{base}/admin/dashboard?range=7")).await;
+    let global_90 = timed_gets(client, cookie, &format!("{base}/admin/dashboard?range=90")).await;
+    let global_7 = timed_gets(client, cookie, &format!("{base}/admin/dashboard?range=7")).await;
     (bytes, global_90, global_7)
 }
 

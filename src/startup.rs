@@ -107,6 +107,7 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
             })
             .collect(),
         link_cache: LinkCache::new(settings.cache_capacity as usize),
+        unions: Default::default(),
         settings: Arc::new(settings),
     })
 }

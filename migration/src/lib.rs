@@ -21,6 +21,7 @@ mod m20261123_000015_user_time_zone;
 mod m20261124_000016_user_language;
 mod m20261124_000017_event_tally;
 mod m20261124_000018_visitor_bitmaps;
+mod m20261124_000019_visit_day_stamps;
 
 pub struct Migrator;
 
@@ -46,6 +47,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000016_user_language::Migration),
             Box::new(m20261124_000017_event_tally::Migration),
             Box::new(m20261124_000018_visitor_bitmaps::Migration),
+            Box::new(m20261124_000019_visit_day_stamps::Migration),
         ]
     }
 }

@@ -104,10 +104,12 @@ async fn page(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let totals = report::range_totals(db, scope, period.from, period.to).await?;
+    let totals =
+        report::range_totals(db, &state.core.unions, scope, period.from, period.to).await?;
     let previous_to = period.from.pred_opt().unwrap_or(period.from);
     let previous_from = previous_to - chrono::Duration::days(period.days() - 1);
-    let previous = report::range_totals(db, scope, previous_from, previous_to).await?;
+    let previous =
+        report::range_totals(db, &state.core.unions, scope, previous_from, previous_to).await?;
     let hours = report::hours(db, scope, period.from, period.to).await?;
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
@@ -277,7 +279,8 @@ pub async fn global_csv(
     let period = query.period(&state)?;
     let db = &state.core.db;
     let days = report::daily(db, Scope::All, period.from, period.to).await?;
-    let total = report::range_totals(db, Scope::All, period.from, period.to).await?;
+    let total =
+        report::range_totals(db, &state.core.unions, Scope::All, period.from, period.to).await?;
     daily_csv(
         &days,
         &total,
@@ -295,7 +298,14 @@ pub async fn link_csv(
     let period = query.period(&state)?;
     let db = &state.core.db;
     let days = report::daily(db, Scope::Link(id), period.from, period.to).await?;
-    let total = report::range_totals(db, Scope::Link(id), period.from, period.to).await?;
+    let total = report::range_totals(
+        db,
+        &state.core.unions,
+        Scope::Link(id),
+        period.from,
+        period.to,
+    )
+    .await?;
     daily_csv(
         &days,
         &total,
@@ -314,7 +324,7 @@ pub async fn tag_csv(
     let db = &state.core.db;
     let scope = Scope::Tag(tag.as_str());
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let total = report::range_totals(db, scope, period.from, period.to).await?;
+    let total = report::range_totals(db, &state.core.unions, scope, period.from, period.to).await?;
     let safe: String = tag
         .as_str()
         .chars()

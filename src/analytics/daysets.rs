@@ -18,7 +18,7 @@ use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The set of visitor identities.
 pub const VISITORS: &str = "v";
@@ -181,13 +181,18 @@ impl DaySets {
         new
     }
 
-    /// Stores every set that changed.
+    /// Stores every set that changed, and stamps the days whose visitors or addresses changed
+    /// with the counting turn (see `unions`).
     pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
+        let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
         for (key, (mut set, dirty)) in self.sets {
             if !dirty {
                 continue;
+            }
+            if [VISITORS, ADDRESSES].contains(&key.2) {
+                stamped.insert((key.1, key.0));
             }
             set.optimize();
             let mut bytes = Vec::with_capacity(set.serialized_size());
@@ -232,26 +237,58 @@ impl DaySets {
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
-        Ok(())
+        stamp(txn, stamped).await
     }
 }
 
-/// Visitors and addresses, per day, over the days from `from` to `to` of the rows `rows`
-/// (a condition on `url_map_id` with one value): the union of each day's bitmaps of those
-/// rows, and the union over all the days.
-pub struct Distinct {
-    pub days: BTreeMap<NaiveDate, (u64, u64)>,
-    pub total: (u64, u64),
+/// Marks `days` (link or all links, day) as changed by this counting turn.
+async fn stamp(txn: &impl ConnectionTrait, days: BTreeSet<(i64, NaiveDate)>) -> Result<(), DbErr> {
+    if days.is_empty() {
+        return Ok(());
+    }
+    let backend = txn.get_database_backend();
+    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
+    let turn: i64 = match txn.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => row.try_get_by_index(0)?,
+        None => return Err(DbErr::Custom("the stats_tally row is missing".into())),
+    };
+    let tail = match backend {
+        DbBackend::MySql => "ON DUPLICATE KEY UPDATE turn = VALUES(turn)",
+        _ => "ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn",
+    };
+    let days: Vec<_> = days.into_iter().collect();
+    for chunk in days.chunks(300) {
+        let sql = format!(
+            "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES {} {tail}",
+            vec!["(?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 3);
+        for (scope, day) in chunk {
+            values.extend([Value::from(*scope), Value::from(*day), Value::from(turn)]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
 }
 
-pub async fn distinct(
+/// The visitors and addresses of the rows `rows` (a condition on `url_map_id` with one
+/// value) over the days from `from` to `to`: the union of all their bitmaps, and with
+/// `per_day` the size of each day's union.
+#[derive(Default)]
+pub struct Union {
+    pub visitors: RoaringBitmap,
+    pub addresses: RoaringBitmap,
+    pub days: BTreeMap<NaiveDate, (u64, u64)>,
+}
+
+pub async fn union(
     db: &impl ConnectionTrait,
     rows: &str,
     value: Value,
     from: NaiveDate,
     to: NaiveDate,
     per_day: bool,
-) -> Result<Distinct, DbErr> {
+) -> Result<Union, DbErr> {
     let backend = db.get_database_backend();
     let sql = format!(
         "SELECT stat_date, kind, members FROM visit_day_bits WHERE {rows} AND kind IN (?, ?) \
@@ -264,7 +301,7 @@ pub async fn distinct(
         from.into(),
         to.into(),
     ];
-    let mut all = (RoaringBitmap::new(), RoaringBitmap::new());
+    let mut all = Union::default();
     let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
         let day: NaiveDate = row.try_get_by_index(0)?;
@@ -280,25 +317,27 @@ pub async fn distinct(
             }
         }
         match visitors {
-            true => all.0 |= set,
-            false => all.1 |= set,
+            true => all.visitors |= set,
+            false => all.addresses |= set,
         }
     }
-    Ok(Distinct {
-        days: days
-            .into_iter()
-            .map(|(day, (v, i))| (day, (v.len(), i.len())))
-            .collect(),
-        total: (all.0.len(), all.1.len()),
-    })
+    all.days = days
+        .into_iter()
+        .map(|(day, (v, i))| (day, (v.len(), i.len())))
+        .collect();
+    Ok(all)
 }
 
 /// Forgets the sets of `day` (to count it again).
 pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    let sql = "DELETE FROM visit_day_bits WHERE stat_date = ?";
-    txn.execute_raw(statement(backend, sql, vec![day.into()]))
-        .await?;
+    for sql in [
+        "DELETE FROM visit_day_bits WHERE stat_date = ?",
+        "DELETE FROM visit_day_stamp WHERE stat_date = ?",
+    ] {
+        txn.execute_raw(statement(backend, sql, vec![day.into()]))
+            .await?;
+    }
     Ok(())
 }
 

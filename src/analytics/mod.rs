@@ -23,6 +23,7 @@ pub mod report;
 pub mod retention;
 pub mod spool;
 pub mod tally;
+pub mod unions;
 pub mod visits;
 pub mod writer;
 

@@ -1,6 +1,7 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
 use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
+use super::unions::RangeUnions;
 use super::visits::Visits;
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
@@ -100,7 +101,7 @@ pub async fn daily(
     // A tag's UV and IP per day are distinct counts over its links' visitor sets (a visitor
     // of two of its links is one), as over a range.
     if let Scope::Tag(_) = scope {
-        let distinct = super::daysets::distinct(db, rows, value, from, to, true).await?;
+        let distinct = super::daysets::union(db, rows, value, from, to, true).await?;
         for row in stored.values_mut() {
             (row.visits.uv, row.visits.ip) = (0, 0);
         }
@@ -129,6 +130,7 @@ pub async fn daily(
 /// and IP as true distinct counts over the range (a visitor who came on three days is one).
 pub async fn range_totals(
     db: &impl ConnectionTrait,
+    unions: &RangeUnions,
     scope: Scope<'_>,
     from: NaiveDate,
     to: NaiveDate,
@@ -150,8 +152,16 @@ pub async fn range_totals(
         };
         (totals.pv, totals.effective, totals.ineffective) = (read(0)?, read(1)?, read(2)?);
     }
-    let distinct = super::daysets::distinct(db, rows, value, from, to, false).await?;
-    (totals.uv, totals.ip) = (count(distinct.total.0), count(distinct.total.1));
+    let (uv, ip) = match scope {
+        Scope::All => unions.distinct(db, ALL_LINKS, from, to).await?,
+        Scope::Link(id) => unions.distinct(db, id, from, to).await?,
+        // A tag's links change with its tags: read its days each time.
+        Scope::Tag(_) => {
+            let all = super::daysets::union(db, rows, value, from, to, false).await?;
+            (all.visitors.len(), all.addresses.len())
+        }
+    };
+    (totals.uv, totals.ip) = (count(uv), count(ip));
     Ok(totals)
 }
 

@@ -630,7 +630,14 @@ pub async fn stats(
         .map_err(|err| ApiError::bad(err.to_string(), Some(err.field())))?;
     let scope = Scope::Link(link.id);
     let days = report::daily(&state.core.db, scope, period.from, period.to).await?;
-    let total = report::range_totals(&state.core.db, scope, period.from, period.to).await?;
+    let total = report::range_totals(
+        &state.core.db,
+        &state.core.unions,
+        scope,
+        period.from,
+        period.to,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(LinkStats {
         code: link.compression_code.to_string(),
         from: period.from,

@@ -323,7 +323,7 @@ fn expected_range(clicks: &[Click], link: i64) -> Row {
 }
 
 async fn stored_range(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) -> Row {
-    let v = report::range_totals(&app.core.db, scope, from, to)
+    let v = report::range_totals(&app.core.db, &app.core.unions, scope, from, to)
         .await
         .unwrap();
     (v.pv, v.uv, v.ip, v.effective, v.ineffective)
@@ -1114,4 +1114,103 @@ async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
         0,
         "the old sets are gone"
     );
+}
+
+async fn uv_ip(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) -> (i64, i64) {
+    let (_, uv, ip, _, _) = stored_range(app, scope, from, to).await;
+    (uv, ip)
+}
+
+/// A click by `visitor` (an address; one browser) on `link` at noon of `day`.
+fn click_on(link: &url_map::Model, day: NaiveDate, visitor: u8) -> ClickEvent {
+    ClickEvent {
+        at: day.and_hms_opt(12, 0, 0).unwrap(),
+        code: link.compression_code.as_str().into(),
+        link_id: Some(link.id),
+        host: None,
+        client_ip: IpAddr::from([198, 51, 100, visitor]),
+        user_agent: Some(AGENTS[0].ua.into()),
+        referer: None,
+        query: None,
+        outcome: Outcome::Redirected,
+        head: false,
+        key: None,
+        generation: 0,
+    }
+}
+
+/// Range UV and IP of finished days are kept in memory between requests; a late click on a
+/// finished day, counted by another instance, and a rebuild must show in the next answer.
+#[actix_web::test]
+async fn range_uv_stays_exact_when_another_instance_counts_a_late_click_on_a_finished_day() {
+    let db = std::sync::Arc::new(crate::support::TestDb::create().await);
+    let extra = ["--timezone", "UTC", "--stats-interval", "3600"];
+    let one = crate::support::spawn_on(db.clone(), &extra).await;
+    let two = crate::support::spawn_on(db.clone(), &extra).await;
+    let link = create_link(&one, "https://example.com/late").await.link;
+    let other = create_link(&one, "https://example.com/other").await.link;
+    let today = aggregate::today(chrono_tz::UTC);
+    let day = |back: i64| today - Duration::days(back);
+    // Visitors 1–3 three days ago, 2–4 two days ago, 4 and 5 today; 6 on the other link.
+    let clicks = [
+        click_on(&link, day(3), 1),
+        click_on(&link, day(3), 2),
+        click_on(&link, day(3), 3),
+        click_on(&link, day(2), 2),
+        click_on(&link, day(2), 3),
+        click_on(&link, day(2), 4),
+        click_on(&link, today, 4),
+        click_on(&link, today, 5),
+        click_on(&other, day(1), 6),
+    ];
+    for click in &clicks {
+        one.state.analytics.sink().record(click.clone());
+    }
+    wait_written(&one, clicks.len() as u64).await;
+    tally::drain(&one.core.db, chrono_tz::UTC).await.unwrap();
+    let (from, to) = (day(3), today);
+    let mut browser = signed_in(&one).await;
+    let range = format!("from={from}&to={to}");
+    let dashboard_uv = |body: String| csv_total(&body).1;
+    for _ in 0..2 {
+        assert_eq!(uv_ip(&one, Scope::Link(link.id), from, to).await, (5, 5));
+        assert_eq!(uv_ip(&one, Scope::All, from, to).await, (6, 6));
+        let csv = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+        assert_eq!(dashboard_uv(csv.body), 6);
+    }
+
+    // Two days ago, counted by the other instance: a new visitor, and one seen today.
+    two.state
+        .analytics
+        .sink()
+        .record(click_on(&link, day(2), 7));
+    two.state
+        .analytics
+        .sink()
+        .record(click_on(&link, day(2), 5));
+    wait_written(&two, 2).await;
+    tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
+    assert_eq!(uv_ip(&one, Scope::Link(link.id), from, to).await, (6, 6));
+    assert_eq!(uv_ip(&one, Scope::All, from, to).await, (7, 7));
+    let csv = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
+    assert_eq!(
+        dashboard_uv(csv.body),
+        7,
+        "the dashboard of the first instance"
+    );
+    // A range ending yesterday keeps two days ago in its kept part.
+    let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
+    assert_eq!(uv, 7, "visitors 1–5 and 7 on the link, 6 on the other");
+    let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
+    assert_eq!(uv, 7);
+
+    // Counting the days again from their events gives the same figures, from each instance.
+    tally::rebuild(&two.core.db, chrono_tz::UTC, from, to)
+        .await
+        .unwrap();
+    assert_eq!(uv_ip(&one, Scope::Link(link.id), from, to).await, (6, 6));
+    assert_eq!(uv_ip(&two, Scope::All, from, to).await, (7, 7));
+    assert_eq!(uv_ip(&one, Scope::All, from, to).await, (7, 7));
+    let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
+    assert_eq!(uv, 7);
 }
