@@ -10,16 +10,24 @@
 //!   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench clicks
 //!
 //! 3. the global dashboards again over 90 days of visitor bitmaps as 10 M clicks a day
-//!    leave them (DAY_VISITORS distinct visitors a day).
+//!    leave them (DAY_VISITORS distinct visitors a day), the first request (which reads
+//!    every day's bitmaps) and the median of 15 (which find the finished days' union kept);
+//! 4. the CPU per click of each stage: capture (request to queue), enrichment, storing,
+//!    counting;
+//! 5. seconds from a click to the dashboard, through a second instance counting on the
+//!    default schedule: quiet, right after 10 s of 40,000 clicks a second, and with today's
+//!    bitmaps at campaign scale.
 //!
 //! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000), DAY_VISITORS
 //! (3000000).
 
+use actix_web::web;
 use chrono::Duration;
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::geoip::GeoIp;
 use inklink::analytics::writer::{BATCH, insert_rows};
-use inklink::analytics::{ClickEvent, Outcome, tally};
+use inklink::analytics::{ClickEvent, Outcome, capture, tally};
+use inklink::net::client::TrustedProxies;
 use inklink::startup::Application;
 use sea_orm::{ConnectionTrait, Database};
 use std::net::{IpAddr, TcpListener};
@@ -157,6 +165,47 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// CPU time of the calling thread in nanoseconds, as the scheduler accounts it (precise,
+/// unlike the 10 ms ticks of `/proc/self/stat`).
+fn thread_cpu_ns() -> u64 {
+    schedstat_ns("/proc/thread-self/schedstat")
+}
+
+/// CPU time of every thread of this process, in nanoseconds.
+fn process_cpu_ns() -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .map(|task| schedstat_ns(task.path().join("schedstat")))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn schedstat_ns(path: impl AsRef<std::path::Path>) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|line| line.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The request a browser behind the trusted proxy 127.0.0.1 sends for `event`.
+fn request_of(event: &ClickEvent) -> actix_web::HttpRequest {
+    let mut request = actix_web::test::TestRequest::get()
+        .uri(&format!("/{}", event.code))
+        .peer_addr("127.0.0.1:40000".parse().unwrap())
+        .insert_header(("host", "s.example.com"))
+        .insert_header(("x-forwarded-for", event.client_ip.to_string()));
+    if let Some(agent) = &event.user_agent {
+        request = request.insert_header(("user-agent", agent.as_ref()));
+    }
+    if let Some(referer) = &event.referer {
+        request = request.insert_header(("referer", referer.as_ref()));
+    }
+    request.to_http_request()
+}
+
 /// Bytes the database holds for clicks and their statistics.
 async fn stored_bytes(db: &sea_orm::DatabaseConnection) -> u64 {
     let backend = db.get_database_backend();
@@ -271,14 +320,33 @@ async fn run() {
     let first_day = today - Duration::days(89);
     let metrics = state.analytics.metrics();
     let sink = state.analytics.sink();
+    let proxies: TrustedProxies = "127.0.0.1".parse().unwrap();
+    // Capture as the redirect does it (headers copied into an event, handed to the journal
+    // and the queue), timed on this thread; the requests are built beforehand, untimed.
+    let mut capture_ns = 0;
     let started = Instant::now();
-    for n in 0..writer_events {
+    let mut n = 0;
+    while n < writer_events {
         while sink.depth() > 150_000 {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let at = first_day.and_hms_opt(0, 0, 0).unwrap()
-            + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
-        sink.record(synthetic(&mut rng, &links, at));
+        let chunk: Vec<_> = (n..(n + 5_000).min(writer_events))
+            .map(|n| {
+                let at = first_day.and_hms_opt(0, 0, 0).unwrap()
+                    + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
+                let event = synthetic(&mut rng, &links, at);
+                (request_of(&event), event)
+            })
+            .collect();
+        n += chunk.len() as u64;
+        let cpu = thread_cpu_ns();
+        for (request, event) in &chunk {
+            let mut captured =
+                capture::click(request, &proxies, &event.code, event.link_id, event.outcome);
+            captured.at = event.at;
+            sink.record(captured);
+        }
+        capture_ns += thread_cpu_ns() - cpu;
     }
     while metrics.events_written.load(Relaxed) < writer_events {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -296,17 +364,25 @@ async fn run() {
     // 2. The rest of the events, straight into the table, in time order over 90 days.
     let mut enricher = Enricher::new(GeoIp::open(Some(GEOIP.as_ref()), "en"), core.visitor_key, 7);
     let seeding = Instant::now();
-    let mut batch = Vec::with_capacity(BATCH);
-    for n in writer_events..total_events {
-        let at = first_day.and_hms_opt(0, 0, 0).unwrap()
-            + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
-        batch.push(enricher.enrich(synthetic(&mut rng, &links, at)));
-        if batch.len() == BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            insert_rows(&core.db, full.into()).await.unwrap();
-        }
+    let (mut enrich_ns, mut store_ns) = (0, 0);
+    let mut n = writer_events;
+    while n < total_events {
+        let events: Vec<ClickEvent> = (n..(n + BATCH as u64).min(total_events))
+            .map(|n| {
+                let at = first_day.and_hms_opt(0, 0, 0).unwrap()
+                    + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
+                synthetic(&mut rng, &links, at)
+            })
+            .collect();
+        n += events.len() as u64;
+        let cpu = thread_cpu_ns();
+        let rows: Vec<_> = events.into_iter().map(|e| enricher.enrich(e)).collect();
+        enrich_ns += thread_cpu_ns() - cpu;
+        // The insert runs partly on the database driver's own threads.
+        let cpu = process_cpu_ns();
+        insert_rows(&core.db, rows.into()).await.unwrap();
+        store_ns += process_cpu_ns() - cpu;
     }
-    insert_rows(&core.db, batch.into()).await.unwrap();
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let aggregating = Instant::now();
     let counted = tally::drain(&core.db, tz).await.unwrap();
@@ -377,9 +453,31 @@ async fn run() {
     // them back from earlier days, addresses four fifths of that), as counting would have
     // numbered them. The daily rows stay those of part 2: their size does not grow with
     // clicks (one row per day, breakdowns capped per day), the bitmaps do.
+    // 5. Seconds from a click to the dashboard, on a second instance sharing the database
+    // and counting on the default schedule: quiet, and after 10 s of 40,000 clicks a second.
+    let marker = inklink::services::links::create(
+        &core,
+        inklink::services::links::NewLink::to(
+            inklink::services::links::parse_target(&core, "https://example.com/marker")
+                .await
+                .unwrap(),
+        ),
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap()
+    .link
+    .compression_code
+    .to_string();
+    let second = Second::start(&url, &spool).await;
+    let quiet_lag = second.click_to_dashboard(&client, &cookie, &marker).await;
+    let burst = second.burst(&links, &mut rng).await;
+    let burst_lag = second.click_to_dashboard(&client, &cookie, &marker).await;
+
     let day_visitors = env_number("DAY_VISITORS", 3_000_000) as u32;
     let (scale_bytes, scale_90, scale_7) =
         campaign_scale(&core.db, &client, &cookie, &base, first_day, day_visitors).await;
+    let scale_lag = second.click_to_dashboard(&client, &cookie, &marker).await;
 
     println!();
     println!("inklink click pipeline and dashboards — {backend}, {link_count} links");
@@ -400,6 +498,19 @@ async fn run() {
     println!(
         "counted the other {counted} events in {aggregate_seconds:.1} s ({:.0} events/s)",
         counted as f64 / aggregate_seconds
+    );
+    let seeded = (total_events - writer_events).max(1) as f64;
+    println!(
+        "CPU per click by stage (this process): capture {:.2} µs, enrichment {:.2} µs, storing {:.2} µs, counting {:.1} µs{}",
+        capture_ns as f64 / 1e3 / writer_events.max(1) as f64,
+        enrich_ns as f64 / 1e3 / seeded,
+        store_ns as f64 / 1e3 / seeded,
+        live_cpu * 1e6 / counted_live.max(1) as f64,
+        if backend == "SQLite" {
+            ""
+        } else {
+            " (the database server's CPU not included)"
+        }
     );
     println!(
         "stored: {:.0} bytes per click in all (events, indexes and statistics; {} MB)",
@@ -425,10 +536,111 @@ async fn run() {
         scale_7.1, scale_7.0
     );
 
+    println!(
+        "click to dashboard (a second instance counting every second): {quiet_lag:.2} s quiet; {burst_lag:.2} s for a click right after {burst} clicks in 10 s; {scale_lag:.2} s quiet with today's bitmaps of 3 M visitors"
+    );
+
+    second.handle.stop(true).await;
     handle.stop(true).await;
     core.db.clone().close().await.ok();
     drop_database(server, &url).await;
     let _ = std::fs::remove_dir_all(spool);
+}
+
+/// A second server on the same database, counting on the default schedule (every second).
+struct Second {
+    state: web::Data<inklink::state::AppState>,
+    handle: actix_web::dev::ServerHandle,
+    base: String,
+}
+
+impl Second {
+    async fn start(url: &str, spool: &std::path::Path) -> Self {
+        let spool = spool.join("second");
+        std::fs::create_dir_all(&spool).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let settings = inklink::cli::parse_from([
+            "inklink",
+            "--database-url",
+            url,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--secret",
+            "bench-secret",
+            "--geoip-db",
+            GEOIP,
+            "--spool-dir",
+            spool.to_str().unwrap(),
+            "--click-queue",
+            "500000",
+        ])
+        .unwrap()
+        .settings;
+        let core = Arc::new(inklink::startup::open(settings).await.unwrap());
+        let app = Application::with_listener(core, listener).unwrap();
+        let (state, handle) = (app.state(), app.handle());
+        actix_web::rt::spawn(app.run_until_stopped());
+        Self {
+            state,
+            handle,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Clicks `code` once through this server and waits until its dashboard's 7-day PV shows
+    /// the click; returns the seconds from sending the click.
+    async fn click_to_dashboard(&self, client: &awc::Client, cookie: &str, code: &str) -> f64 {
+        let stats = format!("{}/admin/links/{code}/stats.csv?range=7", self.base);
+        let shown = || async {
+            let mut response = client
+                .get(&stats)
+                .insert_header(("cookie", cookie))
+                .send()
+                .await
+                .unwrap();
+            let body = response.body().await.unwrap();
+            let body = String::from_utf8_lossy(&body).into_owned();
+            let total = body.lines().last().unwrap_or_default().to_owned();
+            total
+                .split(',')
+                .nth(1)
+                .and_then(|pv| pv.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no total row: {total}"))
+        };
+        let before = shown().await;
+        let started = Instant::now();
+        let answer = client
+            .get(format!("{}/{code}", self.base))
+            .insert_header(("user-agent", AGENTS[0]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 302);
+        while shown().await <= before {
+            assert!(started.elapsed().as_secs() < 900, "the click never showed");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        started.elapsed().as_secs_f64()
+    }
+
+    /// 40,000 clicks a second for 10 seconds into this server's queue; returns how many.
+    async fn burst(&self, links: &[(i64, String)], rng: &mut Rng) -> u64 {
+        let sink = self.state.analytics.sink();
+        let started = Instant::now();
+        let mut sent = 0u64;
+        for tick in 1..=100u32 {
+            for _ in 0..4_000 {
+                sink.record(synthetic(rng, links, inklink::db::now()));
+                sent += 1;
+            }
+            let next = std::time::Duration::from_millis(100) * tick;
+            if let Some(wait) = next.checked_sub(started.elapsed()) {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        sent
+    }
 }
 
 /// Writes 90 days of all-links visitor and address bitmaps of `day_visitors` a day and
