@@ -90,6 +90,8 @@ pub struct Metrics {
     pub events_written: AtomicU64,
     pub events_spooled: AtomicU64,
     pub events_dropped: AtomicU64,
+    /// Events the database refused (kept in the rejected file beside the spool).
+    pub events_rejected: AtomicU64,
     /// Visits to unknown codes past the day's budget: counted here, not stored.
     pub unknown_not_stored: AtomicU64,
     /// Events waiting for the database (in memory or in the spool file).
@@ -187,6 +189,12 @@ impl Metrics {
             "inklink_click_events_dropped_total",
             "Click events lost because the queue was full",
             self.events_dropped.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_click_events_rejected_total",
+            "Click events the database refused (a value it does not accept), kept in inklink-rejected-<port>.jsonl beside the spool",
+            self.events_rejected.load(Relaxed),
         );
         counter(
             &mut out,

@@ -71,7 +71,9 @@ struct Generation {
     done: u64,
 }
 
-type Inserted = (Arc<[EventRow]>, Result<(), DbErr>, Duration);
+/// The rows, and what became of them: stored but for the rows the database refused (see
+/// [`insert_batch`]), or not stored.
+type Inserted = (Arc<[EventRow]>, Result<Vec<EventRow>, DbErr>, Duration);
 
 struct InFlight {
     /// Where the rows came from: the spool offset just past them, or memory.
@@ -338,11 +340,7 @@ impl Writer {
         let rows: Arc<[EventRow]> = rows.into();
         let task = tokio::spawn(async move {
             let started = Instant::now();
-            let inserting = insert_rows(&db, rows.clone());
-            let result = match tokio::time::timeout(INSERT_TIMEOUT, inserting).await {
-                Ok(result) => result,
-                Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
-            };
+            let result = insert_batch(&db, rows.clone()).await;
             (rows, result, started.elapsed())
         });
         self.in_flight = Some(InFlight {
@@ -366,11 +364,12 @@ impl Writer {
             }
         };
         match result {
-            Ok(()) => {
+            Ok(refused) => {
                 self.metrics.batch_latency.observe(took);
                 self.metrics
                     .events_written
-                    .fetch_add(rows.len() as u64, Relaxed);
+                    .fetch_add((rows.len() - refused.len()) as u64, Relaxed);
+                self.set_aside(&refused);
                 match spool_offset {
                     Some(offset) => {
                         if let Err(err) = self.spool.consume(offset, rows.len() as u64) {
@@ -398,6 +397,40 @@ impl Writer {
             }
         }
         self.update_backlog();
+    }
+
+    /// Keeps the rows the database refused in `inklink-rejected-<port>.jsonl` beside the
+    /// spool (the spool's line format), so that no click is lost without a trace and the
+    /// writer goes on with the rows behind them.
+    fn set_aside(&mut self, refused: &[EventRow]) {
+        if refused.is_empty() {
+            return;
+        }
+        self.metrics
+            .events_rejected
+            .fetch_add(refused.len() as u64, Relaxed);
+        let path = rejected_path(self.spool.path());
+        let written = (|| -> std::io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            let mut lines = Vec::new();
+            for row in refused {
+                serde_json::to_writer(&mut lines, row)?;
+                lines.push(b'\n');
+            }
+            std::io::Write::write_all(&mut file, &lines)?;
+            file.sync_data()
+        })();
+        match written {
+            Ok(()) => {
+                tracing::error!(path = %path.display(), events = refused.len(), "the database refused click events (a value it does not accept); they are kept in this file and the writer goes on")
+            }
+            Err(err) => {
+                tracing::error!(error = %err, path = %path.display(), events = refused.len(), rows = ?refused, "the database refused click events and they cannot be kept in a file: they are lost")
+            }
+        }
     }
 
     fn outage(&mut self, err: &DbErr) {
@@ -444,6 +477,50 @@ impl Writer {
             .events_backlog
             .store(self.backlog() + in_memory_flight, Relaxed);
     }
+}
+
+/// Inserts `rows` (within [`INSERT_TIMEOUT`]). When the database refuses a value of the batch
+/// (a refusal that would repeat for ever and hold up every click behind it), the rows are
+/// written one at a time and those refused are returned; any other failure fails the batch,
+/// to be tried again (rows already stored are skipped by their event key).
+async fn insert_batch(
+    db: &DatabaseConnection,
+    rows: Arc<[EventRow]>,
+) -> Result<Vec<EventRow>, DbErr> {
+    let within = |rows: Arc<[EventRow]>| async move {
+        match tokio::time::timeout(INSERT_TIMEOUT, insert_rows(db, rows)).await {
+            Ok(result) => result,
+            Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
+        }
+    };
+    match within(rows.clone()).await {
+        Ok(()) => return Ok(Vec::new()),
+        Err(err) if !crate::db::is_refused_value(&err) => return Err(err),
+        Err(err) => {
+            tracing::warn!(error = %err, events = rows.len(), "the database refused a batch of click events; writing them one at a time")
+        }
+    }
+    let mut refused = Vec::new();
+    for row in rows.iter() {
+        match within(Arc::from([row.clone()])).await {
+            Ok(()) => {}
+            Err(err) if crate::db::is_refused_value(&err) => {
+                tracing::error!(error = %err, row = ?row, "the database refused a click event");
+                refused.push(row.clone());
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(refused)
+}
+
+/// Where refused rows are kept: beside the spool, `inklink-rejected-<port>.jsonl`.
+fn rejected_path(spool: &std::path::Path) -> PathBuf {
+    let name = spool
+        .file_name()
+        .map(|name| name.to_string_lossy().replacen("spool", "rejected", 1))
+        .unwrap_or_else(|| "inklink-rejected.jsonl".into());
+    spool.with_file_name(name)
 }
 
 /// (spool offset, rows, outcome) of a finished insert.

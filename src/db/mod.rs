@@ -237,6 +237,25 @@ pub fn is_retryable(err: &DbErr) -> bool {
         .is_some_and(|code| code == "40001" || code == "40P01")
 }
 
+/// A refusal of the values themselves (too long for a column, out of range, against a
+/// constraint): the same row sent again is refused again. SQLSTATE classes 22 (data
+/// exception) and 23 (integrity constraint violation), and MySQL's strict-mode refusals that
+/// carry the general HY000 (an incorrect string or date value, data truncated). A server
+/// that is away, shutting down, out of disk or read-only is none of these.
+pub fn is_refused_value(err: &DbErr) -> bool {
+    let Some(db) = database_error(err) else {
+        return false;
+    };
+    if db
+        .code()
+        .is_some_and(|code| code.starts_with("22") || code.starts_with("23"))
+    {
+        return true;
+    }
+    db.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>()
+        .is_some_and(|mysql| matches!(mysql.number(), 1048 | 1264 | 1265 | 1292 | 1366 | 1406))
+}
+
 /// The error the database server (or SQLite) answered, when that is what `err` carries.
 fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {
     match err {

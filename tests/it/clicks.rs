@@ -491,3 +491,84 @@ async fn sighup_leaves_the_server_serving_and_sigterm_still_stops_it() {
     let status = crate::support::exit_of(&mut server).await;
     assert!(status.success(), "exit status {status}");
 }
+
+/// A click event the database refuses (here a code longer than its column, which no request
+/// can carry: codes are parsed first) would be refused on every retry and hold up every click
+/// behind it. It is set aside in a file beside the spool; the clicks around it and after it
+/// are stored.
+#[actix_web::test]
+async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are_stored() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let link = create_link(&app, "https://example.com/refused").await.link;
+    let code = link.compression_code.to_string();
+    let event = |code: &str| ClickEvent {
+        at: inklink::db::now(),
+        code: code.into(),
+        link_id: Some(link.id),
+        host: None,
+        client_ip: std::net::IpAddr::from([198, 51, 100, 7]),
+        user_agent: Some("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0".into()),
+        referer: None,
+        query: None,
+        outcome: Outcome::Redirected,
+        head: false,
+        key: None,
+        generation: 0,
+    };
+    let too_long = "x".repeat(100);
+    let sink = app.state.analytics.sink();
+    sink.record(event(&code));
+    sink.record(event(&too_long));
+    sink.record(event(&code));
+    // SQLite keeps text of any length in a VARCHAR column; the servers refuse it.
+    let refusing = db.backend != Backend::Sqlite;
+    let metrics = app.state.analytics.metrics();
+    let started = Instant::now();
+    while metrics.events_written.load(Relaxed) + metrics.events_rejected.load(Relaxed) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the writer is stuck"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    click(&app, &code, 4).await;
+    wait_written(&app, if refusing { 3 } else { 4 }).await;
+    let stored = app
+        .core
+        .db
+        .query_one_raw(Statement::from_string(
+            app.core.db.get_database_backend(),
+            "SELECT COUNT(*) FROM transform_event_record",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<i64>(0)
+        .unwrap();
+    let rejected_file = std::fs::read_dir(db.spool_dir())
+        .unwrap()
+        .flatten()
+        .find(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("inklink-rejected-")
+        })
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap());
+    let (_, _, exposition) = app.fetch("/metrics").await;
+    if refusing {
+        assert_eq!(stored, 3, "the clicks before, beside and after it");
+        assert_eq!(metrics.events_rejected.load(Relaxed), 1);
+        let kept = rejected_file.expect("the refused event is kept in a file");
+        assert_eq!(kept.lines().count(), 1);
+        assert!(kept.contains(&too_long), "{kept}");
+        assert!(
+            exposition.contains("inklink_click_events_rejected_total 1"),
+            "{exposition}"
+        );
+    } else {
+        assert_eq!(stored, 4);
+        assert!(rejected_file.is_none());
+    }
+}
