@@ -107,7 +107,7 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
             })
             .collect(),
         link_cache: LinkCache::new(settings.cache_capacity as usize),
-        unions: Default::default(),
+        kept: Default::default(),
         settings: Arc::new(settings),
     })
 }

@@ -2,7 +2,7 @@
 //! state a running server adds to it. Both are built in `startup`.
 
 use crate::analytics::Analytics;
-use crate::analytics::unions::RangeUnions;
+use crate::analytics::kept::FinishedDays;
 use crate::config::Settings;
 use crate::db::allocator::BlockAllocator;
 use crate::net::rate_limit::RateLimits;
@@ -27,8 +27,9 @@ pub struct Inklink {
     /// Keys the visitor hash of click events; derived from the secret, so every instance
     /// counts the same visitor once.
     pub visitor_key: [u8; 16],
-    /// Range UV and IP of finished days, kept between requests.
-    pub unions: RangeUnions,
+    /// What dashboards read of finished days (range UV and IP, page views per link), kept
+    /// between requests.
+    pub kept: FinishedDays,
 }
 
 impl Inklink {

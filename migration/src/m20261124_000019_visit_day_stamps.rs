@@ -1,7 +1,9 @@
-//! When each day's visitor and address bitmaps of a link (or of all links) last changed: the
-//! number of the counting turn that wrote them (`stats_tally.taken`). A server keeps the
-//! union of a range's finished days in memory and asks only these small rows whether it is
-//! still true (their count and highest turn), instead of reading every bitmap again.
+//! When each day's statistics last changed: the number of the counting turn that changed
+//! them (`stats_tally.taken`). A link's day is stamped when its visitor or address bitmaps
+//! change, the all-links day (`url_map_id` -1) whenever anything is counted on that day. A
+//! server keeps what dashboards read of a range's finished days in memory (the union of their
+//! bitmaps, page views per link) and asks only these small rows whether it is still true
+//! (their count and highest turn), instead of reading every day again.
 //!
 //! Days counted before this version get turn 0, so that a day recounted or forgotten
 //! afterwards changes the count or the highest turn of every range it is in.
@@ -37,8 +39,10 @@ impl MigrationTrait for Migration {
             .get_connection()
             .execute_unprepared(
                 "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) \
-                 SELECT DISTINCT url_map_id, stat_date, 0 FROM visit_day_bits \
-                 WHERE kind IN ('v', 'i') AND value = ''",
+                 SELECT url_map_id, stat_date, 0 FROM visit_day_bits \
+                 WHERE kind IN ('v', 'i') AND value = '' \
+                 UNION SELECT url_map_id, stat_date, 0 FROM visit_statistics \
+                 WHERE url_map_id = -1",
             )
             .await?;
         Ok(())

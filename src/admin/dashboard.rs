@@ -104,12 +104,11 @@ async fn page(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let totals =
-        report::range_totals(db, &state.core.unions, scope, period.from, period.to).await?;
+    let totals = report::range_totals(db, &state.core.kept, scope, period.from, period.to).await?;
     let previous_to = period.from.pred_opt().unwrap_or(period.from);
     let previous_from = previous_to - chrono::Duration::days(period.days() - 1);
     let previous =
-        report::range_totals(db, &state.core.unions, scope, previous_from, previous_to).await?;
+        report::range_totals(db, &state.core.kept, scope, previous_from, previous_to).await?;
     let hours = report::hours(db, scope, period.from, period.to).await?;
     let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
         .await?
@@ -135,7 +134,9 @@ async fn page(
         })
         .collect();
     let top_links = match scope {
-        Scope::All => report::top_links(db, period.from, period.to, TOP).await?,
+        Scope::All => {
+            report::top_links(db, &state.core.kept, period.from, period.to, TOP as usize).await?
+        }
         Scope::Link(_) | Scope::Tag(_) => Vec::new(),
     };
     let section = match scope {
@@ -280,7 +281,7 @@ pub async fn global_csv(
     let db = &state.core.db;
     let days = report::daily(db, Scope::All, period.from, period.to).await?;
     let total =
-        report::range_totals(db, &state.core.unions, Scope::All, period.from, period.to).await?;
+        report::range_totals(db, &state.core.kept, Scope::All, period.from, period.to).await?;
     daily_csv(
         &days,
         &total,
@@ -300,7 +301,7 @@ pub async fn link_csv(
     let days = report::daily(db, Scope::Link(id), period.from, period.to).await?;
     let total = report::range_totals(
         db,
-        &state.core.unions,
+        &state.core.kept,
         Scope::Link(id),
         period.from,
         period.to,
@@ -324,7 +325,7 @@ pub async fn tag_csv(
     let db = &state.core.db;
     let scope = Scope::Tag(tag.as_str());
     let days = report::daily(db, scope, period.from, period.to).await?;
-    let total = report::range_totals(db, &state.core.unions, scope, period.from, period.to).await?;
+    let total = report::range_totals(db, &state.core.kept, scope, period.from, period.to).await?;
     let safe: String = tag
         .as_str()
         .chars()

@@ -39,6 +39,16 @@ pub const DIMENSIONS: [&str; 11] = [
 pub const HOUR: &str = "hour";
 
 /// SQL written with `?` placeholders, numbered for PostgreSQL.
+/// A SUM comes back as DECIMAL from MySQL; cast it to a 64-bit integer everywhere.
+pub fn sum(backend: DbBackend, column: &str) -> String {
+    let int = if backend == DbBackend::MySql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    format!("CAST(SUM({column}) AS {int})")
+}
+
 pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
     if backend != DbBackend::Postgres {
         return Statement::from_sql_and_values(backend, sql, values);

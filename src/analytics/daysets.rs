@@ -182,7 +182,7 @@ impl DaySets {
     }
 
     /// Stores every set that changed, and stamps the days whose visitors or addresses changed
-    /// with the counting turn (see `unions`).
+    /// with the counting turn (see `kept`).
     pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
@@ -241,8 +241,11 @@ impl DaySets {
     }
 }
 
-/// Marks `days` (link or all links, day) as changed by this counting turn.
-async fn stamp(txn: &impl ConnectionTrait, days: BTreeSet<(i64, NaiveDate)>) -> Result<(), DbErr> {
+/// Marks `days` (link or all links, day) as changed by this counting turn (see `kept`).
+pub async fn stamp(
+    txn: &impl ConnectionTrait,
+    days: BTreeSet<(i64, NaiveDate)>,
+) -> Result<(), DbErr> {
     if days.is_empty() {
         return Ok(());
     }

@@ -17,13 +17,13 @@ pub mod event;
 pub mod geoip;
 pub mod insert;
 pub mod journal;
+pub mod kept;
 pub mod metrics;
 pub mod queue;
 pub mod report;
 pub mod retention;
 pub mod spool;
 pub mod tally;
-pub mod unions;
 pub mod visits;
 pub mod writer;
 

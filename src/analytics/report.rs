@@ -1,11 +1,11 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
-use super::aggregate::{ALL_LINKS, DIMENSIONS, statement};
-use super::unions::RangeUnions;
+use super::aggregate::{ALL_LINKS, DIMENSIONS, statement, sum};
+use super::kept::FinishedDays;
 use super::visits::Visits;
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
-use sea_orm::{ConnectionTrait, DbBackend, DbErr};
+use sea_orm::{ConnectionTrait, DbErr};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -52,16 +52,6 @@ pub struct LinkTotal {
     pub pv: i64,
     pub effective: i64,
     pub ineffective: i64,
-}
-
-/// A SUM comes back as DECIMAL from MySQL; cast it to a 64-bit integer everywhere.
-fn sum(backend: DbBackend, column: &str) -> String {
-    let int = if backend == DbBackend::MySql {
-        "SIGNED"
-    } else {
-        "BIGINT"
-    };
-    format!("CAST(SUM({column}) AS {int})")
 }
 
 fn count(n: u64) -> i64 {
@@ -130,7 +120,7 @@ pub async fn daily(
 /// and IP as true distinct counts over the range (a visitor who came on three days is one).
 pub async fn range_totals(
     db: &impl ConnectionTrait,
-    unions: &RangeUnions,
+    kept: &FinishedDays,
     scope: Scope<'_>,
     from: NaiveDate,
     to: NaiveDate,
@@ -153,8 +143,8 @@ pub async fn range_totals(
         (totals.pv, totals.effective, totals.ineffective) = (read(0)?, read(1)?, read(2)?);
     }
     let (uv, ip) = match scope {
-        Scope::All => unions.distinct(db, ALL_LINKS, from, to).await?,
-        Scope::Link(id) => unions.distinct(db, id, from, to).await?,
+        Scope::All => kept.distinct(db, ALL_LINKS, from, to).await?,
+        Scope::Link(id) => kept.distinct(db, id, from, to).await?,
         // A tag's links change with its tags: read its days each time.
         Scope::Tag(_) => {
             let all = super::daysets::union(db, rows, value, from, to, false).await?;
@@ -215,38 +205,55 @@ pub async fn breakdowns(
     Ok(all)
 }
 
-/// The links with the most page views over the range.
+/// The links with the most page views over the range (a deleted link keeps its place
+/// and is left out).
 pub async fn top_links(
     db: &impl ConnectionTrait,
+    kept: &FinishedDays,
     from: NaiveDate,
     to: NaiveDate,
-    limit: u64,
+    limit: usize,
 ) -> Result<Vec<LinkTotal>, DbErr> {
+    let mut ranked: Vec<(i64, (i64, i64, i64))> =
+        kept.link_sums(db, from, to).await?.into_iter().collect();
+    let order = |a: &(i64, (i64, i64, i64)), b: &(i64, (i64, i64, i64))| {
+        b.1.0.cmp(&a.1.0).then(a.0.cmp(&b.0))
+    };
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit, order);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(order);
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
     let backend = db.get_database_backend();
     let sql = format!(
-        "SELECT s.url_map_id, u.compression_code, u.long_url, s.pv, s.effective, s.ineffective FROM \
-         (SELECT url_map_id, {pv} AS pv, {eff} AS effective, {ineff} AS ineffective \
-          FROM visit_statistics WHERE url_map_id > 0 AND stat_date >= ? AND stat_date <= ? \
-          GROUP BY url_map_id ORDER BY 2 DESC, url_map_id LIMIT {limit}) s \
-         JOIN url_map u ON u.id = s.url_map_id ORDER BY s.pv DESC, s.url_map_id",
-        pv = sum(backend, "pv"),
-        eff = sum(backend, "effective"),
-        ineff = sum(backend, "ineffective"),
+        "SELECT id, compression_code, long_url FROM url_map WHERE id IN ({})",
+        vec!["?"; ranked.len()].join(", ")
     );
-    db.query_all_raw(statement(backend, &sql, vec![from.into(), to.into()]))
-        .await?
+    let ids = ranked.iter().map(|(id, _)| Value::from(*id)).collect();
+    let mut links: HashMap<i64, (String, String)> = HashMap::new();
+    for row in db.query_all_raw(statement(backend, &sql, ids)).await? {
+        links.insert(
+            row.try_get_by_index(0)?,
+            (row.try_get_by_index(1)?, row.try_get_by_index(2)?),
+        );
+    }
+    Ok(ranked
         .into_iter()
-        .map(|row| {
-            Ok(LinkTotal {
-                id: row.try_get_by_index(0)?,
-                code: row.try_get_by_index(1)?,
-                long_url: row.try_get_by_index(2)?,
-                pv: row.try_get_by_index(3)?,
-                effective: row.try_get_by_index(4)?,
-                ineffective: row.try_get_by_index(5)?,
+        .filter_map(|(id, (pv, effective, ineffective))| {
+            let (code, long_url) = links.remove(&id)?;
+            Some(LinkTotal {
+                id,
+                code,
+                long_url,
+                pv,
+                effective,
+                ineffective,
             })
         })
-        .collect()
+        .collect())
 }
 
 /// The days a report covers, both ends included.

@@ -254,6 +254,10 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     }
     sets.store(txn).await?;
     write_stats(txn, &stats).await?;
+    // Whatever was counted on a day changed its all-links row: dashboards keeping page views
+    // per link of finished days look at these stamps.
+    let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
+    super::daysets::stamp(txn, days).await?;
     write_breakdown(txn, &breakdown).await?;
     for chunk in counted.chunks(500) {
         let marks = vec!["?"; chunk.len()].join(", ");

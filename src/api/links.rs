@@ -632,7 +632,7 @@ pub async fn stats(
     let days = report::daily(&state.core.db, scope, period.from, period.to).await?;
     let total = report::range_totals(
         &state.core.db,
-        &state.core.unions,
+        &state.core.kept,
         scope,
         period.from,
         period.to,

@@ -9,7 +9,7 @@ use inklink::analytics::report::{self, Scope};
 use inklink::analytics::{ClickEvent, Outcome};
 use inklink::analytics::{retention, tally};
 use inklink::db::entities::url_map;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, Set, Statement};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, Set, Statement};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -323,7 +323,7 @@ fn expected_range(clicks: &[Click], link: i64) -> Row {
 }
 
 async fn stored_range(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) -> Row {
-    let v = report::range_totals(&app.core.db, &app.core.unions, scope, from, to)
+    let v = report::range_totals(&app.core.db, &app.core.kept, scope, from, to)
         .await
         .unwrap();
     (v.pv, v.uv, v.ip, v.effective, v.ineffective)
@@ -605,6 +605,21 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
             .await;
         assert_eq!(csv_total(&page.body), want, "link {code}");
     }
+    // The top links: page views per link summed over the range, most first.
+    let mut per_link: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for ((_, id), row) in expected.iter().filter(|(k, _)| k.1 > 0) {
+        let sum = per_link.entry(*id).or_default();
+        (sum.0, sum.1) = (sum.0 + row.0, sum.1 + row.3);
+    }
+    let mut want: Vec<(i64, i64, i64)> = per_link
+        .into_iter()
+        .map(|(id, (pv, eff))| (id, pv, eff))
+        .collect();
+    want.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    want.truncate(10);
+    assert_eq!(top_links(&app, first, last).await, want);
+    assert_eq!(top_links(&app, first, last).await, want, "kept");
+
     // A range of one day is that day.
     let one = *expected.keys().map(|(day, _)| day).next().unwrap();
     assert_eq!(
@@ -1116,6 +1131,16 @@ async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
     );
 }
 
+/// (link, PV, effective) of the top links over the range.
+async fn top_links(app: &TestApp, from: NaiveDate, to: NaiveDate) -> Vec<(i64, i64, i64)> {
+    report::top_links(&app.core.db, &app.core.kept, from, to, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|link| (link.id, link.pv, link.effective))
+        .collect()
+}
+
 async fn uv_ip(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) -> (i64, i64) {
     let (_, uv, ip, _, _) = stored_range(app, scope, from, to).await;
     (uv, ip)
@@ -1139,10 +1164,11 @@ fn click_on(link: &url_map::Model, day: NaiveDate, visitor: u8) -> ClickEvent {
     }
 }
 
-/// Range UV and IP of finished days are kept in memory between requests; a late click on a
-/// finished day, counted by another instance, and a rebuild must show in the next answer.
+/// Range UV and IP and the top links of finished days are kept in memory between requests; a
+/// late click on a finished day, counted by another instance, and a rebuild must show in the
+/// next answer.
 #[actix_web::test]
-async fn range_uv_stays_exact_when_another_instance_counts_a_late_click_on_a_finished_day() {
+async fn finished_days_kept_between_requests_stay_exact_when_another_instance_counts_late_clicks() {
     let db = std::sync::Arc::new(crate::support::TestDb::create().await);
     let extra = ["--timezone", "UTC", "--stats-interval", "3600"];
     let one = crate::support::spawn_on(db.clone(), &extra).await;
@@ -1213,4 +1239,39 @@ async fn range_uv_stays_exact_when_another_instance_counts_a_late_click_on_a_fin
     assert_eq!(uv_ip(&one, Scope::All, from, to).await, (7, 7));
     let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
     assert_eq!(uv, 7);
+
+    // The top links over the range: the other link overtakes with late clicks counted
+    // elsewhere, and a link deleted keeps its place but is left out.
+    assert_eq!(
+        top_links(&one, from, to).await,
+        [(link.id, 10, 10), (other.id, 1, 1)]
+    );
+    // The same visitor again: no bitmap changes, only the page views.
+    for _ in 0..10 {
+        two.state
+            .analytics
+            .sink()
+            .record(click_on(&other, day(1), 6));
+    }
+    wait_written(&two, 12).await;
+    tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
+    assert_eq!(
+        top_links(&one, from, to).await,
+        [(other.id, 11, 11), (link.id, 10, 10)]
+    );
+    assert_eq!(
+        top_links(&one, from, to).await,
+        [(other.id, 11, 11), (link.id, 10, 10)]
+    );
+    let page = browser.get(&format!("/admin/dashboard?{range}")).await;
+    let (first, second) = (
+        page.body.find(&format!(">{}<", other.compression_code)),
+        page.body.find(&format!(">{}<", link.compression_code)),
+    );
+    assert!(first.is_some() && first < second, "the other link first");
+    url_map::Entity::delete_by_id(other.id)
+        .exec(&one.core.db)
+        .await
+        .unwrap();
+    assert_eq!(top_links(&one, from, to).await, [(link.id, 10, 10)]);
 }
