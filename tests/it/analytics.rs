@@ -2,7 +2,7 @@
 //! midnight in the stats time zone), and dashboards show the stored aggregates.
 
 use crate::admin::signed_in;
-use crate::support::{TestApp, create_link, spawn_app_with};
+use crate::support::{TestApp, create_link, page_view, spawn_app_with};
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use inklink::analytics::aggregate::{self, ALL_LINKS, UNKNOWN_LINK};
 use inklink::analytics::report::{self, Scope};
@@ -680,20 +680,12 @@ async fn the_server_keeps_the_configured_days_of_events_and_every_statistic() {
     let ages = [0u64, 1, 5, 9];
     for age in ages {
         for i in 0..3u8 {
-            app.state.analytics.sink().record(ClickEvent {
-                at: now - chrono::Days::new(age),
-                code: link.link.compression_code.as_str().into(),
-                link_id: Some(link.link.id),
-                host: None,
-                client_ip: IpAddr::from([198, 51, 100, i]),
-                user_agent: Some(AGENTS[0].ua.into()),
-                referer: None,
-                query: None,
-                outcome: Outcome::Redirected,
-                head: false,
-                key: None,
-                generation: 0,
-            });
+            app.state.analytics.sink().record(page_view(
+                link.link.compression_code.as_str(),
+                link.link.id,
+                now - chrono::Days::new(age),
+                IpAddr::from([198, 51, 100, i]),
+            ));
         }
     }
     wait_written(&app, 12).await;
@@ -1042,20 +1034,12 @@ async fn two_instances_count_every_click_once_seconds_after_it_is_stored() {
 async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
     let app = spawn_app_with(&["--timezone", "UTC", "--stats-interval", "3600"]).await;
     let link = create_link(&app, "https://example.com/upgraded").await.link;
-    app.state.analytics.sink().record(ClickEvent {
-        at: inklink::db::now(),
-        code: link.compression_code.as_str().into(),
-        link_id: Some(link.id),
-        host: None,
-        client_ip: IpAddr::from([198, 51, 100, 1]),
-        user_agent: Some(AGENTS[0].ua.into()),
-        referer: None,
-        query: None,
-        outcome: Outcome::Redirected,
-        head: false,
-        key: None,
-        generation: 0,
-    });
+    app.state.analytics.sink().record(page_view(
+        link.compression_code.as_str(),
+        link.id,
+        inklink::db::now(),
+        IpAddr::from([198, 51, 100, 1]),
+    ));
     wait_written(&app, 1).await;
     let db = &app.core.db;
     let backend = db.get_database_backend();
@@ -1148,20 +1132,12 @@ async fn uv_ip(app: &TestApp, scope: Scope<'_>, from: NaiveDate, to: NaiveDate) 
 
 /// A click by `visitor` (an address; one browser) on `link` at noon of `day`.
 fn click_on(link: &url_map::Model, day: NaiveDate, visitor: u8) -> ClickEvent {
-    ClickEvent {
-        at: day.and_hms_opt(12, 0, 0).unwrap(),
-        code: link.compression_code.as_str().into(),
-        link_id: Some(link.id),
-        host: None,
-        client_ip: IpAddr::from([198, 51, 100, visitor]),
-        user_agent: Some(AGENTS[0].ua.into()),
-        referer: None,
-        query: None,
-        outcome: Outcome::Redirected,
-        head: false,
-        key: None,
-        generation: 0,
-    }
+    page_view(
+        link.compression_code.as_str(),
+        link.id,
+        day.and_hms_opt(12, 0, 0).unwrap(),
+        IpAddr::from([198, 51, 100, visitor]),
+    )
 }
 
 /// Range UV and IP and the top links of finished days are kept in memory between requests; a

@@ -3,8 +3,9 @@
 
 use crate::analytics::{GEOIP, wait_written};
 use crate::cli::{inklink, inklink_live, ok};
-use crate::support::{Backend, TcpProxy, TestApp, TestDb, create_link, spawn_on, spawn_via};
-use inklink::analytics::{ClickEvent, Outcome};
+use crate::support::{
+    Backend, TcpProxy, TestApp, TestDb, create_link, page_view, spawn_on, spawn_via,
+};
 use sea_orm::{ConnectionTrait, Database, Statement};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
@@ -311,22 +312,12 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
         .and_hms_opt(23, 30, 0)
         .unwrap();
     for i in 0..3u8 {
-        app.state.analytics.sink().record(ClickEvent {
+        app.state.analytics.sink().record(page_view(
+            link.link.compression_code.as_str(),
+            link.link.id,
             at,
-            code: link.link.compression_code.as_str().into(),
-            link_id: Some(link.link.id),
-            host: None,
-            client_ip: std::net::IpAddr::from([192, 0, 2, i]),
-            user_agent: Some(
-                "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0".into(),
-            ),
-            referer: None,
-            query: None,
-            outcome: Outcome::Redirected,
-            head: false,
-            key: None,
-            generation: 0,
-        });
+            std::net::IpAddr::from([192, 0, 2, i]),
+        ));
     }
     wait_written(&app, 3).await;
     // 23:30 UTC is the next day in Shanghai.
@@ -502,19 +493,9 @@ async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are
     let app = spawn_on(db.clone(), &[]).await;
     let link = create_link(&app, "https://example.com/refused").await.link;
     let code = link.compression_code.to_string();
-    let event = |code: &str| ClickEvent {
-        at: inklink::db::now(),
-        code: code.into(),
-        link_id: Some(link.id),
-        host: None,
-        client_ip: std::net::IpAddr::from([198, 51, 100, 7]),
-        user_agent: Some("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0".into()),
-        referer: None,
-        query: None,
-        outcome: Outcome::Redirected,
-        head: false,
-        key: None,
-        generation: 0,
+    let event = |code: &str| {
+        let address = std::net::IpAddr::from([198, 51, 100, 7]);
+        page_view(code, link.id, inklink::db::now(), address)
     };
     let too_long = "x".repeat(100);
     let sink = app.state.analytics.sink();

@@ -442,3 +442,29 @@ pub async fn exit_of(server: &mut std::process::Child) -> std::process::ExitStat
     let _ = server.kill();
     panic!("the server did not exit")
 }
+
+/// A page view of `code` (link `link_id`) by a desktop browser at `client_ip`, recorded at
+/// `at`: the event a redirect hands to the click sink.
+pub fn page_view(
+    code: &str,
+    link_id: i64,
+    at: chrono::NaiveDateTime,
+    client_ip: std::net::IpAddr,
+) -> inklink::analytics::ClickEvent {
+    inklink::analytics::ClickEvent {
+        at,
+        code: code.into(),
+        link_id: Some(link_id),
+        host: None,
+        client_ip,
+        user_agent: Some(
+            "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0".into(),
+        ),
+        referer: None,
+        query: None,
+        outcome: inklink::analytics::Outcome::Redirected,
+        head: false,
+        key: None,
+        generation: 0,
+    }
+}
