@@ -3,6 +3,7 @@
 
 use crate::admin::session_store::DbSessionStore;
 use crate::analytics::Analytics;
+use crate::analytics::kept::FinishedDays;
 use crate::config::Settings;
 use crate::db::{self, allocator::BlockAllocator};
 use crate::net::rate_limit::RateLimits;
@@ -107,7 +108,7 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
             })
             .collect(),
         link_cache: LinkCache::new(settings.cache_capacity as usize),
-        kept: Default::default(),
+        kept: FinishedDays::new(settings.timezone),
         settings: Arc::new(settings),
     })
 }

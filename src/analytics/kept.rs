@@ -1,6 +1,6 @@
 //! What a server keeps of finished days between requests, so that a dashboard over 90 days
-//! reads only its last day: the union of the visitor and address bitmaps of a link (or of all
-//! links) over a range's days but its last, and the page views of every link over them (the
+//! reads only today: the union of the visitor and address bitmaps of a link (or of all
+//! links) over a range's days before today, and the page views of every link over them (the
 //! top-links table).
 //!
 //! A kept result is used only while the range's rows of `visit_day_stamp` are as they were
@@ -13,8 +13,10 @@
 //! before what they vouch for, so a kept result never claims to be older than it is.
 
 use super::aggregate::{ALL_LINKS, statement, sum};
+use super::days::today;
 use super::daysets::{self, Union};
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};
@@ -32,13 +34,34 @@ const ENTRIES: usize = 64;
 pub type LinkSums = HashMap<i64, (i64, i64, i64)>;
 
 /// The results this process keeps, shared by its dashboards, CSV exports and API.
-#[derive(Default)]
 pub struct FinishedDays {
+    /// Days before today in this zone (`INKLINK_TIMEZONE`) are finished.
+    tz: Tz,
     unions: Store<(RoaringBitmap, RoaringBitmap)>,
     links: Store<LinkSums>,
 }
 
 impl FinishedDays {
+    pub fn new(tz: Tz) -> Self {
+        Self {
+            tz,
+            unions: Store::default(),
+            links: Store::default(),
+        }
+    }
+
+    /// The last day of `from..=to` to keep, and whether `to` is read from the database on
+    /// every request: a range before today is kept whole, one that reaches today all but its
+    /// last day (`None` for a range of today alone).
+    fn split(&self, from: NaiveDate, to: NaiveDate) -> Option<(NaiveDate, bool)> {
+        if to < today(self.tz) {
+            return Some((to, false));
+        }
+        to.pred_opt()
+            .filter(|through| *through >= from)
+            .map(|through| (through, true))
+    }
+
     /// Distinct visitors and addresses of `scope` (a link's id, or `ALL_LINKS`) over the days
     /// from `from` to `to`.
     pub async fn distinct(
@@ -49,7 +72,7 @@ impl FinishedDays {
         to: NaiveDate,
     ) -> Result<(u64, u64), DbErr> {
         let rows = "url_map_id = ?";
-        let Some(through) = to.pred_opt().filter(|through| *through >= from) else {
+        let Some((through, live)) = self.split(from, to) else {
             let all = daysets::union(db, rows, scope.into(), from, to, false).await?;
             return Ok((all.visitors.len(), all.addresses.len()));
         };
@@ -69,6 +92,9 @@ impl FinishedDays {
                     .keep(key, Arc::new((visitors, addresses)), bytes)
             }
         };
+        if !live {
+            return Ok((sets.0.len(), sets.1.len()));
+        }
         let last = daysets::union(db, rows, scope.into(), to, to, false).await?;
         Ok((
             sets.0.union_len(&last.visitors),
@@ -84,7 +110,7 @@ impl FinishedDays {
         from: NaiveDate,
         to: NaiveDate,
     ) -> Result<LinkSums, DbErr> {
-        let Some(through) = to.pred_opt().filter(|through| *through >= from) else {
+        let Some((through, live)) = self.split(from, to) else {
             return link_sums(db, from, to).await;
         };
         let key = (
@@ -102,6 +128,9 @@ impl FinishedDays {
             }
         };
         let mut sums = (*kept).clone();
+        if !live {
+            return Ok(sums);
+        }
         for (link, (pv, effective, ineffective)) in link_sums(db, to, to).await? {
             let sum = sums.entry(link).or_default();
             (sum.0, sum.1, sum.2) = (sum.0 + pv, sum.1 + effective, sum.2 + ineffective);

@@ -1245,6 +1245,17 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
         page.body.find(&format!(">{}<", link.compression_code)),
     );
     assert!(first.is_some() && first < second, "the other link first");
+    // A range that ends before today is kept whole: a late click on its last day shows too.
+    two.state
+        .analytics
+        .sink()
+        .record(click_on(&other, day(1), 30));
+    wait_written(&two, 13).await;
+    tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
+    let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
+    assert_eq!(uv, 8, "and visitor 30");
+    let (_, uv, _, _, _) = stored_range(&one, Scope::Link(other.id), day(1), day(1)).await;
+    assert_eq!(uv, 2, "visitors 6 and 30 on the other link yesterday");
     url_map::Entity::delete_by_id(other.id)
         .exec(&one.core.db)
         .await
