@@ -148,7 +148,8 @@ pub struct Settings {
 
     /// Directory of the spool file (inklink-spool-<port>.jsonl) that holds clicks while the
     /// database is unavailable, and of the click journal (inklink-journal-<port>-*.journal)
-    /// that keeps answered clicks through a crash; both are written at the next start
+    /// that keeps answered clicks through a crash; both are written at the next start. Events
+    /// the database refuses for their values go to inklink-rejected-<port>.jsonl there
     #[arg(long, env = "INKLINK_SPOOL_DIR", default_value = ".", global = true)]
     pub spool_dir: PathBuf,
 
