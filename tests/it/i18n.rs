@@ -30,7 +30,7 @@ const INTERNAL: &[&str] = &[
     "argon2 does not panic",
     "a valid name",
     "database error: {0}",
-    "CAST(SUM({column}) AS {int})",
+    "SELECT id, compression_code, long_url FROM url_map WHERE id IN ({})",
     "user {id}",
 ];
 
