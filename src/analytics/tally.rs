@@ -314,7 +314,16 @@ pub fn query_values(query: &str) -> Vec<(&'static str, String)> {
         let Some(dimension) = QUERY_DIMENSIONS.iter().find(|d| **d == name) else {
             continue;
         };
-        let value: String = value.trim().chars().take(MAX_QUERY_VALUE).collect();
+        // Visitors choose these: control characters (a NUL, which PostgreSQL text cannot
+        // hold, would fail every counting turn) are dropped.
+        let value: String = value
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect::<String>()
+            .trim()
+            .chars()
+            .take(MAX_QUERY_VALUE)
+            .collect();
         if value.is_empty() || out.iter().any(|(d, _)| d == dimension) {
             continue;
         }
@@ -616,6 +625,8 @@ mod tests {
             ]
         );
         assert!(query_values("utm_campaign=").is_empty());
+        assert!(query_values("utm_campaign=%00%0A").is_empty());
+        assert_eq!(query_values("channel=%09a%00b%7F")[0].1, "ab");
         assert_eq!(
             query_values(&format!("channel={}", "x".repeat(100)))[0]
                 .1

@@ -1262,3 +1262,43 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
         .unwrap();
     assert_eq!(top_links(&one, from, to).await, [(link.id, 10, 10)]);
 }
+
+/// A visitor chooses the short URL's query string: a campaign value with control characters
+/// (a NUL, which PostgreSQL text cannot hold) must not stop counting for everyone.
+#[actix_web::test]
+async fn campaign_values_with_control_characters_are_counted_without_them() {
+    let app = spawn_app_with(&["--timezone", "UTC", "--stats-interval", "3600"]).await;
+    let link = create_link(&app, "https://example.com/nul").await.link;
+    let code = link.compression_code.to_string();
+    for query in [
+        "utm_source=%00",
+        "utm_source=a%00b%01c&utm_medium=%0Asms%0D",
+        "utm_source=ok",
+    ] {
+        let answer = app
+            .client
+            .get(app.url(&format!("/{code}?{query}")))
+            .insert_header(("user-agent", AGENTS[0].ua))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 302);
+    }
+    wait_written(&app, 3).await;
+    let counted = tally::drain(&app.core.db, chrono_tz::UTC).await.unwrap();
+    assert_eq!(counted, 3);
+    let today = aggregate::today(chrono_tz::UTC);
+    let breakdown = stored_breakdown(&app).await;
+    let source = |value: &str| breakdown.get(&(today, link.id, "utm_source".into(), value.into()));
+    assert_eq!(source("abc"), Some(&(1, 1)));
+    // The same visitor, counted once under each value.
+    assert_eq!(source("ok"), Some(&(1, 1)));
+    assert!(
+        breakdown.keys().all(|k| !k.3.chars().any(char::is_control)),
+        "{breakdown:?}"
+    );
+    assert_eq!(
+        breakdown.get(&(today, link.id, "utm_medium".into(), "sms".into())),
+        Some(&(1, 1))
+    );
+}
