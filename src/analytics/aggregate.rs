@@ -38,7 +38,6 @@ pub const DIMENSIONS: [&str; 11] = [
 /// and drawn as its own chart.
 pub const HOUR: &str = "hour";
 
-/// SQL written with `?` placeholders, numbered for PostgreSQL.
 /// A SUM comes back as DECIMAL from MySQL; cast it to a 64-bit integer everywhere.
 pub fn sum(backend: DbBackend, column: &str) -> String {
     let int = if backend == DbBackend::MySql {
@@ -49,6 +48,7 @@ pub fn sum(backend: DbBackend, column: &str) -> String {
     format!("CAST(SUM({column}) AS {int})")
 }
 
+/// SQL written with `?` placeholders, numbered for PostgreSQL.
 pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
     if backend != DbBackend::Postgres {
         return Statement::from_sql_and_values(backend, sql, values);

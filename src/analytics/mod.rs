@@ -85,6 +85,9 @@ impl Analytics {
         let writer_config = writer::WriterConfig {
             memory_limit: settings.click_buffer as usize,
             shutdown_grace: Duration::from_secs(10),
+            rejected: settings
+                .spool_dir
+                .join(format!("inklink-rejected-{port}.jsonl")),
         };
         let writer_metrics = metrics.clone();
         let (stop, stopped) = oneshot::channel();

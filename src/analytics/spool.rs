@@ -41,28 +41,7 @@ impl Spool {
     }
 
     pub fn append(&mut self, rows: &[EventRow]) -> io::Result<()> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)?;
-        let torn = ends_mid_line(&file)?;
-        let mut out = BufWriter::new(file);
-        if torn {
-            // A crash cut the last line short: end it, so that it does not swallow the first
-            // row appended now (it is skipped as unreadable when read back).
-            out.write_all(b"\n")?;
-        }
-        for row in rows {
-            serde_json::to_writer(&mut out, row)?;
-            out.write_all(b"\n")?;
-        }
-        out.into_inner()
-            .map_err(|err| err.into_error())?
-            .sync_data()?;
+        append_rows(&self.path, rows)?;
         self.pending += rows.len() as u64;
         Ok(())
     }
@@ -133,6 +112,33 @@ impl Spool {
 }
 
 /// Fails unless a spool file can be written in `dir` (made if missing).
+/// Appends `rows` to the file at `path` as JSON lines (the spool's format), on disk before
+/// it returns.
+pub fn append_rows(path: &Path, rows: &[EventRow]) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    let torn = ends_mid_line(&file)?;
+    let mut out = BufWriter::new(file);
+    if torn {
+        // A crash cut the last line short: end it, so that it does not swallow the first
+        // row appended now (it is skipped as unreadable when read back).
+        out.write_all(b"\n")?;
+    }
+    for row in rows {
+        serde_json::to_writer(&mut out, row)?;
+        out.write_all(b"\n")?;
+    }
+    out.into_inner()
+        .map_err(|err| err.into_error())?
+        .sync_data()
+}
+
 pub fn check_dir(dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let probe = dir.join(format!(".inklink-write-test-{}", std::process::id()));

@@ -37,6 +37,8 @@ pub struct WriterConfig {
     pub memory_limit: usize,
     /// How long shutdown keeps trying to reach the database before spooling what is left.
     pub shutdown_grace: Duration,
+    /// Where events the database refuses are kept (`inklink-rejected-<port>.jsonl`).
+    pub rejected: PathBuf,
 }
 
 pub struct Writer {
@@ -409,21 +411,8 @@ impl Writer {
         self.metrics
             .events_rejected
             .fetch_add(refused.len() as u64, Relaxed);
-        let path = rejected_path(self.spool.path());
-        let written = (|| -> std::io::Result<()> {
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)?;
-            let mut lines = Vec::new();
-            for row in refused {
-                serde_json::to_writer(&mut lines, row)?;
-                lines.push(b'\n');
-            }
-            std::io::Write::write_all(&mut file, &lines)?;
-            file.sync_data()
-        })();
-        match written {
+        let path = &self.config.rejected;
+        match super::spool::append_rows(path, refused) {
             Ok(()) => {
                 tracing::error!(path = %path.display(), events = refused.len(), "the database refused click events (a value it does not accept); they are kept in this file and the writer goes on")
             }
@@ -512,15 +501,6 @@ async fn insert_batch(
         }
     }
     Ok(refused)
-}
-
-/// Where refused rows are kept: beside the spool, `inklink-rejected-<port>.jsonl`.
-fn rejected_path(spool: &std::path::Path) -> PathBuf {
-    let name = spool
-        .file_name()
-        .map(|name| name.to_string_lossy().replacen("spool", "rejected", 1))
-        .unwrap_or_else(|| "inklink-rejected.jsonl".into());
-    spool.with_file_name(name)
 }
 
 /// (spool offset, rows, outcome) of a finished insert.
