@@ -25,9 +25,32 @@ pub const VISITORS: &str = "v";
 /// The set of client addresses.
 pub const ADDRESSES: &str = "i";
 
-/// Every kind of set: visitors, addresses, and the visitors per value of a dimension (see
-/// `tally::set_kind`).
-pub const KINDS: [&str; 8] = [VISITORS, ADDRESSES, "r", "h", "s", "m", "c", "n"];
+/// The dimensions one visitor can have several values of in a day, each with the kind letter
+/// of its sets of visitors per value.
+const PER_VALUE: [(&str, &str); 6] = [
+    ("referrer", "r"),
+    ("hour", "h"),
+    ("utm_source", "s"),
+    ("utm_medium", "m"),
+    ("utm_campaign", "c"),
+    ("channel", "n"),
+];
+
+/// The kind of the sets of visitors per value of `dimension`, for those counted so.
+pub fn set_kind(dimension: &str) -> Option<&'static str> {
+    PER_VALUE
+        .iter()
+        .find(|(name, _)| *name == dimension)
+        .map(|(_, kind)| *kind)
+}
+
+/// A stored kind letter as one of ours (`None`: a kind this version does not know).
+fn known_kind(stored: &str) -> Option<&'static str> {
+    [VISITORS, ADDRESSES]
+        .into_iter()
+        .chain(PER_VALUE.iter().map(|(_, kind)| *kind))
+        .find(|kind| *kind == stored)
+}
 
 /// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
 pub type SetKey = (NaiveDate, i64, &'static str, String);
@@ -159,7 +182,7 @@ impl DaySets {
                     let scope: i64 = row.try_get_by_index(0)?;
                     let kind: String = row.try_get_by_index(1)?;
                     let value: String = row.try_get_by_index(2)?;
-                    let Some(kind) = KINDS.into_iter().find(|k| *k == kind) else {
+                    let Some(kind) = known_kind(&kind) else {
                         continue;
                     };
                     // Only the sets asked for.
@@ -183,7 +206,7 @@ impl DaySets {
 
     /// Stores every set that changed, and stamps the days whose visitors or addresses changed
     /// with the counting turn (see `kept`).
-    pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+    pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
@@ -237,24 +260,20 @@ impl DaySets {
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
-        stamp(txn, stamped).await
+        stamp(txn, turn, stamped).await
     }
 }
 
-/// Marks `days` (link or all links, day) as changed by this counting turn (see `kept`).
+/// Marks `days` (link or all links, day) as changed by the counting turn `turn` (see `kept`).
 pub async fn stamp(
     txn: &impl ConnectionTrait,
+    turn: i64,
     days: BTreeSet<(i64, NaiveDate)>,
 ) -> Result<(), DbErr> {
     if days.is_empty() {
         return Ok(());
     }
     let backend = txn.get_database_backend();
-    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
-    let turn: i64 = match txn.query_one_raw(statement(backend, sql, vec![])).await? {
-        Some(row) => row.try_get_by_index(0)?,
-        None => return Err(DbErr::Custom("the stats_tally row is missing".into())),
-    };
     let tail = match backend {
         DbBackend::MySql => "ON DUPLICATE KEY UPDATE turn = VALUES(turn)",
         _ => "ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn",
@@ -359,8 +378,12 @@ pub async fn oldest_old_set_day(db: &DatabaseConnection) -> Result<Option<NaiveD
 /// the day's rows. Its sets per value hold hashes of value and visitor that cannot be turned
 /// into numbers: they are dropped (yesterday and today are counted again after the upgrade; a
 /// late click on an earlier day may count its visitor again under a referrer, hour or
-/// campaign value). The caller holds the counting turn.
-pub async fn adopt_old_day(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
+/// campaign value). The caller holds the counting turn `turn`.
+pub async fn adopt_old_day(
+    txn: &impl ConnectionTrait,
+    turn: i64,
+    day: NaiveDate,
+) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let sql = "SELECT url_map_id, kind, who FROM visit_day_set \
                WHERE stat_date = ? AND kind IN (?, ?)";
@@ -385,7 +408,7 @@ pub async fn adopt_old_day(txn: &impl ConnectionTrait, day: NaiveDate) -> Result
         let key = (day, *scope, *kind, String::new());
         sets.insert(&key, numbers[&(*kind, who.clone())]);
     }
-    sets.store(txn).await?;
+    sets.store(txn, turn).await?;
     let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";
     txn.execute_raw(statement(backend, sql, vec![day.into()]))
         .await?;

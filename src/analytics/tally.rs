@@ -18,7 +18,7 @@
 
 use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
 use super::days::{day_range, day_start, local_day, today};
-use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS};
+use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS, set_kind};
 use super::visits::Visits;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -43,19 +43,6 @@ pub const OTHER: &str = "(other)";
 pub const QUERY_DIMENSIONS: [&str; 4] = ["utm_source", "utm_medium", "utm_campaign", "channel"];
 /// Longest value of a query parameter kept, in characters.
 const MAX_QUERY_VALUE: usize = 64;
-
-/// A dimension's kind letter among the day sets, for those counted by visitor and value.
-pub fn set_kind(dimension: &str) -> Option<&'static str> {
-    Some(match dimension {
-        "referrer" => "r",
-        "hour" => "h",
-        "utm_source" => "s",
-        "utm_medium" => "m",
-        "utm_campaign" => "c",
-        "channel" => "n",
-        _ => return None,
-    })
-}
 
 /// Values chosen by visitors: capped at [`MAX_VALUES`] a day.
 fn capped(dimension: &str) -> bool {
@@ -101,16 +88,21 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
 }
 
 /// Takes the lock row: one instance counts at a time (on SQLite this also takes the write
-/// lock first, so the transaction never has to upgrade a read).
-async fn take_turn(txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+/// lock first, so the transaction never has to upgrade a read). Returns the turn's number,
+/// counted up with every turn taken: what it changes is stamped with it (see `kept`).
+async fn take_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
     let backend = txn.get_database_backend();
     let sql = "UPDATE stats_tally SET taken = taken + 1 WHERE id = 1";
     txn.execute_raw(statement(backend, sql, vec![])).await?;
-    Ok(())
+    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
+    match txn.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => row.try_get_by_index(0),
+        None => Err(DbErr::Custom("the stats_tally row is missing".into())),
+    }
 }
 
 async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64, DbErr> {
-    take_turn(txn).await?;
+    let turn = take_turn(txn).await?;
     let backend = txn.get_database_backend();
     let frozen = purged_before(txn).await?;
     let sql = format!(
@@ -252,12 +244,12 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             }
         }
     }
-    sets.store(txn).await?;
+    sets.store(txn, turn).await?;
     write_stats(txn, &stats).await?;
     // Whatever was counted on a day changed its all-links row: dashboards keeping page views
     // per link of finished days look at these stamps.
     let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
-    super::daysets::stamp(txn, days).await?;
+    super::daysets::stamp(txn, turn, days).await?;
     write_breakdown(txn, &breakdown).await?;
     for chunk in counted.chunks(500) {
         let marks = vec!["?"; chunk.len()].join(", ");
@@ -513,8 +505,8 @@ async fn adopt_old_sets(db: &DatabaseConnection) -> Result<u64, DbErr> {
     while let Some(day) = super::daysets::oldest_old_set_day(db).await? {
         let txn = db.begin().await?;
         let result = async {
-            take_turn(&txn).await?;
-            super::daysets::adopt_old_day(&txn, day).await
+            let turn = take_turn(&txn).await?;
+            super::daysets::adopt_old_day(&txn, turn, day).await
         }
         .await;
         crate::db::finish(txn, result).await?;
