@@ -709,26 +709,10 @@ async fn campaign_scale(
             .unwrap();
         }
         // As counting stamps a day whose bitmaps it changed, with a turn after all others.
-        let sql = match backend {
-            sea_orm::DbBackend::MySql => {
-                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES (?, ?, ?) \
-                 ON DUPLICATE KEY UPDATE turn = VALUES(turn)"
-            }
-            sea_orm::DbBackend::Postgres => {
-                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES ($1, $2, $3) \
-                 ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn"
-            }
-            _ => {
-                "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES (?, ?, ?) \
-                 ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn"
-            }
-        };
-        let values = vec![ALL_LINKS.into(), date.into(), (1_000_000 + day).into()];
-        db.execute_raw(sea_orm::Statement::from_sql_and_values(
-            backend, sql, values,
-        ))
-        .await
-        .unwrap();
+        let day_stamp = std::collections::BTreeSet::from([(ALL_LINKS, date)]);
+        inklink::analytics::daysets::stamp(db, 1_000_000 + day, day_stamp)
+            .await
+            .unwrap();
     }
     let global_90 = timed_gets(client, cookie, &format!("{base}/admin/dashboard?range=90")).await;
     let global_7 = timed_gets(client, cookie, &format!("{base}/admin/dashboard?range=7")).await;
