@@ -22,7 +22,7 @@
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
 #![allow(unsafe_code)]
 
-use super::{COLUMNS, from_sqlx, sqlite_time, time_digits};
+use super::{COLUMNS, Field, column_list, from_sqlx, sqlite_time, time_digits};
 use crate::analytics::event::{EventRow, Text};
 use libsqlite3_sys as ffi;
 use sea_orm::DbErr;
@@ -40,7 +40,7 @@ static INSERT_ONE: LazyLock<CString> = LazyLock::new(|| {
     CString::new(format!(
         "INSERT INTO transform_event_record ({}) VALUES ({placeholders}) \
          ON CONFLICT (event_key) DO NOTHING",
-        COLUMNS.join(", ")
+        column_list()
     ))
     .expect("no NUL in the statement")
 });
@@ -227,36 +227,14 @@ impl<'text> Statement<'_, 'text> {
     /// Binds `row` in [`COLUMNS`] order, the record time from `record_time`. Every parameter
     /// is bound again for every row, so none still points into the row before.
     fn bind_row(&mut self, row: &'text EventRow, record_time: &'text str) {
-        let texts: [Option<&'text str>; 23] = [
-            Some(&row.event_key),
-            Some(record_time),
-            Some(&row.compression_code),
-            None, // url_map_id, bound below as an integer
-            row.host.as_deref(),
-            Some(&row.client_ip),
-            Some(&row.unique_identity),
-            row.user_agent.as_deref(),
-            row.referer.as_deref(),
-            row.referer_host.as_deref(),
-            row.query_string.as_deref(),
-            row.country.as_deref(),
-            row.province.as_deref(),
-            row.city.as_deref(),
-            row.browser.as_deref(),
-            row.browser_version.as_deref(),
-            row.os.as_deref(),
-            row.os_version.as_deref(),
-            row.device.as_deref(),
-            None, // is_bot, bound below as an integer
-            Some(&row.transform_status),
-            row.failure_reason.as_deref(),
-            row.target_rule.as_deref(),
-        ];
-        for (index, text) in texts.into_iter().enumerate() {
-            self.bind_text(index, text);
+        for (index, column) in COLUMNS.iter().enumerate() {
+            match (column.value)(row) {
+                Field::Text(text) => self.bind_text(index, text.map(|text| &**text)),
+                Field::Int(number) => self.bind_int(index, number),
+                Field::Bool(flag) => self.bind_int(index, Some(i64::from(flag))),
+                Field::Time(_) => self.bind_text(index, Some(record_time)),
+            }
         }
-        self.bind_int(3, row.url_map_id);
-        self.bind_int(19, Some(i64::from(row.is_bot)));
     }
 
     /// Binds `text` (or NULL) to the 0-based parameter `index` without copying it.
