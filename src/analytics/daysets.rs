@@ -52,6 +52,9 @@ fn known_kind(stored: &str) -> Option<&'static str> {
         .find(|kind| *kind == stored)
 }
 
+/// Distinct values a load names in its condition at most.
+const MAX_VALUES_ASKED: usize = 300;
+
 /// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
 pub type SetKey = (NaiveDate, i64, &'static str, String);
 
@@ -164,41 +167,64 @@ impl DaySets {
             .into_iter()
             .map(|key| (key, (RoaringBitmap::new(), false)))
             .collect();
-        let mut wanted: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
-        for (day, scope, _, _) in sets.keys() {
-            wanted.entry(*day).or_default().insert(*scope);
+        // Per day, the links and the values asked for: a day of a busy link holds a set per
+        // hour and per referrer, and a turn needs a few of them.
+        let mut wanted: BTreeMap<NaiveDate, (HashSet<i64>, HashSet<&str>)> = BTreeMap::new();
+        for (day, scope, _, value) in sets.keys() {
+            let (scopes, values) = wanted.entry(*day).or_default();
+            scopes.insert(*scope);
+            values.insert(value.as_str());
         }
-        for (day, scopes) in wanted {
+        let mut found = Vec::new();
+        for (day, (scopes, values)) in wanted {
             let scopes: Vec<i64> = scopes.into_iter().collect();
+            // Beyond this many distinct values the condition costs more than it saves.
+            let values: Vec<&str> = match values.len() <= MAX_VALUES_ASKED {
+                true => values.into_iter().collect(),
+                false => Vec::new(),
+            };
+            let on_values = match values.is_empty() {
+                true => String::new(),
+                false => format!(" AND value IN ({})", vec!["?"; values.len()].join(", ")),
+            };
             for chunk in scopes.chunks(500) {
                 let sql = format!(
                     "SELECT url_map_id, kind, value, members FROM visit_day_bits \
-                     WHERE stat_date = ? AND url_map_id IN ({})",
+                     WHERE stat_date = ? AND url_map_id IN ({}){on_values}",
                     vec!["?"; chunk.len()].join(", ")
                 );
-                let mut values = vec![Value::from(day)];
-                values.extend(chunk.iter().map(|id| Value::from(*id)));
-                for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+                let mut params = vec![Value::from(day)];
+                params.extend(chunk.iter().map(|id| Value::from(*id)));
+                params.extend(values.iter().map(|value| Value::from(*value)));
+                for row in txn.query_all_raw(statement(backend, &sql, params)).await? {
                     let scope: i64 = row.try_get_by_index(0)?;
                     let kind: String = row.try_get_by_index(1)?;
                     let value: String = row.try_get_by_index(2)?;
                     let Some(kind) = known_kind(&kind) else {
                         continue;
                     };
+                    let key = (day, scope, kind, value);
                     // Only the sets asked for.
-                    if let Some(set) = sets.get_mut(&(day, scope, kind, value)) {
+                    if sets.contains_key(&key) {
                         let members: Vec<u8> = row.try_get_by_index(3)?;
-                        *set = (decode(&members)?, false);
+                        found.push((key, decode(&members)?));
                     }
                 }
             }
+        }
+        for (key, set) in found {
+            sets.insert(key, (set, false));
         }
         Ok(Self { sets })
     }
 
     /// Adds `number` to the set `key`; true when it was not there (a first visit).
     pub fn insert(&mut self, key: &SetKey, number: u32) -> bool {
-        let (set, changed) = self.sets.entry(key.clone()).or_default();
+        // Looked up before it is cloned: nearly every key was loaded.
+        let (set, changed) = match self.sets.get_mut(key) {
+            Some(entry) => entry,
+            None => self.sets.entry(key.clone()).or_default(),
+        };
         let new = set.insert(number);
         *changed |= new;
         new

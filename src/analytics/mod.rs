@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod aggregate;
+mod background;
 pub mod capture;
 pub mod days;
 pub mod daysets;
@@ -45,12 +46,13 @@ pub struct Analytics {
     metrics: Arc<Metrics>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    schedule: JoinHandle<()>,
+    counting: Counting,
     retention: Option<JoinHandle<()>>,
 }
 
 impl Analytics {
-    /// Starts the writer and the statistics schedule on the current runtime. `port` names
+    /// Starts the writer on the current runtime and the statistics schedule on a thread of
+    /// its own (see [`Counting`]). `port` names
     /// this instance's spool file, so that a restart on the same port finds it again.
     pub fn start(
         settings: &Settings,
@@ -98,11 +100,12 @@ impl Analytics {
                 .run(queue, stopped)
                 .await
         });
-        let schedule = tokio::spawn(tally::run_schedule(
+        let counting = Counting::start(
             db,
+            settings.database_url.clone(),
             settings.timezone,
             Duration::from_secs(settings.stats_interval),
-        ));
+        )?;
         let retention = settings.event_retention_days.map(|days| {
             tokio::spawn(retention::run_retention(
                 retention_db,
@@ -115,7 +118,7 @@ impl Analytics {
             metrics,
             stop: Mutex::new(Some(stop)),
             writer: Mutex::new(Some(writer)),
-            schedule,
+            counting,
             retention,
         })
     }
@@ -131,7 +134,7 @@ impl Analytics {
     /// Call after the server stopped accepting requests: writes every queued click (or spools
     /// it when the database is away) and returns when that is done.
     pub async fn shutdown(&self) {
-        self.schedule.abort();
+        self.counting.stop().await;
         if let Some(retention) = &self.retention {
             retention.abort();
         }
@@ -145,4 +148,86 @@ impl Analytics {
             tracing::error!(error = %err, "the click writer failed");
         }
     }
+}
+
+/// The statistics schedule, on a thread of lower priority with a runtime and a database
+/// connection of its own (see `background`): SQLite's connection worker threads, where
+/// counting spends most of its time, are started from that thread and inherit its priority.
+struct Counting {
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    done: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl Counting {
+    fn start(
+        db: DatabaseConnection,
+        url: String,
+        tz: chrono_tz::Tz,
+        every: Duration,
+    ) -> std::io::Result<Self> {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (finished, done) = oneshot::channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("inklink-count".into())
+            .spawn(move || {
+                background::lower_this_thread();
+                runtime.block_on(async move {
+                    tokio::select! {
+                        () = count(db, &url, tz, every) => {}
+                        _ = stopped => {}
+                    }
+                });
+                let _ = finished.send(());
+            })?;
+        Ok(Self {
+            stop: Mutex::new(Some(stop)),
+            done: Mutex::new(Some(done)),
+        })
+    }
+
+    /// Ends the schedule (a turn under way is rolled back, as at a crash) and waits a moment
+    /// for the thread to let go of its connection.
+    async fn stop(&self) {
+        if let Some(stop) = self.stop.lock().expect("stop").take() {
+            let _ = stop.send(());
+        }
+        let done = self.done.lock().expect("done").take();
+        if let Some(done) = done {
+            let _ = tokio::time::timeout(Duration::from_secs(5), done).await;
+        }
+    }
+}
+
+impl Drop for Counting {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.lock().expect("stop").take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The schedule on a connection of the counting thread's own (made on its runtime, whose
+/// sockets and timers it uses); an in-memory SQLite database exists only in the server's own
+/// pool, which is then shared.
+async fn count(shared: DatabaseConnection, url: &str, tz: chrono_tz::Tz, every: Duration) {
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    let db = match in_memory {
+        true => shared,
+        false => {
+            drop(shared);
+            loop {
+                match crate::db::connect(url, 2).await {
+                    Ok(own) => break own,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot connect for counting statistics; will retry");
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                    }
+                }
+            }
+        }
+    };
+    tally::run_schedule(db, tz, every).await
 }

@@ -657,6 +657,95 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     );
 }
 
+/// A backlog larger than one counting turn (a burst) is counted by the server's own schedule,
+/// in larger turns on its thread of lower priority, to exactly the rows the clicks give.
+#[actix_web::test]
+async fn a_backlog_of_several_turns_is_counted_by_the_schedule_exactly() {
+    let app = spawn_app_with(&[
+        "--geoip-db",
+        GEOIP,
+        "--geoip-lang",
+        "zh-CN",
+        "--timezone",
+        "Asia/Shanghai",
+        "--stats-interval",
+        "1",
+    ])
+    .await;
+    let mut links = Vec::new();
+    for i in 0..20 {
+        let saved = create_link(&app, &format!("https://example.com/burst/{i}")).await;
+        links.push((saved.link.id, saved.link.compression_code.to_string()));
+    }
+    // More than a turn of tally::BATCH: the schedule counts the rest in a larger turn.
+    let clicks = synthesize(&links, tally::BATCH as usize * 5 / 2);
+    for click in &clicks {
+        app.state.analytics.sink().record(click.event.clone());
+    }
+    wait_written(&app, clicks.len() as u64).await;
+    let expected = expected_days(&clicks);
+    let mut stored = BTreeMap::new();
+    for _ in 0..1800 {
+        stored = stored_days(&app).await;
+        if stored == expected {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        stored, expected,
+        "visit_statistics rows, counted by the schedule"
+    );
+    assert_eq!(stored_breakdown(&app).await, expected_breakdown(&clicks));
+
+    // Counting runs on its own thread at a lower priority (nice 10), and so do the SQLite
+    // connection threads it started.
+    #[cfg(target_os = "linux")]
+    {
+        let threads = niced_threads();
+        assert!(
+            threads
+                .iter()
+                .any(|(name, nice)| name == "inklink-count" && *nice == 10),
+            "a counting thread of nice 10 among {threads:?}"
+        );
+        assert!(
+            threads
+                .iter()
+                .filter(|(name, _)| name == "inklink-count")
+                .all(|(_, nice)| *nice == 10)
+        );
+        if app.core.db.get_database_backend() == sea_orm::DbBackend::Sqlite {
+            assert!(
+                threads
+                    .iter()
+                    .any(|(name, nice)| name.starts_with("sqlx-sqlite") && *nice == 10),
+                "an SQLite connection thread of nice 10 among {threads:?}"
+            );
+        }
+    }
+}
+
+/// Name and nice value of every thread of this process.
+#[cfg(target_os = "linux")]
+fn niced_threads() -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // "tid (name) state …": the fields after the name, of which the 17th is the nice value.
+        let Some((name, rest)) = stat
+            .split_once(" (")
+            .and_then(|(_, rest)| rest.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let nice = rest.split(' ').nth(16).and_then(|n| n.parse().ok());
+        out.extend(nice.map(|nice| (name.to_owned(), nice)));
+    }
+    out
+}
 async fn count_events(app: &TestApp) -> u64 {
     let db = &app.core.db;
     let row = db

@@ -1,0 +1,30 @@
+//! A thread of lower scheduling priority for the work that may wait: counting clicks into the
+//! statistics. On a machine the redirects keep busy, the kernel then gives them the cores
+//! first and counting takes what is left; on a quiet one counting runs at full speed.
+//! Resting after each counting turn, as before, slowed counting whether the cores were
+//! needed or not: a burst of 40,000 clicks a second reached the dashboard a minute late.
+//!
+//! The third and last module with `unsafe` code (Cargo.toml denies it everywhere else): one
+//! call of `setpriority(2)` on the calling thread, which has no memory safety conditions.
+#![allow(unsafe_code)]
+
+/// The nice value of background threads: the redirects' threads (0) weigh about ten times as
+/// much with the kernel's scheduler.
+const NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`NICE`]; threads it starts later (SQLite's
+/// connection workers) inherit it. A failure leaves the priority as it was.
+pub fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a plain system call without pointers. On Linux the nice value belongs to
+        // each thread, and PRIO_PROCESS with 0 names the calling one.
+        let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, NICE) };
+        if done != 0 {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "cannot lower the counting thread's priority"
+            );
+        }
+    }
+}
