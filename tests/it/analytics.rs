@@ -452,8 +452,9 @@ fn csv_rows(body: &str) -> Vec<(NaiveDate, Row)> {
         .collect()
 }
 
-#[actix_web::test]
-async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and_dashboards() {
+/// A server counting in Asia/Shanghai with Chinese place names, as the replays expect, every
+/// `interval` seconds, with `count` links (id and code).
+async fn replay_app(interval: &str, count: usize) -> (TestApp, Vec<(i64, String)>) {
     let app = spawn_app_with(&[
         "--geoip-db",
         GEOIP,
@@ -462,14 +463,20 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
         "--timezone",
         "Asia/Shanghai",
         "--stats-interval",
-        "3600",
+        interval,
     ])
     .await;
     let mut links = Vec::new();
-    for i in 0..40 {
+    for i in 0..count {
         let saved = create_link(&app, &format!("https://example.com/page/{i}")).await;
         links.push((saved.link.id, saved.link.compression_code.to_string()));
     }
+    (app, links)
+}
+
+#[actix_web::test]
+async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and_dashboards() {
+    let (app, links) = replay_app("3600", 40).await;
     let clicks = synthesize(&links, 10_000);
     for click in &clicks {
         // Through the server's own queue and writer, as a redirect would.
@@ -661,22 +668,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
 /// in larger turns on its thread of lower priority, to exactly the rows the clicks give.
 #[actix_web::test]
 async fn a_backlog_of_several_turns_is_counted_by_the_schedule_exactly() {
-    let app = spawn_app_with(&[
-        "--geoip-db",
-        GEOIP,
-        "--geoip-lang",
-        "zh-CN",
-        "--timezone",
-        "Asia/Shanghai",
-        "--stats-interval",
-        "1",
-    ])
-    .await;
-    let mut links = Vec::new();
-    for i in 0..20 {
-        let saved = create_link(&app, &format!("https://example.com/burst/{i}")).await;
-        links.push((saved.link.id, saved.link.compression_code.to_string()));
-    }
+    let (app, links) = replay_app("1", 20).await;
     // More than a turn of tally::BATCH: the schedule counts the rest in a larger turn.
     let clicks = synthesize(&links, tally::BATCH as usize * 5 / 2);
     for click in &clicks {
