@@ -167,6 +167,7 @@ impl Counting {
     ) -> std::io::Result<Self> {
         let (stop, stopped) = oneshot::channel::<()>();
         let (finished, done) = oneshot::channel();
+        let (ready, started) = std::sync::mpsc::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -176,12 +177,18 @@ impl Counting {
                 background::lower_this_thread();
                 runtime.block_on(async move {
                     tokio::select! {
-                        () = count(db, &url, tz, every) => {}
+                        () = count(db, &url, tz, every, ready) => {}
                         _ = stopped => {}
                     }
                 });
                 let _ = finished.send(());
             })?;
+        // The server starts once counting has connected and caught up (the recount after an
+        // upgrade must not run over clicks of the new start); a database that is not there
+        // yet does not hold the start up for long.
+        if started.recv_timeout(Duration::from_secs(30)).is_err() {
+            tracing::warn!("counting has not connected yet; it goes on trying");
+        }
         Ok(Self {
             stop: Mutex::new(Some(stop)),
             done: Mutex::new(Some(done)),
@@ -212,7 +219,13 @@ impl Drop for Counting {
 /// The schedule on a connection of the counting thread's own (made on its runtime, whose
 /// sockets and timers it uses); an in-memory SQLite database exists only in the server's own
 /// pool, which is then shared.
-async fn count(shared: DatabaseConnection, url: &str, tz: chrono_tz::Tz, every: Duration) {
+async fn count(
+    shared: DatabaseConnection,
+    url: &str,
+    tz: chrono_tz::Tz,
+    every: Duration,
+    ready: std::sync::mpsc::Sender<()>,
+) {
     let in_memory = url.contains(":memory:") || url.contains("mode=memory");
     let db = match in_memory {
         true => shared,
@@ -229,5 +242,7 @@ async fn count(shared: DatabaseConnection, url: &str, tz: chrono_tz::Tz, every: 
             }
         }
     };
+    tally::catch_up(&db, tz).await;
+    let _ = ready.send(());
     tally::run_schedule(db, tz, every).await
 }

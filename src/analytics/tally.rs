@@ -555,16 +555,22 @@ pub async fn rebuild(
     Ok(days)
 }
 
-/// Keeps the statistics current: every `every`, the clicks stored since are counted (none
-/// waiting costs one indexed look). On the first start after the upgrade to counting as
-/// clicks are stored, yesterday and today are counted again once.
-pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
-    if let Err(err) = recount_after_upgrade(&db, tz).await {
+/// What a server does once before its schedule: on the first start after the upgrade to
+/// counting as clicks are stored, yesterday and today are counted again.
+pub async fn catch_up(db: &DatabaseConnection, tz: Tz) {
+    if let Err(err) = recount_after_upgrade(db, tz).await {
         tracing::warn!(error = %err, "cannot recount yesterday and today; statistics go on from here");
     }
+}
+
+/// Keeps the statistics current: every `every`, the clicks stored since are counted (none
+/// waiting costs one indexed look); the first count is `every` after the start.
+pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
     let mut limit = BATCH;
+    let mut pause = every;
     loop {
-        let mut pause = every;
+        tokio::time::sleep(pause).await;
+        pause = every;
         match waiting(&db).await {
             Ok(false) => {}
             Ok(true) => {
@@ -587,7 +593,6 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             }
             Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
         }
-        tokio::time::sleep(pause).await;
     }
 }
 
