@@ -4,7 +4,8 @@
 //! Resting after each counting turn, as before, slowed counting whether the cores were
 //! needed or not: a burst of 40,000 clicks a second reached the dashboard a minute late.
 //!
-//! The third and last module with `unsafe` code (Cargo.toml denies it everywhere else): one
+//! One of the three modules with `unsafe` code (Cargo.toml denies it everywhere else; the
+//! others are `insert::sqlite` and the journal's `segment`): one
 //! call of `setpriority(2)` on the calling thread, which has no memory safety conditions.
 #![allow(unsafe_code)]
 

@@ -187,7 +187,9 @@ impl Counting {
         // upgrade must not run over clicks of the new start); a database that is not there
         // yet does not hold the start up for long.
         if started.recv_timeout(Duration::from_secs(30)).is_err() {
-            tracing::warn!("counting has not connected yet; it goes on trying");
+            tracing::warn!(
+                "counting statistics is still connecting or recounting after an upgrade; the server starts meanwhile"
+            );
         }
         Ok(Self {
             stop: Mutex::new(Some(stop)),
@@ -226,8 +228,7 @@ async fn count(
     every: Duration,
     ready: std::sync::mpsc::Sender<()>,
 ) {
-    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-    let db = match in_memory {
+    let db = match crate::db::sqlite_in_memory(url) {
         true => shared,
         false => {
             drop(shared);

@@ -26,6 +26,12 @@ pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
     Some(std::path::PathBuf::from(path))
 }
 
+/// Whether `url` names an in-memory SQLite database, which exists only inside the one pool
+/// that opened it: nothing else may open a connection of its own to it.
+pub fn sqlite_in_memory(url: &str) -> bool {
+    url.starts_with("sqlite:") && sqlite_file(url).is_none()
+}
+
 /// Makes a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
 /// the same permissions): it holds password hashes, keys and visitors' addresses.
 fn create_private(path: &std::path::Path) -> std::io::Result<()> {
@@ -138,8 +144,7 @@ fn is_sqlite_busy(err: &DbErr) -> bool {
 /// connection each time, so a writer sharing the pool would begin every batch reading the
 /// table's pages afresh. Servers keep their caches themselves; there the pool is shared.
 pub async fn click_writer_connection(db: &DatabaseConnection, url: &str) -> DatabaseConnection {
-    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-    if db.get_database_backend() != sea_orm::DbBackend::Sqlite || in_memory {
+    if db.get_database_backend() != sea_orm::DbBackend::Sqlite || sqlite_in_memory(url) {
         return db.clone();
     }
     match connect(url, 1).await {

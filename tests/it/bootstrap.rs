@@ -86,3 +86,25 @@ async fn the_first_admin_gets_the_configured_or_a_random_password() {
     let err = ensure_admin(&core.db, Some("short")).await.unwrap_err();
     assert!(err.to_string().contains("at least 8"), "{err}");
 }
+
+/// The click writer and counting open connections of their own, except to an in-memory SQLite
+/// database, which exists only in the pool that opened it.
+#[test]
+fn only_in_memory_sqlite_databases_are_kept_to_the_one_pool() {
+    for url in [
+        "sqlite::memory:",
+        "sqlite://:memory:",
+        "sqlite::memory:?cache=shared",
+        "sqlite://inklink.db?mode=memory",
+    ] {
+        assert!(inklink::db::sqlite_in_memory(url), "{url}");
+    }
+    for url in [
+        "sqlite://inklink.db?mode=rwc",
+        "sqlite:/var/lib/inklink/memory.db",
+        "postgres://postgres@127.0.0.1:5432/memory",
+        "mysql://root@127.0.0.1:3306/inklink",
+    ] {
+        assert!(!inklink::db::sqlite_in_memory(url), "{url}");
+    }
+}
