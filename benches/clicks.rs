@@ -19,13 +19,13 @@
 //!    bitmaps at campaign scale.
 //!
 //! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000), DAY_VISITORS
-//! (3000000).
+//! (3000000), KEEP_DATABASE (set: leave the database for a look at its tables).
 
 use actix_web::web;
 use chrono::Duration;
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::geoip::GeoIp;
-use inklink::analytics::writer::{BATCH, insert_rows};
+use inklink::analytics::writer::{BATCH, ClickStore};
 use inklink::analytics::{ClickEvent, Outcome, capture, tally};
 use inklink::net::client::TrustedProxies;
 use inklink::startup::Application;
@@ -124,6 +124,10 @@ async fn fresh_database() -> (String, Option<(String, String)>) {
 }
 
 async fn drop_database(server: Option<(String, String)>, url: &str) {
+    if std::env::var_os("KEEP_DATABASE").is_some() {
+        println!("kept the database: {url}");
+        return;
+    }
     match server {
         Some((server, name)) => {
             let admin = Database::connect(&server).await.unwrap();
@@ -206,17 +210,46 @@ fn request_of(event: &ClickEvent) -> actix_web::HttpRequest {
     request.to_http_request()
 }
 
-/// Bytes the database holds for clicks and their statistics.
-async fn stored_bytes(db: &sea_orm::DatabaseConnection) -> u64 {
+/// The click store's tables: the clicks and their dictionaries.
+const CLICK_TABLES: [&str; 6] = [
+    "click",
+    "click_agent",
+    "click_place",
+    "click_referer",
+    "click_outcome",
+    "click_text",
+];
+/// The statistics' tables.
+const STATISTICS_TABLES: [&str; 5] = [
+    "visit_statistics",
+    "visit_statistics_breakdown",
+    "visit_day_bits",
+    "visit_day_stamp",
+    "visit_key",
+];
+
+/// Bytes the database holds in `tables`, indexes included.
+async fn stored_bytes(db: &sea_orm::DatabaseConnection, tables: &[&str]) -> u64 {
     let backend = db.get_database_backend();
+    let list = tables
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let sql = match backend {
-        sea_orm::DbBackend::Postgres => {
-            "SELECT CAST(pg_total_relation_size('transform_event_record') + pg_total_relation_size('visit_day_bits') + pg_total_relation_size('visit_key') + pg_total_relation_size('visit_statistics') + pg_total_relation_size('visit_statistics_breakdown') AS BIGINT)"
-        }
-        sea_orm::DbBackend::MySql => {
-            "SELECT CAST(SUM(data_length + index_length) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE()"
-        }
-        _ => "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+        sea_orm::DbBackend::Postgres => format!(
+            "SELECT CAST(SUM(pg_total_relation_size(c.oid)) AS BIGINT) FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname IN ({list})"
+        ),
+        sea_orm::DbBackend::MySql => format!(
+            "SELECT CAST(SUM(data_length + index_length) AS SIGNED) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name IN ({list})"
+        ),
+        _ => format!(
+            "SELECT SUM(d.pgsize) FROM dbstat d JOIN sqlite_schema s ON s.name = d.name \
+             WHERE s.tbl_name IN ({list})"
+        ),
     };
     let row = db
         .query_one_raw(sea_orm::Statement::from_string(backend, sql))
@@ -363,6 +396,7 @@ async fn run() {
 
     // 2. The rest of the events, straight into the table, in time order over 90 days.
     let mut enricher = Enricher::new(GeoIp::open(Some(GEOIP.as_ref()), "en"), core.visitor_key, 7);
+    let store = ClickStore::new();
     let seeding = Instant::now();
     let (mut enrich_ns, mut store_ns) = (0, 0);
     let mut n = writer_events;
@@ -380,14 +414,18 @@ async fn run() {
         enrich_ns += thread_cpu_ns() - cpu;
         // The insert runs partly on the database driver's own threads.
         let cpu = process_cpu_ns();
-        insert_rows(&core.db, rows.into()).await.unwrap();
+        store.insert(&core.db, &rows).await.unwrap();
         store_ns += process_cpu_ns() - cpu;
     }
     let seed_seconds = seeding.elapsed().as_secs_f64();
+    let store_bytes = stored_bytes(&core.db, &CLICK_TABLES).await;
     let aggregating = Instant::now();
     let counted = tally::drain(&core.db, tz).await.unwrap();
     let aggregate_seconds = aggregating.elapsed().as_secs_f64();
-    let bytes = stored_bytes(&core.db).await;
+    // Counting marks each click counted: on PostgreSQL an update leaves the old row version
+    // until a vacuum makes its space reusable.
+    let counted_store_bytes = stored_bytes(&core.db, &CLICK_TABLES).await;
+    let statistics_bytes = stored_bytes(&core.db, &STATISTICS_TABLES).await;
     // Without traffic: what counting costs a minute (one indexed look a second).
     let idle = cpu_seconds();
     let quiet = Instant::now();
@@ -512,10 +550,20 @@ async fn run() {
             " (the database server's CPU not included)"
         }
     );
+    let per_click = |bytes: u64| bytes as f64 / total_events as f64;
     println!(
-        "stored: {:.0} bytes per click in all (events, indexes and statistics; {} MB)",
-        bytes as f64 / total_events as f64,
-        bytes >> 20
+        "stored: {:.0} bytes per click in the click store (clicks, dictionaries, indexes; {} MB); \
+         {:.0} once counted",
+        per_click(store_bytes),
+        store_bytes >> 20,
+        per_click(counted_store_bytes),
+    );
+    println!(
+        "statistics: {:.0} bytes per click ({} MB: {} links over 90 days, {:.0} clicks a link a day)",
+        per_click(statistics_bytes),
+        statistics_bytes >> 20,
+        link_count,
+        total_events as f64 / link_count as f64 / 90.0,
     );
     println!(
         "idle: {idle_cpu_minute:.2} s CPU a minute on statistics (counting turns with nothing new)"

@@ -70,6 +70,12 @@ pub fn existing_sqlite_file(url: &str) -> Result<(), StartupError> {
 pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
     let db = connect(&settings).await?;
     db::migrate_up(&db).await.map_err(StartupError::Migrate)?;
+    let moved = crate::analytics::upgrade::move_old_clicks(&db)
+        .await
+        .map_err(StartupError::Migrate)?;
+    if moved > 0 {
+        tracing::info!(clicks = moved, "clicks moved into the lean click store");
+    }
     let secret = secret::load_or_create(&db, settings.secret.as_deref()).await?;
     // Port 0 means "any free port", unknown until the server binds.
     let first = match settings.listen.port() {

@@ -22,6 +22,7 @@ mod m20261124_000016_user_language;
 mod m20261124_000017_event_tally;
 mod m20261124_000018_visitor_bitmaps;
 mod m20261124_000019_visit_day_stamps;
+mod m20261124_000020_lean_clicks;
 
 pub struct Migrator;
 
@@ -48,6 +49,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000017_event_tally::Migration),
             Box::new(m20261124_000018_visitor_bitmaps::Migration),
             Box::new(m20261124_000019_visit_day_stamps::Migration),
+            Box::new(m20261124_000020_lean_clicks::Migration),
         ]
     }
 }

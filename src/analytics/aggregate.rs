@@ -8,7 +8,7 @@
 //! effective counts every successful redirect (bots included), ineffective every failure.
 
 pub use super::days::{day_range, day_start, local_day, today};
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::NaiveDate;
 use chrono_tz::Tz;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement};
@@ -83,13 +83,12 @@ pub async fn event_span(
     tz: Tz,
 ) -> Result<Option<(NaiveDate, NaiveDate)>, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT MIN(record_time), MAX(record_time) FROM transform_event_record";
+    let sql = "SELECT MIN(at), MAX(at) FROM click";
     let Some(row) = db.query_one_raw(statement(backend, sql, vec![])).await? else {
         return Ok(None);
     };
-    let first: Option<NaiveDateTime> = row.try_get_by_index(0)?;
-    let last: Option<NaiveDateTime> = row.try_get_by_index(1)?;
-    Ok(first
-        .zip(last)
-        .map(|(f, l)| (local_day(f, tz), local_day(l, tz))))
+    let first: Option<i64> = row.try_get_by_index(0)?;
+    let last: Option<i64> = row.try_get_by_index(1)?;
+    let day = |at| local_day(super::insert::from_micros(at), tz);
+    Ok(first.zip(last).map(|(f, l)| (day(f), day(l))))
 }

@@ -5,53 +5,167 @@
 //! - SQLite: a single-row `INSERT` stepped once per row through the connection's own handle,
 //!   with every value bound in place (see [`sqlite`]).
 //! - MySQL: multi-row `INSERT … VALUES` statements whose text is built once per size and
-//!   prepared once per connection. Rows bind their shared `Arc<str>` texts, which sqlx
-//!   passes on without copying (a `String` or `&str` would be copied per value).
+//!   prepared once per connection.
 //! - PostgreSQL: `COPY … FROM STDIN`, PostgreSQL's bulk path, which costs the server about a
 //!   quarter less CPU per row than the `INSERT … SELECT FROM UNNEST(…)` it replaced. `COPY`
-//!   cannot skip a row that is already stored, so a batch that meets a stored event key (rare:
+//!   cannot skip a row that is already stored, so a batch that meets a stored click (rare:
 //!   only a retry does) is written again through that `INSERT … ON CONFLICT DO NOTHING`.
 //!
-//! A row whose event key is already stored is skipped, so a batch written twice (a retry
-//! after a commit whose answer was lost, a spool replayed after a crash) is stored once.
+//! A click whose time and event key are already stored is skipped, so a batch written twice
+//! (a retry after a commit whose answer was lost, a spool replayed after a crash) is stored
+//! once.
 //!
-//! What an event stores is defined once, in [`COLUMNS`] (name, type, value); each backend's
-//! module (`sqlite`, `mysql`, `postgres`) writes those columns its own way.
+//! A stored click is lean (see the migration `lean_clicks`): its texts are ids in the
+//! [`dictionary`] tables, its time is microseconds, its key, address and visitor are bytes.
+//! What it stores is defined once, in [`COLUMNS`] (name, type, value); each backend's module
+//! (`sqlite`, `mysql`, `postgres`) writes those columns its own way.
 
-use super::event::{EventRow, Text};
-use chrono::{Datelike, NaiveDateTime, Timelike};
+use super::dictionary::{Dictionaries, Ids, Slot};
+use super::event::EventRow;
+use chrono::NaiveDateTime;
 use sea_orm::sqlx;
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, RuntimeErr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 mod mysql;
 mod postgres;
 mod sqlite;
 
-/// Rows per batch: 1,000 rows of 23 values stays under every backend's parameter limit
+/// Rows per batch: 1,000 rows of 14 values stays under every backend's parameter limit
 /// (SQLite's 32,766 is the lowest).
 pub const BATCH: usize = 1000;
 
-/// One value of a stored event, borrowed from its row, as the backends bind it.
-pub enum Field<'r> {
-    Text(Option<&'r Text>),
-    Int(Option<i64>),
-    Bool(bool),
-    Time(NaiveDateTime),
+/// The click table.
+pub const TABLE: &str = "click";
+
+/// A click as it is stored: numbers and bytes only.
+#[derive(Clone, Debug)]
+pub struct Click {
+    /// Microseconds since 1970, UTC.
+    pub at: i64,
+    pub link: Option<i64>,
+    pub ids: Ids,
+    pub bot: bool,
+    /// Stored counted (only clicks moved over from the old table are).
+    pub counted: bool,
+    pub key: Packed,
+    pub ip: Packed,
+    pub visitor: Option<Packed>,
 }
 
-/// A stored column of `transform_event_record`: its name, its PostgreSQL type (for the arrays
-/// of `UNNEST`) and its value in a row.
+/// A short binary value: a key, a visitor or an address in as few bytes as hold it (an old
+/// value that is not what it should be is kept as its text).
+#[derive(Clone, Copy, Debug)]
+pub struct Packed {
+    len: u8,
+    bytes: [u8; Packed::MAX],
+}
+
+impl Packed {
+    /// The most bytes a packed value keeps (the old text columns held at most 64).
+    pub const MAX: usize = 64;
+
+    fn of(raw: &[u8]) -> Self {
+        let len = raw.len().min(Self::MAX);
+        let mut bytes = [0; Self::MAX];
+        bytes[..len].copy_from_slice(&raw[..len]);
+        Self {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    /// 32 hex digits as their 16 bytes; anything else as its text.
+    pub fn hex(text: &str) -> Self {
+        match u128::from_str_radix(text, 16) {
+            Ok(value) if text.len() == 32 => Self::of(&value.to_be_bytes()),
+            _ => Self::of(text.as_bytes()),
+        }
+    }
+
+    /// An address as its 4 or 16 bytes; anything else as its text.
+    pub fn address(text: &str) -> Self {
+        match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(v4)) => Self::of(&v4.octets()),
+            Ok(IpAddr::V6(v6)) => Self::of(&v6.octets()),
+            Err(_) => Self::of(text.as_bytes()),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// The text of a stored key or visitor: 16 bytes as 32 lowercase hex digits (as the enricher
+/// writes them), anything else as it was.
+pub fn hex_text(bytes: &[u8]) -> String {
+    match <[u8; 16]>::try_from(bytes) {
+        Ok(value) => format!("{:032x}", u128::from_be_bytes(value)),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// The text of a stored address.
+pub fn address_text(bytes: &[u8]) -> String {
+    if let Ok(v4) = <[u8; 4]>::try_from(bytes) {
+        return IpAddr::from(v4).to_string();
+    }
+    if let Ok(v6) = <[u8; 16]>::try_from(bytes) {
+        return IpAddr::from(v6).to_string();
+    }
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A time as stored: microseconds since 1970, UTC.
+pub fn micros(at: NaiveDateTime) -> i64 {
+    at.and_utc().timestamp_micros()
+}
+
+/// A stored time.
+pub fn from_micros(at: i64) -> NaiveDateTime {
+    chrono::DateTime::from_timestamp_micros(at)
+        .map(|at| at.naive_utc())
+        .unwrap_or_default()
+}
+
+impl Click {
+    fn of(row: &EventRow, ids: Ids) -> Self {
+        Self {
+            at: micros(row.record_time),
+            link: row.url_map_id,
+            ids,
+            bot: row.is_bot,
+            counted: false,
+            key: Packed::hex(&row.event_key),
+            ip: Packed::address(&row.client_ip),
+            visitor: Some(&row.unique_identity)
+                .filter(|v| !v.is_empty())
+                .map(|v| Packed::hex(v)),
+        }
+    }
+}
+
+/// One value of a stored click, as the backends bind it.
+pub enum Field<'r> {
+    Int(Option<i64>),
+    Bool(bool),
+    Bytes(Option<&'r [u8]>),
+}
+
+/// A stored column of `click`: its name, its PostgreSQL type (for the arrays of `UNNEST`)
+/// and its value in a row.
 pub struct Column {
     pub name: &'static str,
     pub pg_type: &'static str,
-    pub value: for<'r> fn(&'r EventRow) -> Field<'r>,
+    pub value: for<'r> fn(&'r Click) -> Field<'r>,
 }
 
 const fn column(
     name: &'static str,
     pg_type: &'static str,
-    value: for<'r> fn(&'r EventRow) -> Field<'r>,
+    value: for<'r> fn(&'r Click) -> Field<'r>,
 ) -> Column {
     Column {
         name,
@@ -60,48 +174,38 @@ const fn column(
     }
 }
 
-/// The one definition of what an event stores, in the order every backend writes it.
-pub const COLUMNS: [Column; 23] = [
-    column("event_key", "varchar", |r| Field::Text(Some(&r.event_key))),
-    column("record_time", "timestamp", |r| Field::Time(r.record_time)),
-    column("compression_code", "varchar", |r| {
-        Field::Text(Some(&r.compression_code))
+const fn id(slot: Slot) -> fn(&Click) -> Field<'_> {
+    // A `const fn` cannot build a closure over `slot`: one function per slot.
+    match slot {
+        Slot::Code => |c| Field::Int(c.ids[Slot::Code as usize].map(i64::from)),
+        Slot::Host => |c| Field::Int(c.ids[Slot::Host as usize].map(i64::from)),
+        Slot::Agent => |c| Field::Int(c.ids[Slot::Agent as usize].map(i64::from)),
+        Slot::Referer => |c| Field::Int(c.ids[Slot::Referer as usize].map(i64::from)),
+        Slot::Query => |c| Field::Int(c.ids[Slot::Query as usize].map(i64::from)),
+        Slot::Place => |c| Field::Int(c.ids[Slot::Place as usize].map(i64::from)),
+        Slot::Outcome => |c| Field::Int(c.ids[Slot::Outcome as usize].map(i64::from)),
+    }
+}
+
+/// The one definition of what a click stores, in the order every backend writes it.
+pub const COLUMNS: [Column; 14] = [
+    column("at", "int8", |c| Field::Int(Some(c.at))),
+    column("link", "int8", |c| Field::Int(c.link)),
+    column("code", "int4", id(Slot::Code)),
+    column("host", "int4", id(Slot::Host)),
+    column("agent", "int4", id(Slot::Agent)),
+    column("referer", "int4", id(Slot::Referer)),
+    column("query", "int4", id(Slot::Query)),
+    column("place", "int4", id(Slot::Place)),
+    column("outcome", "int4", id(Slot::Outcome)),
+    column("bot", "bool", |c| Field::Bool(c.bot)),
+    column("counted", "bool", |c| Field::Bool(c.counted)),
+    column("event_key", "bytea", |c| {
+        Field::Bytes(Some(c.key.as_bytes()))
     }),
-    column("url_map_id", "int8", |r| Field::Int(r.url_map_id)),
-    column("host", "varchar", |r| Field::Text(r.host.as_ref())),
-    column("client_ip", "varchar", |r| Field::Text(Some(&r.client_ip))),
-    column("unique_identity", "varchar", |r| {
-        Field::Text(Some(&r.unique_identity))
-    }),
-    column("user_agent", "text", |r| Field::Text(r.user_agent.as_ref())),
-    column("referer", "text", |r| Field::Text(r.referer.as_ref())),
-    column("referer_host", "varchar", |r| {
-        Field::Text(r.referer_host.as_ref())
-    }),
-    column("query_string", "text", |r| {
-        Field::Text(r.query_string.as_ref())
-    }),
-    column("country", "varchar", |r| Field::Text(r.country.as_ref())),
-    column("province", "varchar", |r| Field::Text(r.province.as_ref())),
-    column("city", "varchar", |r| Field::Text(r.city.as_ref())),
-    column("browser", "varchar", |r| Field::Text(r.browser.as_ref())),
-    column("browser_version", "varchar", |r| {
-        Field::Text(r.browser_version.as_ref())
-    }),
-    column("os", "varchar", |r| Field::Text(r.os.as_ref())),
-    column("os_version", "varchar", |r| {
-        Field::Text(r.os_version.as_ref())
-    }),
-    column("device", "varchar", |r| Field::Text(r.device.as_ref())),
-    column("is_bot", "bool", |r| Field::Bool(r.is_bot)),
-    column("transform_status", "varchar", |r| {
-        Field::Text(Some(&r.transform_status))
-    }),
-    column("failure_reason", "varchar", |r| {
-        Field::Text(r.failure_reason.as_ref())
-    }),
-    column("target_rule", "varchar", |r| {
-        Field::Text(r.target_rule.as_ref())
+    column("ip", "bytea", |c| Field::Bytes(Some(c.ip.as_bytes()))),
+    column("visitor", "bytea", |c| {
+        Field::Bytes(c.visitor.as_ref().map(Packed::as_bytes))
     }),
 ];
 
@@ -110,80 +214,62 @@ fn column_list() -> String {
     COLUMNS.map(|c| c.name).join(", ")
 }
 
-/// Inserts `rows` in one transaction; rows whose event key is already stored are skipped.
-pub async fn insert_rows(db: &DatabaseConnection, rows: Arc<[EventRow]>) -> Result<(), DbErr> {
-    if rows.is_empty() {
-        return Ok(());
+/// Writes clicks, keeping the dictionaries' ids of the values it has met.
+#[derive(Default)]
+pub struct ClickStore {
+    dictionaries: tokio::sync::Mutex<Dictionaries>,
+}
+
+impl ClickStore {
+    pub fn new() -> Self {
+        Self::default()
     }
-    let inserted = match db.get_database_backend() {
-        DbBackend::Sqlite => return sqlite::insert(db.get_sqlite_connection_pool(), rows).await,
-        DbBackend::MySql => mysql::insert(db.get_mysql_connection_pool(), &rows).await,
-        DbBackend::Postgres => postgres::copy(db.get_postgres_connection_pool(), &rows).await,
-        other => return Err(DbErr::Custom(format!("no event writer for {other:?}"))),
-    };
-    inserted.map_err(from_sqlx)
+
+    /// Stores `rows` in one transaction; clicks already stored are skipped. Their texts are
+    /// looked up in (or added to) the dictionaries first.
+    pub async fn insert(&self, db: &DatabaseConnection, rows: &[EventRow]) -> Result<(), DbErr> {
+        self.insert_counted(db, rows, &[]).await
+    }
+
+    /// [`Self::insert`], storing the rows at the same index in `counted` that are `true` as
+    /// counted already.
+    pub async fn insert_counted(
+        &self,
+        db: &DatabaseConnection,
+        rows: &[EventRow],
+        counted: &[bool],
+    ) -> Result<(), DbErr> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let ids = self.dictionaries.lock().await.ids(db, rows).await?;
+        let clicks: Arc<[Click]> = rows
+            .iter()
+            .zip(ids)
+            .enumerate()
+            .map(|(i, (row, ids))| Click {
+                counted: counted.get(i).copied().unwrap_or(false),
+                ..Click::of(row, ids)
+            })
+            .collect();
+        let inserted = match db.get_database_backend() {
+            DbBackend::Sqlite => {
+                return sqlite::insert(db.get_sqlite_connection_pool(), clicks).await;
+            }
+            DbBackend::MySql => mysql::insert(db.get_mysql_connection_pool(), &clicks).await,
+            DbBackend::Postgres => postgres::copy(db.get_postgres_connection_pool(), &clicks).await,
+            other => return Err(DbErr::Custom(format!("no click writer for {other:?}"))),
+        };
+        inserted.map_err(from_sqlx)
+    }
+}
+
+/// Stores `rows` with a store of its own (for one-off writes; a writer keeps its
+/// [`ClickStore`]).
+pub async fn insert_rows(db: &DatabaseConnection, rows: &[EventRow]) -> Result<(), DbErr> {
+    ClickStore::new().insert(db, rows).await
 }
 
 fn from_sqlx(err: sqlx::Error) -> DbErr {
     DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
-}
-
-/// A time as SQLite stores it: exactly the text sqlx writes for a `NaiveDateTime`
-/// (`%F %T%.f`: the fraction has 0, 3, 6 or 9 digits, as few as hold it), so that events
-/// and the ranges they are queried with compare alike. Made without the formatting
-/// machinery, which cost more than the insert itself.
-pub fn sqlite_time(at: NaiveDateTime) -> Text {
-    match time_digits(at) {
-        Some((digits, len)) => Text::from(
-            std::str::from_utf8(&digits[..len]).expect("digits and separators are ASCII"),
-        ),
-        None => Text::from(at.format(TIME_FORMAT).to_string()),
-    }
-}
-
-const TIME_FORMAT: &str = "%F %T%.f";
-
-/// `at` in [`TIME_FORMAT`], and its length; `None` beyond four-digit years and for leap
-/// seconds, rare enough for the general formatter.
-fn time_digits(at: NaiveDateTime) -> Option<([u8; 29], usize)> {
-    let (year, nanos) = (at.year(), at.nanosecond());
-    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
-        return None;
-    }
-    let mut out = [0u8; 29];
-    let mut put = |at: usize, value: u32, digits: usize| {
-        let mut value = value;
-        for i in (at..at + digits).rev() {
-            out[i] = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-    };
-    put(0, year as u32, 4);
-    put(5, at.month(), 2);
-    put(8, at.day(), 2);
-    put(11, at.hour(), 2);
-    put(14, at.minute(), 2);
-    put(17, at.second(), 2);
-    let len = match nanos {
-        0 => 19,
-        n if n % 1_000_000 == 0 => {
-            put(20, n / 1_000_000, 3);
-            23
-        }
-        n if n % 1_000 == 0 => {
-            put(20, n / 1_000, 6);
-            26
-        }
-        n => {
-            put(20, n, 9);
-            29
-        }
-    };
-    out[4] = b'-';
-    out[7] = b'-';
-    out[10] = b' ';
-    out[13] = b':';
-    out[16] = b':';
-    out[19] = b'.';
-    Some((out, len))
 }

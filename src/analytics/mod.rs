@@ -13,6 +13,7 @@ mod background;
 pub mod capture;
 pub mod days;
 pub mod daysets;
+pub mod dictionary;
 pub mod enrich;
 pub mod event;
 pub mod geoip;
@@ -24,7 +25,9 @@ pub mod queue;
 pub mod report;
 pub mod retention;
 pub mod spool;
+pub mod stored;
 pub mod tally;
+pub mod upgrade;
 pub mod visits;
 pub mod writer;
 

@@ -35,6 +35,8 @@ pub struct Purged {
     pub events: u64,
     /// Events that were still waiting to be counted, counted before the purge.
     pub counted: u64,
+    /// Dictionary rows (user agents, places, referrers, texts) no remaining click uses.
+    pub values: u64,
 }
 
 /// Deletes every event recorded before `before` begins (in `tz`), keeping every statistic.
@@ -51,6 +53,7 @@ pub async fn purge(
         return Ok(Purged {
             events: 0,
             counted: 0,
+            values: 0,
         });
     };
     let frozen = purged_before(db).await?;
@@ -59,13 +62,14 @@ pub async fn purge(
         freeze_before(db, before).await?;
     }
     let backend = db.get_database_backend();
+    let cutoff = super::insert::micros(cutoff);
     let mut events = 0;
     loop {
-        // The last id of the next batch: DELETE … LIMIT is not portable, and MySQL refuses a
-        // LIMIT inside `IN (…)`.
+        // The last time of the next batch (clicks are stored in time order): DELETE … LIMIT
+        // is not portable, and MySQL refuses a LIMIT inside `IN (…)`.
         let last = format!(
-            "SELECT MAX(id) FROM (SELECT id FROM transform_event_record WHERE record_time < ? \
-             ORDER BY id LIMIT {PURGE_BATCH}) batch"
+            "SELECT MAX(at) FROM (SELECT at FROM click WHERE at < ? \
+             ORDER BY at LIMIT {PURGE_BATCH}) batch"
         );
         let row = db
             .query_one_raw(statement(backend, &last, vec![cutoff.into()]))
@@ -77,13 +81,22 @@ pub async fn purge(
         else {
             break;
         };
-        let delete = "DELETE FROM transform_event_record WHERE id <= ? AND record_time < ?";
+        let delete = "DELETE FROM click WHERE at <= ? AND at < ?";
         let deleted = db
             .execute_raw(statement(backend, delete, vec![last.into(), cutoff.into()]))
             .await?;
         events += deleted.rows_affected();
     }
-    Ok(Purged { events, counted })
+    // The dictionaries' rows that only the purged clicks used. Writers mark what they use
+    // with the day (UTC) and look everything up again each day, so rows not seen since the
+    // day before the purge's are no writer's any more.
+    let unused_before = cutoff.div_euclid(86_400_000_000) - 1;
+    let values = super::dictionary::purge(db, unused_before).await?;
+    Ok(Purged {
+        events,
+        counted,
+        values,
+    })
 }
 
 /// Records that days before `before` have no events any more (never moving it back).

@@ -1,6 +1,6 @@
 //! Counting stored clicks into the daily statistics, a batch at a time, each click once.
 //!
-//! Every stored event starts uncounted (`counted = FALSE`). A tally takes the lock row
+//! Every stored click starts uncounted (`counted = FALSE`). A tally takes the lock row
 //! (`stats_tally`, so that instances count in turn), reads the oldest uncounted events, adds
 //! them to their day's rows, and marks them counted — in one transaction, so that a crash, a
 //! retry or a second instance never counts an event twice or not at all. The work is
@@ -61,7 +61,6 @@ fn capped(dimension: &str) -> bool {
 
 /// One stored event, as counting needs it.
 struct Seen {
-    id: i64,
     day: NaiveDate,
     link: i64,
     success: bool,
@@ -117,67 +116,53 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     let turn = take_turn(txn).await?;
     let backend = txn.get_database_backend();
     let frozen = purged_before(txn).await?;
-    let sql = format!(
-        "SELECT id, record_time, url_map_id, transform_status, is_bot, unique_identity, \
-         client_ip, country, province, city, browser, os, device, referer_host, query_string \
-         FROM transform_event_record WHERE counted = FALSE ORDER BY id LIMIT {limit}"
-    );
-    let rows = txn.query_all_raw(statement(backend, &sql, vec![])).await?;
-    if rows.is_empty() {
+    let clicks = super::stored::read(txn, "c.counted = FALSE", vec![], Some(limit)).await?;
+    if clicks.is_empty() {
         return Ok(0);
     }
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
-    let mut seen = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let at: NaiveDateTime = row.try_get_by_index(1)?;
+    let mut seen = Vec::with_capacity(clicks.len());
+    let mut counted = Vec::with_capacity(clicks.len());
+    for click in clicks {
+        let row = click.row;
+        counted.push((click.at, click.key));
+        let at = row.record_time;
         let day = local_day(at, tz);
-        let success = row.try_get_by_index::<String>(3)? == "success";
-        let bot: bool = row.try_get_by_index(4)?;
-        let text = |i: usize| -> Result<String, DbErr> {
-            Ok(row
-                .try_get_by_index::<Option<String>>(i)?
-                .unwrap_or_default())
-        };
-        let view = success && !bot;
+        let success = &*row.transform_status == "success";
+        let view = success && !row.is_bot;
+        let text =
+            |value: &Option<super::event::Text>| value.as_deref().unwrap_or_default().to_owned();
         let mut values = Vec::new();
         if view {
-            for (i, dimension) in [
-                (7, "country"),
-                (8, "province"),
-                (9, "city"),
-                (10, "browser"),
-                (11, "os"),
-                (12, "device"),
-                (13, "referrer"),
+            for (dimension, value) in [
+                ("country", &row.country),
+                ("province", &row.province),
+                ("city", &row.city),
+                ("browser", &row.browser),
+                ("os", &row.os),
+                ("device", &row.device),
+                ("referrer", &row.referer_host),
             ] {
-                values.push((dimension, text(i)?));
+                values.push((dimension, text(value)));
             }
             // The local hour since the day began (on a day the clocks change, hours after the
             // change are counted from midnight).
             let start = *starts.entry(day).or_insert_with(|| day_start(day, tz));
             let hours = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
             values.push(("hour", format!("{hours:02}")));
-            values.extend(query_values(&text(14)?));
+            values.extend(query_values(&text(&row.query_string)));
         }
         seen.push(Seen {
-            id: row.try_get_by_index(0)?,
             day,
-            link: row
-                .try_get_by_index::<Option<i64>>(2)?
-                .unwrap_or(UNKNOWN_LINK),
+            link: row.url_map_id.unwrap_or(UNKNOWN_LINK),
             success,
             view,
-            visitor: row
-                .try_get_by_index::<Option<String>>(5)?
-                .filter(|v| !v.is_empty()),
-            address: row
-                .try_get_by_index::<Option<String>>(6)?
-                .filter(|v| !v.is_empty()),
+            visitor: Some(row.unique_identity.to_string()).filter(|v| !v.is_empty()),
+            address: Some(row.client_ip.to_string()).filter(|v| !v.is_empty()),
             numbers: (None, None),
             values,
         });
     }
-    let counted: Vec<i64> = seen.iter().map(|s| s.id).collect();
     // Days whose events were purged keep the rows they had: their late events are not counted.
     seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
 
@@ -267,13 +252,18 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
     super::daysets::stamp(txn, turn, days).await?;
     write_breakdown(txn, &breakdown).await?;
-    for chunk in counted.chunks(500) {
-        let marks = vec!["?"; chunk.len()].join(", ");
-        let sql = format!("UPDATE transform_event_record SET counted = TRUE WHERE id IN ({marks})");
-        let values = chunk.iter().map(|id| Value::from(*id)).collect();
+    let total = counted.len() as u64;
+    // Clicks are keyed by time and event key; each term is one look in that key.
+    for chunk in counted.chunks(250) {
+        let marks = vec!["(at = ? AND event_key = ?)"; chunk.len()].join(" OR ");
+        let sql = format!("UPDATE click SET counted = TRUE WHERE {marks}");
+        let values = chunk
+            .iter()
+            .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
+            .collect();
         txn.execute_raw(statement(backend, &sql, values)).await?;
     }
-    Ok(rows.len() as u64)
+    Ok(total)
 }
 
 /// What a member of a day's set stands for.
@@ -487,8 +477,8 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
                 txn.execute_raw(statement(backend, &sql, vec![day.into()]))
                     .await?;
             }
-            let sql = "UPDATE transform_event_record SET counted = FALSE \
-                       WHERE record_time >= ? AND record_time < ?";
+            let sql = "UPDATE click SET counted = FALSE WHERE at >= ? AND at < ?";
+            let (start, end) = (super::insert::micros(start), super::insert::micros(end));
             txn.execute_raw(statement(backend, sql, vec![start.into(), end.into()]))
                 .await?;
             Ok(true)
@@ -599,7 +589,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
 /// Whether any stored click waits to be counted.
 async fn waiting(db: &DatabaseConnection) -> Result<bool, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT id FROM transform_event_record WHERE counted = FALSE LIMIT 1";
+    let sql = "SELECT at FROM click WHERE counted = FALSE LIMIT 1";
     Ok(db
         .query_one_raw(statement(backend, sql, vec![]))
         .await?

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
-pub use super::insert::{BATCH, insert_rows};
+pub use super::insert::{BATCH, ClickStore, insert_rows};
 /// A batch that takes longer has met a stalled connection; it is retried (its event keys
 /// make a late commit of the first attempt harmless).
 const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -43,6 +43,8 @@ pub struct WriterConfig {
 
 pub struct Writer {
     db: DatabaseConnection,
+    /// Keeps the dictionaries' ids the writer has looked up.
+    store: Arc<ClickStore>,
     enricher: Enricher,
     metrics: Arc<Metrics>,
     /// Enriched events not yet written, oldest first; the spool continues it when full.
@@ -95,6 +97,7 @@ impl Writer {
         metrics.events_backlog.store(spool.pending(), Relaxed);
         Self {
             db,
+            store: Arc::new(ClickStore::new()),
             enricher,
             metrics,
             memory: VecDeque::new(),
@@ -338,11 +341,12 @@ impl Writer {
             return;
         };
         let db = self.db.clone();
+        let store = self.store.clone();
         let count = rows.len();
         let rows: Arc<[EventRow]> = rows.into();
         let task = tokio::spawn(async move {
             let started = Instant::now();
-            let result = insert_batch(&db, rows.clone()).await;
+            let result = insert_batch(&db, &store, rows.clone()).await;
             (rows, result, started.elapsed())
         });
         self.in_flight = Some(InFlight {
@@ -474,10 +478,11 @@ impl Writer {
 /// to be tried again (rows already stored are skipped by their event key).
 async fn insert_batch(
     db: &DatabaseConnection,
+    store: &ClickStore,
     rows: Arc<[EventRow]>,
 ) -> Result<Vec<EventRow>, DbErr> {
     let within = |rows: Arc<[EventRow]>| async move {
-        match tokio::time::timeout(INSERT_TIMEOUT, insert_rows(db, rows)).await {
+        match tokio::time::timeout(INSERT_TIMEOUT, store.insert(db, &rows)).await {
             Ok(result) => result,
             Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
         }

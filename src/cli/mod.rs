@@ -907,6 +907,12 @@ async fn events(core: &Inklink, action: EventsAction) -> anyhow::Result<()> {
         "deleted {} click events recorded before {before} ({tz}); the statistics of those days are kept",
         purged.events
     );
+    if purged.values > 0 {
+        println!(
+            "deleted {} user agents, referrers, places and texts that only those events used",
+            purged.values
+        );
+    }
     Ok(())
 }
 

@@ -5,7 +5,6 @@ use crate::analytics::wait_written;
 use crate::support::{create_link, spawn_app_with};
 use actix_web::http::header::HeaderValue;
 use inklink::analytics::agent::parse_agent;
-use sea_orm::{ConnectionTrait, Statement};
 
 const CORPUS: &str = include_str!("../data/user_agents.tsv");
 
@@ -216,24 +215,18 @@ async fn the_headers_real_clients_send_are_kept() {
     }
     wait_written(&app, requests.len() as u64).await;
     let db = &app.core.db;
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT client_ip, user_agent, referer, referer_host, browser, device \
-             FROM transform_event_record ORDER BY id",
-        ))
-        .await
-        .unwrap();
+    let rows = inklink::analytics::stored::all(db).await.unwrap();
+    let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
     let stored: Vec<Stored> = rows
         .iter()
         .map(|row| {
             (
-                row.try_get_by_index(0).unwrap(),
-                row.try_get_by_index(1).unwrap(),
-                row.try_get_by_index(2).unwrap(),
-                row.try_get_by_index(3).unwrap(),
-                row.try_get_by_index(4).unwrap(),
-                row.try_get_by_index(5).unwrap(),
+                row.client_ip.to_string(),
+                text(&row.user_agent),
+                text(&row.referer),
+                text(&row.referer_host),
+                text(&row.browser),
+                text(&row.device),
             )
         })
         .collect();
@@ -282,16 +275,10 @@ async fn the_headers_real_clients_send_are_kept() {
             ),
         ]
     ); // Only the HEAD was a bot's.
-    let bots = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT client_ip FROM transform_event_record WHERE is_bot = TRUE",
-        ))
-        .await
-        .unwrap();
-    let bots: Vec<String> = bots
+    let bots: Vec<String> = rows
         .iter()
-        .map(|row| row.try_get_by_index(0).unwrap())
+        .filter(|row| row.is_bot)
+        .map(|row| row.client_ip.to_string())
         .collect();
     assert_eq!(bots, ["198.51.100.4"]);
 }
@@ -325,24 +312,21 @@ async fn strangers_probing_codes_cannot_fill_the_database() {
     assert_eq!(response.status().as_u16(), 302);
     wait_written(&app, 4).await;
     let db = &app.core.db;
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT compression_code, user_agent, referer, query_string FROM transform_event_record ORDER BY id",
-        ))
-        .await
-        .unwrap();
-    let stored: Vec<(String, String, Option<String>, Option<String>)> = rows
-        .iter()
-        .map(|row| {
-            (
-                row.try_get_by_index(0).unwrap(),
-                row.try_get_by_index(1).unwrap(),
-                row.try_get_by_index(2).unwrap(),
-                row.try_get_by_index(3).unwrap(),
-            )
-        })
-        .collect();
+    let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
+    let stored: Vec<(String, String, Option<String>, Option<String>)> =
+        inklink::analytics::stored::all(db)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| {
+                (
+                    row.compression_code.to_string(),
+                    text(&row.user_agent).unwrap_or_default(),
+                    text(&row.referer),
+                    text(&row.query_string),
+                )
+            })
+            .collect();
     assert_eq!(stored.len(), 4, "three unknown visits and the real one");
     for (code, agent, referer, query) in &stored[..3] {
         assert!(code.starts_with("NoSuch"), "{code}");

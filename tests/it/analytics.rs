@@ -739,16 +739,9 @@ fn niced_threads() -> Vec<(String, i64)> {
     out
 }
 async fn count_events(app: &TestApp) -> u64 {
-    let db = &app.core.db;
-    let row = db
-        .query_one_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT COUNT(*) FROM transform_event_record",
-        ))
+    inklink::analytics::stored::count(&app.core.db)
         .await
         .unwrap()
-        .unwrap();
-    row.try_get_by_index::<i64>(0).unwrap() as u64
 }
 
 #[actix_web::test]
@@ -822,18 +815,11 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
         assert_eq!(response.status().as_u16(), 302);
         wait_written(&app, 1).await;
         let db = &app.core.db;
-        let row = db
-            .query_one_raw(Statement::from_string(
-                db.get_database_backend(),
-                "SELECT client_ip, country, browser, transform_status FROM transform_event_record",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
-        let ip: String = row.try_get_by_index(0).unwrap();
-        let country: Option<String> = row.try_get_by_index(1).unwrap();
-        let browser: Option<String> = row.try_get_by_index(2).unwrap();
-        let status: String = row.try_get_by_index(3).unwrap();
+        let row = inklink::analytics::stored::all(db).await.unwrap().remove(0);
+        let ip = row.client_ip.to_string();
+        let country = row.country.as_deref().map(str::to_owned);
+        let browser = row.browser.as_deref().map(str::to_owned);
+        let status = row.transform_status.to_string();
         assert_eq!(ip, expect_ip, "trusted: {trusted:?}");
         assert_eq!(country.as_deref(), expect_country);
         assert_eq!(browser.as_deref(), Some("Chrome"));
@@ -874,23 +860,18 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
     }
     wait_written(&app, 4).await;
     let db = &app.core.db;
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT compression_code, url_map_id, transform_status, failure_reason, query_string \
-             FROM transform_event_record ORDER BY id",
-        ))
+    let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
+    let got: Vec<StoredEvent> = inklink::analytics::stored::all(db)
         .await
-        .unwrap();
-    let got: Vec<StoredEvent> = rows
+        .unwrap()
         .iter()
         .map(|r| {
             (
-                r.try_get_by_index(0).unwrap(),
-                r.try_get_by_index(1).unwrap(),
-                r.try_get_by_index(2).unwrap(),
-                r.try_get_by_index(3).unwrap(),
-                r.try_get_by_index(4).unwrap(),
+                r.compression_code.to_string(),
+                r.url_map_id,
+                r.transform_status.to_string(),
+                text(&r.failure_reason),
+                text(&r.query_string),
             )
         })
         .collect();
@@ -1010,20 +991,15 @@ async fn with_keep_addresses_network_only_the_network_of_an_address_is_stored() 
     }
     wait_written(&app, 3).await;
     let db = &app.core.db;
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT client_ip, unique_identity, country FROM transform_event_record",
-        ))
+    let mut stored: Vec<(String, String, Option<String>)> = inklink::analytics::stored::all(db)
         .await
-        .unwrap();
-    let mut stored: Vec<(String, String, Option<String>)> = rows
+        .unwrap()
         .iter()
         .map(|row| {
             (
-                row.try_get_by_index(0).unwrap(),
-                row.try_get_by_index(1).unwrap(),
-                row.try_get_by_index(2).unwrap(),
+                row.client_ip.to_string(),
+                row.unique_identity.to_string(),
+                row.country.as_deref().map(str::to_owned),
             )
         })
         .collect();
@@ -1124,18 +1100,8 @@ async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
     wait_written(&app, 1).await;
     let db = &app.core.db;
     let backend = db.get_database_backend();
-    let row = db
-        .query_one_raw(Statement::from_string(
-            backend,
-            "SELECT unique_identity, client_ip FROM transform_event_record",
-        ))
-        .await
-        .unwrap()
-        .unwrap();
-    let (visitor, address): (String, String) = (
-        row.try_get_by_index(0).unwrap(),
-        row.try_get_by_index(1).unwrap(),
-    );
+    let row = inklink::analytics::stored::all(db).await.unwrap().remove(0);
+    let (visitor, address) = (row.unique_identity.to_string(), row.client_ip.to_string());
     let today = aggregate::today(chrono_tz::UTC);
     let (three, four) = (today - Duration::days(3), today - Duration::days(4));
     // Three days ago: today's visitor and another; four days ago: a third one, twice the

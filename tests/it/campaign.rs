@@ -8,7 +8,7 @@ use crate::support::{TestApp, TestDb, spawn_app, spawn_on};
 use futures_util::future::join_all;
 use inklink::i18n::Lang;
 use inklink::rules::Role;
-use sea_orm::{ConnectionTrait, Statement};
+
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -73,25 +73,16 @@ async fn create(api: &Api<'_>, body: Value) -> Value {
 
 /// The stored outcome (`failure_reason`) and target rule of every click of a code.
 async fn recorded(app: &TestApp, code: &str) -> Vec<(String, Option<String>, Option<String>)> {
-    let db = &app.core.db;
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        sea_orm::DbBackend::Postgres => {
-            "SELECT transform_status, failure_reason, target_rule FROM transform_event_record WHERE compression_code = $1 ORDER BY record_time, event_key"
-        }
-        _ => {
-            "SELECT transform_status, failure_reason, target_rule FROM transform_event_record WHERE compression_code = ? ORDER BY record_time, event_key"
-        }
-    };
-    db.query_all_raw(Statement::from_sql_and_values(backend, sql, [code.into()]))
+    inklink::analytics::stored::all(&app.core.db)
         .await
         .unwrap()
         .into_iter()
+        .filter(|row| &*row.compression_code == code)
         .map(|row| {
             (
-                row.try_get_by_index(0).unwrap(),
-                row.try_get_by_index(1).unwrap(),
-                row.try_get_by_index(2).unwrap(),
+                row.transform_status.to_string(),
+                row.failure_reason.as_deref().map(str::to_owned),
+                row.target_rule.as_deref().map(str::to_owned),
             )
         })
         .collect()

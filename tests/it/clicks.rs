@@ -6,26 +6,20 @@ use crate::cli::{inklink, inklink_live, ok};
 use crate::support::{
     Backend, TcpProxy, TestApp, TestDb, create_link, page_view, spawn_on, spawn_via,
 };
-use sea_orm::{ConnectionTrait, Database, Statement};
+use sea_orm::{ConnectionTrait, Database};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 async fn query_strings(db: &sea_orm::DatabaseConnection) -> Vec<String> {
-    db.query_all_raw(Statement::from_string(
-        db.get_database_backend(),
-        "SELECT query_string FROM transform_event_record WHERE transform_status = 'success'",
-    ))
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|row| {
-        row.try_get_by_index::<Option<String>>(0)
-            .unwrap()
-            .unwrap_or_default()
-    })
-    .collect()
+    inklink::analytics::stored::all(db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|row| &*row.transform_status == "success")
+        .map(|row| row.query_string.as_deref().unwrap_or_default().to_owned())
+        .collect()
 }
 
 async fn click(app: &TestApp, code: &str, n: usize) {
@@ -288,15 +282,11 @@ async fn a_geoip_database_that_appears_later_is_picked_up_without_a_restart() {
     visit().await;
     wait_written(&app, 2).await;
     let conn = &app.core.db;
-    let countries: Vec<Option<String>> = conn
-        .query_all_raw(Statement::from_string(
-            conn.get_database_backend(),
-            "SELECT province FROM transform_event_record ORDER BY id",
-        ))
+    let countries: Vec<Option<String>> = inklink::analytics::stored::all(conn)
         .await
         .unwrap()
         .into_iter()
-        .map(|row| row.try_get_by_index(0).unwrap())
+        .map(|row| row.province.as_deref().map(str::to_owned))
         .collect();
     assert_eq!(countries, vec![None, Some("Shanghai".to_owned())]);
     let _ = std::fs::remove_file(path);
@@ -515,18 +505,9 @@ async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are
     }
     click(&app, &code, 4).await;
     wait_written(&app, if refusing { 3 } else { 4 }).await;
-    let stored = app
-        .core
-        .db
-        .query_one_raw(Statement::from_string(
-            app.core.db.get_database_backend(),
-            "SELECT COUNT(*) FROM transform_event_record",
-        ))
+    let stored = inklink::analytics::stored::count(&app.core.db)
         .await
-        .unwrap()
-        .unwrap()
-        .try_get_by_index::<i64>(0)
-        .unwrap();
+        .unwrap() as i64;
     let rejected_file = std::fs::read_dir(db.spool_dir())
         .unwrap()
         .flatten()

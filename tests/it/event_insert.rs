@@ -8,50 +8,49 @@ use chrono::{NaiveDate, NaiveDateTime};
 use inklink::analytics::enrich::Enricher;
 use inklink::analytics::event::EventRow;
 use inklink::analytics::geoip::GeoIp;
-use inklink::analytics::insert::{insert_rows, sqlite_time};
+use inklink::analytics::insert::{
+    Packed, address_text, from_micros, hex_text, insert_rows, micros,
+};
 use inklink::analytics::{ClickEvent, Outcome};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use std::net::IpAddr;
 
 #[test]
-fn sqlite_times_are_written_as_sqlx_writes_them() {
-    let day = NaiveDate::from_ymd_opt(2026, 3, 9).unwrap();
-    for nanos in [
-        0,
-        1_000_000,
-        120_000_000,
-        999_000_000,
-        1_000,
-        123_456_000,
-        999_999_000,
-        1,
-        123_456_789,
-        999_999_999,
+fn keys_visitors_and_addresses_are_stored_as_bytes_and_read_back_as_they_were() {
+    for key in [
+        "923fb3064ca90bab0000000000000001",
+        "00000000000000000000000000000000",
     ] {
-        let at = day.and_hms_nano_opt(7, 5, 3, nanos).unwrap();
-        assert_eq!(
-            &*sqlite_time(at),
-            at.format("%F %T%.f").to_string(),
-            "{nanos} ns"
-        );
+        let packed = Packed::hex(key);
+        assert_eq!(packed.as_bytes().len(), 16);
+        assert_eq!(hex_text(packed.as_bytes()), key);
     }
-    for at in [
-        NaiveDate::from_ymd_opt(1, 1, 1)
-            .unwrap()
-            .and_hms_opt(0, 0, 0),
-        NaiveDate::from_ymd_opt(9999, 12, 31)
-            .unwrap()
-            .and_hms_micro_opt(23, 59, 59, 999_999),
-        // Beyond four digits, and a leap second: the general path.
-        NaiveDate::from_ymd_opt(12345, 6, 7)
-            .unwrap()
-            .and_hms_opt(8, 9, 10),
-        day.and_hms_milli_opt(23, 59, 59, 1_500),
-    ] {
-        let at = at.unwrap();
-        assert_eq!(&*sqlite_time(at), at.format("%F %T%.f").to_string());
+    // Not 32 hex digits (data of an older version): kept as its text.
+    for odd in ["", "abc", "not-a-visitor-identity"] {
+        assert_eq!(hex_text(Packed::hex(odd).as_bytes()), odd);
     }
+    for address in ["1.2.3.4", "2001:db8::1", "::ffff:1.2.3.4", "::"] {
+        let packed = Packed::address(address);
+        assert!(matches!(packed.as_bytes().len(), 4 | 16));
+        assert_eq!(address_text(packed.as_bytes()), address);
+    }
+    assert_eq!(
+        address_text(Packed::address("unknown").as_bytes()),
+        "unknown"
+    );
+    let at = NaiveDate::from_ymd_opt(2026, 3, 9)
+        .unwrap()
+        .and_hms_micro_opt(7, 5, 3, 120_005)
+        .unwrap();
+    assert_eq!(from_micros(micros(at)), at);
+}
+
+/// `row` as the store keeps it: times to the microsecond.
+pub(crate) fn as_stored(row: &EventRow) -> EventRow {
+    let mut row = row.clone();
+    row.record_time = from_micros(micros(row.record_time));
+    row
 }
 
 /// `n` enriched rows, one second apart from `start`, across every kind of value: present and
@@ -95,13 +94,12 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
 
 async fn count_between(db: &DatabaseConnection, from: NaiveDateTime, to: NaiveDateTime) -> i64 {
     let backend = db.get_database_backend();
-    let sql =
-        "SELECT COUNT(*) FROM transform_event_record WHERE record_time >= ? AND record_time < ?";
+    let sql = "SELECT COUNT(*) FROM click WHERE at >= ? AND at < ?";
     let row = db
         .query_one_raw(inklink::analytics::aggregate::statement(
             backend,
             sql,
-            vec![Value::from(from), Value::from(to)],
+            vec![Value::from(micros(from)), Value::from(micros(to))],
         ))
         .await
         .unwrap()
@@ -111,47 +109,18 @@ async fn count_between(db: &DatabaseConnection, from: NaiveDateTime, to: NaiveDa
 
 /// Every stored row, as the writer enriched it, ordered by time.
 async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
-    let sql = "SELECT event_key, record_time, compression_code, url_map_id, host, client_ip, \
-               unique_identity, user_agent, referer, referer_host, query_string, country, \
-               province, city, browser, browser_version, os, os_version, device, is_bot, \
-               transform_status, failure_reason, target_rule FROM transform_event_record \
-               ORDER BY record_time";
-    let text = |row: &sea_orm::QueryResult, i: usize| -> Option<std::sync::Arc<str>> {
-        row.try_get_by_index::<Option<String>>(i)
-            .unwrap()
-            .map(Into::into)
-    };
-    db.query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+    inklink::analytics::stored::all(db).await.unwrap()
+}
+
+/// Rows in a table.
+async fn rows_in(db: &DatabaseConnection, table: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    let row = db
+        .query_one_raw(Statement::from_string(db.get_database_backend(), sql))
         .await
         .unwrap()
-        .iter()
-        .map(|row| EventRow {
-            event_key: text(row, 0).unwrap(),
-            record_time: row.try_get_by_index(1).unwrap(),
-            compression_code: text(row, 2).unwrap(),
-            url_map_id: row.try_get_by_index(3).unwrap(),
-            host: text(row, 4),
-            client_ip: text(row, 5).unwrap(),
-            unique_identity: text(row, 6).unwrap(),
-            user_agent: text(row, 7),
-            referer: text(row, 8),
-            referer_host: text(row, 9),
-            query_string: text(row, 10),
-            country: text(row, 11),
-            province: text(row, 12),
-            city: text(row, 13),
-            browser: text(row, 14),
-            browser_version: text(row, 15),
-            os: text(row, 16),
-            os_version: text(row, 17),
-            device: text(row, 18),
-            is_bot: row.try_get_by_index(19).unwrap(),
-            transform_status: text(row, 20).unwrap(),
-            failure_reason: text(row, 21),
-            target_rule: text(row, 22),
-            generation: 0,
-        })
-        .collect()
+        .unwrap();
+    row.try_get_by_index(0).unwrap()
 }
 
 #[actix_web::test]
@@ -171,20 +140,22 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     // 1,234 rows in one transaction: on MySQL statements of 1,000, 100, 10 and 1 rows, on
     // SQLite one stepped insert per row, on PostgreSQL one COPY.
     let batch = rows(1234, start, link);
-    insert_rows(&core.db, batch[..600].into()).await.unwrap();
+    insert_rows(&core.db, &batch[..600]).await.unwrap();
     // A batch of which some rows are stored (a spool replayed after a partial write), a retry
     // of a batch whose commit was not acknowledged, and one that overlaps it.
-    insert_rows(&core.db, batch.as_slice().into())
-        .await
-        .unwrap();
-    insert_rows(&core.db, batch.as_slice().into())
-        .await
-        .unwrap();
-    insert_rows(&core.db, batch[1200..].into()).await.unwrap();
+    insert_rows(&core.db, &batch).await.unwrap();
+    insert_rows(&core.db, &batch).await.unwrap();
+    insert_rows(&core.db, &batch[1200..]).await.unwrap();
 
     let got = stored(&core.db).await;
     assert_eq!(got.len(), 1234, "each event once");
-    assert_eq!(got, batch);
+    assert_eq!(got, batch.iter().map(as_stored).collect::<Vec<_>>());
+    // Each text once: three user agents (one absent, with what it gives), one host, one
+    // code, the query strings, one referrer.
+    assert_eq!(rows_in(&core.db, "click_agent").await, 3);
+    assert_eq!(rows_in(&core.db, "click_referer").await, 1);
+    let queries = batch.iter().filter(|r| r.query_string.is_some()).count() as i64;
+    assert_eq!(rows_in(&core.db, "click_text").await, 2 + queries);
     assert!(got.iter().any(|row| row.is_bot) && got.iter().any(|row| row.failure_reason.is_some()));
     assert!(
         got.iter()
@@ -195,7 +166,7 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     // the batch exactly, including at a fractional boundary.
     let end = start + chrono::Duration::hours(2);
     assert_eq!(count_between(&core.db, start, end).await, 1234);
-    let split = batch[600].record_time;
+    let split = as_stored(&batch[600]).record_time;
     assert_eq!(count_between(&core.db, start, split).await, 600);
     assert_eq!(count_between(&core.db, split, end).await, 634);
 }
@@ -248,16 +219,12 @@ async fn a_batch_written_twice_is_counted_once() {
     let batch = rows(1234, day.and_hms_opt(10, 0, 0).unwrap(), link);
     let utc = chrono_tz::UTC;
     // Counted between writes, as the server's schedule would, while batches are retried.
-    insert_rows(&core.db, batch[..600].into()).await.unwrap();
+    insert_rows(&core.db, &batch[..600]).await.unwrap();
     assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 600);
-    insert_rows(&core.db, batch.as_slice().into())
-        .await
-        .unwrap();
-    insert_rows(&core.db, batch.as_slice().into())
-        .await
-        .unwrap();
+    insert_rows(&core.db, &batch).await.unwrap();
+    insert_rows(&core.db, &batch).await.unwrap();
     assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 634);
-    insert_rows(&core.db, batch[1200..].into()).await.unwrap();
+    insert_rows(&core.db, &batch[1200..]).await.unwrap();
     assert_eq!(
         tally::drain(&core.db, utc).await.unwrap(),
         0,
@@ -291,5 +258,197 @@ async fn a_batch_written_twice_is_counted_once() {
         statistics(&core.db).await,
         counted,
         "a recount gives the same rows"
+    );
+}
+
+#[actix_web::test]
+async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counted_flags() {
+    use migration::{Migrator, MigratorTrait, SchemaManager};
+    let db = TestDb::create().await;
+    let conn = sea_orm::Database::connect(&db.url).await.unwrap();
+    // The schema before the lean store, with clicks as versions before it stored them.
+    Migrator::up(&conn, Some(19)).await.unwrap();
+    let backend = conn.get_database_backend();
+    let insert = "INSERT INTO transform_event_record (event_key, record_time, compression_code, \
+                  url_map_id, host, client_ip, unique_identity, user_agent, referer, referer_host, \
+                  query_string, country, province, city, browser, browser_version, os, os_version, \
+                  device, is_bot, transform_status, failure_reason, target_rule, counted) \
+                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let at = NaiveDate::from_ymd_opt(2026, 4, 2)
+        .unwrap()
+        .and_hms_micro_opt(8, 30, 0, 123_456)
+        .unwrap();
+    let ua = "Mozilla/5.0 (Linux; Android 12; Vodafone España) AppleWebKit/537.36";
+    let old: [(Option<&str>, &str, &str, Option<&str>, bool); 3] = [
+        (
+            Some("923fb3064ca90bab0000000000000001"),
+            "115.82.82.248",
+            "ed783e0706e44eefeadbab4c35856280",
+            Some("https://www.baidu.com/s?wd=短链接"),
+            true,
+        ),
+        // Before event keys; an IPv6 address; not yet counted.
+        (
+            None,
+            "2001:db8::7",
+            "0123456789abcdef0123456789abcdef",
+            None,
+            false,
+        ),
+        // An address and identity that are not what they should be: kept as they were.
+        (
+            Some("923fb3064ca90bab0000000000000003"),
+            "unknown",
+            "legacy-visitor",
+            None,
+            true,
+        ),
+    ];
+    for (i, (key, ip, visitor, referer, counted)) in old.iter().enumerate() {
+        let values: Vec<Value> = vec![
+            key.map(str::to_owned).into(),
+            (at + chrono::Duration::seconds(i as i64)).into(),
+            "OldCode".into(),
+            Some(42i64).into(),
+            Some("s.example.com".to_owned()).into(),
+            ip.to_string().into(),
+            visitor.to_string().into(),
+            Some(ua.to_owned()).into(),
+            referer.map(str::to_owned).into(),
+            referer.map(|_| "www.baidu.com".to_owned()).into(),
+            Some("utm_source=sms".to_owned()).into(),
+            Some("中国".to_owned()).into(),
+            Some("浙江".to_owned()).into(),
+            None::<String>.into(),
+            Some("Chrome".to_owned()).into(),
+            None::<String>.into(),
+            Some("Android".to_owned()).into(),
+            Some("12".to_owned()).into(),
+            Some("mobile".to_owned()).into(),
+            false.into(),
+            "success".into(),
+            None::<String>.into(),
+            Some("android".to_owned()).into(),
+            (*counted).into(),
+        ];
+        conn.execute_raw(inklink::analytics::aggregate::statement(
+            backend, insert, values,
+        ))
+        .await
+        .unwrap();
+    }
+
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let moved = inklink::analytics::stored::read(&core.db, "1 = 1", vec![], None)
+        .await
+        .unwrap();
+    assert_eq!(moved.len(), 3);
+    let keys: Vec<String> = moved.iter().map(|m| m.row.event_key.to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "923fb3064ca90bab0000000000000001",
+            // Made of the old id (the second row).
+            "00000000000000000000000000000002",
+            "923fb3064ca90bab0000000000000003"
+        ]
+    );
+    for (stored, (_, ip, visitor, referer, counted)) in moved.iter().zip(&old) {
+        let row = &stored.row;
+        assert_eq!(stored.counted, *counted);
+        assert_eq!(&*row.client_ip, *ip);
+        assert_eq!(&*row.unique_identity, *visitor);
+        assert_eq!(row.referer.as_deref(), *referer);
+        assert_eq!(row.user_agent.as_deref(), Some(ua));
+        assert_eq!(row.compression_code.as_ref(), "OldCode");
+        assert_eq!(row.url_map_id, Some(42));
+        assert_eq!(
+            (row.country.as_deref(), row.city.as_deref()),
+            (Some("中国"), None)
+        );
+        assert_eq!(row.target_rule.as_deref(), Some("android"));
+        assert_eq!(row.query_string.as_deref(), Some("utm_source=sms"));
+    }
+    assert_eq!(moved[0].row.record_time, at);
+    assert!(
+        !SchemaManager::new(&core.db)
+            .has_table("transform_event_record")
+            .await
+            .unwrap(),
+        "the old table is dropped once empty"
+    );
+    // Only the click that was not counted is counted now.
+    assert_eq!(
+        inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+            .await
+            .unwrap(),
+        1
+    );
+    // A second start finds nothing to move.
+    drop(core);
+    let again = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    assert_eq!(
+        inklink::analytics::stored::count(&again.db).await.unwrap(),
+        3
+    );
+}
+
+#[actix_web::test]
+async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/texts")
+        .await
+        .link
+        .id;
+    let now = inklink::db::now();
+    let old = rows(30, now - chrono::Duration::days(30), link);
+    insert_rows(&core.db, &old).await.unwrap();
+    // As if those texts were last used by a writer a month ago.
+    for table in [
+        "click_agent",
+        "click_place",
+        "click_referer",
+        "click_outcome",
+        "click_text",
+    ] {
+        core.db
+            .execute_unprepared(&format!("UPDATE {table} SET seen = seen - 30"))
+            .await
+            .unwrap();
+    }
+    // Today's click uses the first user agent and the code again (and a host of its own).
+    let mut new = rows(1, now, link);
+    new[0].host = Some("today.example.com".into());
+    new[0].query_string = None;
+    new[0].referer = None;
+    new[0].referer_host = None;
+    insert_rows(&core.db, &new).await.unwrap();
+    assert_eq!(rows_in(&core.db, "click_agent").await, 3);
+
+    let before = (now - chrono::Duration::days(10)).date();
+    let purged = inklink::analytics::retention::purge(&core.db, chrono_tz::UTC, before)
+        .await
+        .unwrap();
+    assert_eq!(purged.events, 30);
+    assert!(purged.values > 0);
+    // Left: what today's click uses, nothing else.
+    assert_eq!(rows_in(&core.db, "click_agent").await, 1);
+    assert_eq!(rows_in(&core.db, "click_referer").await, 0);
+    assert_eq!(
+        rows_in(&core.db, "click_text").await,
+        2,
+        "the code and today's host"
+    );
+    assert_eq!(rows_in(&core.db, "click_outcome").await, 1);
+    assert_eq!(
+        stored(&core.db).await,
+        new.iter().map(as_stored).collect::<Vec<_>>()
     );
 }

@@ -1,9 +1,7 @@
 //! Click events into MySQL/MariaDB: multi-row `INSERT … VALUES` statements whose text is built
-//! once per size and prepared once per connection. Rows bind their shared `Arc<str>` texts,
-//! which sqlx passes on without copying (a `String` or `&str` would be copied per value).
+//! once per size and prepared once per connection.
 
-use super::{COLUMNS, Field, column_list};
-use crate::analytics::event::EventRow;
+use super::{COLUMNS, Click, Field, TABLE, column_list};
 use sea_orm::sqlx::{self, MySqlPool, mysql::MySqlArguments};
 use std::sync::LazyLock;
 
@@ -16,8 +14,7 @@ static SQL: LazyLock<[String; 4]> = LazyLock::new(|| {
     STATEMENT_ROWS.map(|rows| {
         let row = format!("({})", vec!["?"; COLUMNS.len()].join(", "));
         format!(
-            "INSERT INTO transform_event_record ({}) VALUES {} \
-             ON DUPLICATE KEY UPDATE event_key = event_key",
+            "INSERT INTO {TABLE} ({}) VALUES {} ON DUPLICATE KEY UPDATE event_key = event_key",
             column_list(),
             vec![row.as_str(); rows].join(", "),
         )
@@ -25,7 +22,7 @@ static SQL: LazyLock<[String; 4]> = LazyLock::new(|| {
 });
 
 /// Splits `rows` into runs of [`STATEMENT_ROWS`] sizes, each with its statement.
-fn chunks(mut rows: &[EventRow]) -> impl Iterator<Item = (&'static str, &[EventRow])> {
+fn chunks(mut rows: &[Click]) -> impl Iterator<Item = (&'static str, &[Click])> {
     std::iter::from_fn(move || {
         let (slot, size) = STATEMENT_ROWS
             .iter()
@@ -40,20 +37,19 @@ fn chunks(mut rows: &[EventRow]) -> impl Iterator<Item = (&'static str, &[EventR
 type Query<'q> = sqlx::query::Query<'q, sqlx::MySql, MySqlArguments>;
 
 /// Binds one row's values in [`COLUMNS`] order.
-fn bind_row<'q>(mut query: Query<'q>, row: &EventRow) -> Query<'q> {
+fn bind_row<'q>(mut query: Query<'q>, row: &Click) -> Query<'q> {
     for column in &COLUMNS {
         query = match (column.value)(row) {
-            Field::Text(text) => query.bind(text.cloned()),
             Field::Int(number) => query.bind(number),
             Field::Bool(flag) => query.bind(flag),
-            Field::Time(at) => query.bind(at),
+            Field::Bytes(bytes) => query.bind(bytes.map(<[u8]>::to_vec)),
         };
     }
     query
 }
 
-/// Inserts `rows` in one transaction; rows whose event key is stored are skipped.
-pub async fn insert(pool: &MySqlPool, rows: &[EventRow]) -> Result<(), sqlx::Error> {
+/// Inserts `rows` in one transaction; clicks already stored are skipped.
+pub async fn insert(pool: &MySqlPool, rows: &[Click]) -> Result<(), sqlx::Error> {
     let mut txn = pool.begin().await?;
     for (sql, chunk) in chunks(rows) {
         let mut query = sqlx::query(sql);

@@ -3,10 +3,9 @@
 //! journal's `segment` and `background`); its invariants are carried by types:
 //! - [`Connection`] borrows the handle from sqlx's [`LockedSqliteHandle`], which keeps sqlx's
 //!   own worker thread off the connection, so it cannot outlive that lock;
-//! - a [`Statement`] borrows its connection, and the texts bound to it (which SQLite reads in
+//! - a [`Statement`] borrows its connection, and the bytes bound to it (which SQLite reads in
 //!   place, without copying) are borrowed for as long as the statement lives, from the rows
-//!   and from a list of record times that the caller holds: nothing bound points into a value
-//!   that can move;
+//!   that the caller holds: nothing bound points into a value that can move;
 //! - the connection leaves every batch outside a transaction, as sqlx believes it is; one that
 //!   cannot is closed instead of going back to the pool.
 //!
@@ -22,8 +21,7 @@
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
 #![allow(unsafe_code)]
 
-use super::{COLUMNS, Field, column_list, from_sqlx, sqlite_time, time_digits};
-use crate::analytics::event::{EventRow, Text};
+use super::{COLUMNS, Click, Field, TABLE, column_list, from_sqlx};
 use libsqlite3_sys as ffi;
 use sea_orm::DbErr;
 use sea_orm::sqlx::SqlitePool;
@@ -38,15 +36,14 @@ use std::sync::{Arc, LazyLock};
 static INSERT_ONE: LazyLock<CString> = LazyLock::new(|| {
     let placeholders = vec!["?"; COLUMNS.len()].join(", ");
     CString::new(format!(
-        "INSERT INTO transform_event_record ({}) VALUES ({placeholders}) \
-         ON CONFLICT (event_key) DO NOTHING",
+        "INSERT INTO {TABLE} ({}) VALUES ({placeholders}) ON CONFLICT (at, event_key) DO NOTHING",
         column_list()
     ))
     .expect("no NUL in the statement")
 });
 
 /// Inserts `rows` in one transaction; rows whose event key is stored are skipped.
-pub async fn insert(pool: &SqlitePool, rows: Arc<[EventRow]>) -> Result<(), DbErr> {
+pub async fn insert(pool: &SqlitePool, rows: Arc<[Click]>) -> Result<(), DbErr> {
     let mut conn = pool.acquire().await.map_err(from_sqlx)?;
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
@@ -88,7 +85,7 @@ impl<'lock> Connection<'lock> {
     }
 
     /// `rows` in one write transaction, rolled back on any failure.
-    fn write(&self, rows: &[EventRow]) -> Result<(), Failure> {
+    fn write(&self, rows: &[Click]) -> Result<(), Failure> {
         // IMMEDIATE takes the write lock at once, waiting out other writers with the busy
         // timeout, rather than failing on the first insert.
         self.exec(c"BEGIN IMMEDIATE").map_err(|message| Failure {
@@ -121,15 +118,11 @@ impl<'lock> Connection<'lock> {
         unsafe { ffi::sqlite3_get_autocommit(self.raw.as_ptr()) == 0 }
     }
 
-    fn insert_all(&self, rows: &[EventRow]) -> Result<(), String> {
+    fn insert_all(&self, rows: &[Click]) -> Result<(), String> {
         // Declared before the statement, so that they outlive it.
-        let times: Vec<RecordTime> = rows
-            .iter()
-            .map(|row| RecordTime::of(row.record_time))
-            .collect();
         let mut statement = self.prepare(&INSERT_ONE)?;
-        for (row, time) in rows.iter().zip(&times) {
-            statement.bind_row(row, time.as_str());
+        for row in rows {
+            statement.bind_row(row);
             statement
                 .step_once()
                 .map_err(|()| self.error("inserting a click event"))?;
@@ -190,67 +183,40 @@ impl<'lock> Connection<'lock> {
     }
 }
 
-/// A record time as the text SQLite stores, kept where it is while a statement points at it.
-enum RecordTime {
-    Digits([u8; 29], usize),
-    /// The rare time that `time_digits` leaves to the general formatter.
-    Formatted(Text),
-}
-
-impl RecordTime {
-    fn of(at: chrono::NaiveDateTime) -> Self {
-        match time_digits(at) {
-            Some((digits, len)) => Self::Digits(digits, len),
-            None => Self::Formatted(sqlite_time(at)),
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Digits(digits, len) => {
-                std::str::from_utf8(&digits[..*len]).expect("digits and separators are ASCII")
-            }
-            Self::Formatted(text) => text,
-        }
-    }
-}
-
-/// A prepared insert on `'conn`, finalized when dropped; texts bound to it live for `'text`,
+/// A prepared insert on `'conn`, finalized when dropped; bytes bound to it live for `'text`,
 /// which the borrow checker holds to outlast the statement.
 struct Statement<'conn, 'text> {
     raw: NonNull<ffi::sqlite3_stmt>,
     _connection: PhantomData<&'conn ()>,
-    _texts: PhantomData<&'text str>,
+    _texts: PhantomData<&'text [u8]>,
 }
 
 impl<'text> Statement<'_, 'text> {
-    /// Binds `row` in [`COLUMNS`] order, the record time from `record_time`. Every parameter
-    /// is bound again for every row, so none still points into the row before.
-    fn bind_row(&mut self, row: &'text EventRow, record_time: &'text str) {
+    /// Binds `row` in [`COLUMNS`] order. Every parameter is bound again for every row, so
+    /// none still points into the row before.
+    fn bind_row(&mut self, row: &'text Click) {
         for (index, column) in COLUMNS.iter().enumerate() {
             match (column.value)(row) {
-                Field::Text(text) => self.bind_text(index, text.map(|text| &**text)),
                 Field::Int(number) => self.bind_int(index, number),
                 Field::Bool(flag) => self.bind_int(index, Some(i64::from(flag))),
-                Field::Time(_) => self.bind_text(index, Some(record_time)),
+                Field::Bytes(bytes) => self.bind_blob(index, bytes),
             }
         }
     }
 
-    /// Binds `text` (or NULL) to the 0-based parameter `index` without copying it.
-    fn bind_text(&mut self, index: usize, text: Option<&'text str>) {
+    /// Binds `bytes` (or NULL) to the 0-based parameter `index` without copying them.
+    fn bind_blob(&mut self, index: usize, bytes: Option<&'text [u8]>) {
         let index = index as c_int + 1;
-        // SAFETY: a live statement and an index within its parameters; the text lives for
+        // SAFETY: a live statement and an index within its parameters; the bytes live for
         // `'text`, which outlasts the statement.
         unsafe {
-            match text {
-                Some(text) => ffi::sqlite3_bind_text64(
+            match bytes {
+                Some(bytes) => ffi::sqlite3_bind_blob64(
                     self.raw.as_ptr(),
                     index,
-                    text.as_ptr().cast(),
-                    text.len() as u64,
+                    bytes.as_ptr().cast(),
+                    bytes.len() as u64,
                     ffi::SQLITE_STATIC(),
-                    ffi::SQLITE_UTF8 as u8,
                 ),
                 None => ffi::sqlite3_bind_null(self.raw.as_ptr(), index),
             };

@@ -1,0 +1,109 @@
+//! Stored clicks read back as the rows they were written from: the lean click joined with its
+//! dictionaries, its bytes turned back into text. Counting, recounts and the tests read
+//! clicks through here.
+
+use super::aggregate::statement;
+use super::event::{EventRow, Text};
+use super::insert::{TABLE, address_text, from_micros, hex_text};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Value};
+
+/// A stored click.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    /// Microseconds since 1970, UTC: with `key`, what identifies the stored click.
+    pub at: i64,
+    pub key: Vec<u8>,
+    pub counted: bool,
+    pub row: EventRow,
+}
+
+const SELECT: &str = "SELECT c.at, c.event_key, c.counted, c.link, k.value, h.value, c.ip, \
+     c.visitor, a.user_agent, r.referer, r.referer_host, q.value, p.country, p.province, \
+     p.city, a.browser, a.browser_version, a.os, a.os_version, a.device, c.bot, \
+     o.transform_status, o.failure_reason, o.target_rule \
+     FROM click c \
+     JOIN click_text k ON k.id = c.code \
+     JOIN click_outcome o ON o.id = c.outcome \
+     LEFT JOIN click_text h ON h.id = c.host \
+     LEFT JOIN click_agent a ON a.id = c.agent \
+     LEFT JOIN click_referer r ON r.id = c.referer \
+     LEFT JOIN click_text q ON q.id = c.query \
+     LEFT JOIN click_place p ON p.id = c.place";
+
+/// Clicks matching `filter` (a condition on `c`, the click, with `?` for `values`), in the
+/// order they are keyed, at most `limit` of them.
+pub async fn read(
+    db: &impl ConnectionTrait,
+    filter: &str,
+    values: Vec<Value>,
+    limit: Option<u64>,
+) -> Result<Vec<Stored>, DbErr> {
+    let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
+    let sql = format!("{SELECT} WHERE {filter} ORDER BY c.at, c.event_key{limit}");
+    let backend = db.get_database_backend();
+    let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
+    rows.iter().map(decode).collect()
+}
+
+/// Every stored click, oldest first.
+pub async fn all(db: &impl ConnectionTrait) -> Result<Vec<EventRow>, DbErr> {
+    Ok(read(db, "1 = 1", vec![], None)
+        .await?
+        .into_iter()
+        .map(|stored| stored.row)
+        .collect())
+}
+
+/// How many clicks are stored.
+pub async fn count(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!("SELECT COUNT(*) FROM {TABLE}");
+    let row = db.query_one_raw(statement(backend, &sql, vec![])).await?;
+    let count: i64 = match row {
+        Some(row) => row.try_get_by_index(0)?,
+        None => 0,
+    };
+    Ok(count as u64)
+}
+
+fn decode(row: &QueryResult) -> Result<Stored, DbErr> {
+    let text = |i: usize| -> Result<Option<Text>, DbErr> {
+        Ok(row.try_get_by_index::<Option<String>>(i)?.map(Text::from))
+    };
+    let at: i64 = row.try_get_by_index(0)?;
+    let key: Vec<u8> = row.try_get_by_index(1)?;
+    let ip: Vec<u8> = row.try_get_by_index(6)?;
+    let visitor: Option<Vec<u8>> = row.try_get_by_index(7)?;
+    let event = EventRow {
+        event_key: hex_text(&key).into(),
+        record_time: from_micros(at),
+        compression_code: text(4)?.unwrap_or_default(),
+        url_map_id: row.try_get_by_index(3)?,
+        host: text(5)?,
+        client_ip: address_text(&ip).into(),
+        unique_identity: visitor.map(|v| hex_text(&v)).unwrap_or_default().into(),
+        user_agent: text(8)?,
+        referer: text(9)?,
+        referer_host: text(10)?,
+        query_string: text(11)?,
+        country: text(12)?,
+        province: text(13)?,
+        city: text(14)?,
+        browser: text(15)?,
+        browser_version: text(16)?,
+        os: text(17)?,
+        os_version: text(18)?,
+        device: text(19)?,
+        is_bot: row.try_get_by_index(20)?,
+        transform_status: text(21)?.unwrap_or_default(),
+        failure_reason: text(22)?,
+        target_rule: text(23)?,
+        generation: 0,
+    };
+    Ok(Stored {
+        at,
+        key,
+        counted: row.try_get_by_index(2)?,
+        row: event,
+    })
+}
