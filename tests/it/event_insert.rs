@@ -279,7 +279,9 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
         .and_hms_micro_opt(8, 30, 0, 123_456)
         .unwrap();
     let ua = "Mozilla/5.0 (Linux; Android 12; Vodafone España) AppleWebKit/537.36";
-    let old: [(Option<&str>, &str, &str, Option<&str>, bool); 3] = [
+    // Event key, address, visitor identity, referrer, counted.
+    type Old<'a> = (Option<&'a str>, &'a str, &'a str, Option<&'a str>, bool);
+    let old: [Old; 3] = [
         (
             Some("923fb3064ca90bab0000000000000001"),
             "115.82.82.248",
