@@ -336,39 +336,12 @@ async fn add(
     Ok(found)
 }
 
-/// Rows deleted per statement by [`purge`].
-const PURGE_BATCH: i64 = 5_000;
-
 /// Deletes the dictionary rows no writer has used since before `day` (UTC day number);
-/// returns how many.
+/// returns how many. `seen` is indexed in every dictionary.
 pub async fn purge(db: &impl ConnectionTrait, day: i64) -> Result<u64, DbErr> {
-    let backend = db.get_database_backend();
     let mut deleted = 0;
     for dictionary in ALL {
-        loop {
-            let last = format!(
-                "SELECT MAX(id) FROM (SELECT id FROM {} WHERE seen < ? ORDER BY id LIMIT {PURGE_BATCH}) batch",
-                dictionary.table
-            );
-            let row = db
-                .query_one_raw(statement(backend, &last, vec![day.into()]))
-                .await?;
-            let Some(last): Option<i32> = row
-                .map(|row| row.try_get_by_index(0))
-                .transpose()?
-                .flatten()
-            else {
-                break;
-            };
-            let delete = format!(
-                "DELETE FROM {} WHERE id <= ? AND seen < ?",
-                dictionary.table
-            );
-            deleted += db
-                .execute_raw(statement(backend, &delete, vec![last.into(), day.into()]))
-                .await?
-                .rows_affected();
-        }
+        deleted += super::retention::delete_in_batches(db, dictionary.table, "seen", day).await?;
     }
     Ok(deleted)
 }
