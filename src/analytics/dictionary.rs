@@ -168,8 +168,8 @@ pub struct Dictionaries {
     known: HashMap<&'static str, HashMap<Values, i32>>,
 }
 
-/// Ids kept in memory per dictionary, at most (a day of distinct user agents or query
-/// strings can be more; those beyond are looked up again).
+/// Ids kept in memory per dictionary before it is emptied (a day of distinct user agents or
+/// query strings can be more; those are then looked up again).
 const KEPT: usize = 200_000;
 
 /// Rows per statement when adding values.
@@ -186,6 +186,13 @@ impl Dictionaries {
         if day != self.day {
             self.known.clear();
             self.day = day;
+        }
+        // Bounded before the batch, so that every value it needs stays known until its ids
+        // are taken (a batch adds far fewer than KEPT).
+        for known in self.known.values_mut() {
+            if known.len() > KEPT {
+                known.clear();
+            }
         }
         let mut missing: HashMap<&'static str, HashSet<Values>> = HashMap::new();
         for row in rows {
@@ -204,33 +211,25 @@ impl Dictionaries {
         for dictionary in ALL {
             if let Some(wanted) = missing.remove(dictionary.table) {
                 let found = add(db, dictionary, wanted, day).await?;
-                let known = self.known.entry(dictionary.table).or_default();
-                if known.len() + found.len() > KEPT {
-                    known.clear();
-                }
-                known.extend(found);
+                self.known
+                    .entry(dictionary.table)
+                    .or_default()
+                    .extend(found);
             }
         }
         let mut all = Vec::with_capacity(rows.len());
         for row in rows {
             let mut ids: Ids = [None; SLOTS.len()];
             for (id, slot) in ids.iter_mut().zip(SLOTS) {
-                *id = match slot.values(row) {
-                    None => None,
-                    Some(values) => {
-                        let known = self.known.get(slot.dictionary().table);
-                        match known.and_then(|known| known.get(&values)) {
-                            Some(id) => Some(*id),
-                            None => {
-                                // Dropped from memory by the bound above within this batch:
-                                // rare enough to look up alone.
-                                let one = HashSet::from([values.clone()]);
-                                let found = add(db, slot.dictionary(), one, day).await?;
-                                found.get(&values).copied()
-                            }
-                        }
-                    }
+                let Some(values) = slot.values(row) else {
+                    continue;
                 };
+                let table = slot.dictionary().table;
+                let known = self.known.get(table).and_then(|known| known.get(&values));
+                *id =
+                    Some(*known.ok_or_else(|| {
+                        DbErr::Custom(format!("a value of {table} was not stored"))
+                    })?);
             }
             all.push(ids);
         }

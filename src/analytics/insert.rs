@@ -131,6 +131,10 @@ pub fn from_micros(at: i64) -> NaiveDateTime {
 }
 
 impl Click {
+    fn id(&self, slot: Slot) -> Field<'_> {
+        Field::Int(self.ids[slot as usize].map(i64::from))
+    }
+
     fn of(row: &EventRow, ids: Ids) -> Self {
         Self {
             at: micros(row.record_time),
@@ -174,30 +178,17 @@ const fn column(
     }
 }
 
-const fn id(slot: Slot) -> fn(&Click) -> Field<'_> {
-    // A `const fn` cannot build a closure over `slot`: one function per slot.
-    match slot {
-        Slot::Code => |c| Field::Int(c.ids[Slot::Code as usize].map(i64::from)),
-        Slot::Host => |c| Field::Int(c.ids[Slot::Host as usize].map(i64::from)),
-        Slot::Agent => |c| Field::Int(c.ids[Slot::Agent as usize].map(i64::from)),
-        Slot::Referer => |c| Field::Int(c.ids[Slot::Referer as usize].map(i64::from)),
-        Slot::Query => |c| Field::Int(c.ids[Slot::Query as usize].map(i64::from)),
-        Slot::Place => |c| Field::Int(c.ids[Slot::Place as usize].map(i64::from)),
-        Slot::Outcome => |c| Field::Int(c.ids[Slot::Outcome as usize].map(i64::from)),
-    }
-}
-
 /// The one definition of what a click stores, in the order every backend writes it.
 pub const COLUMNS: [Column; 14] = [
     column("at", "int8", |c| Field::Int(Some(c.at))),
     column("link", "int8", |c| Field::Int(c.link)),
-    column("code", "int4", id(Slot::Code)),
-    column("host", "int4", id(Slot::Host)),
-    column("agent", "int4", id(Slot::Agent)),
-    column("referer", "int4", id(Slot::Referer)),
-    column("query", "int4", id(Slot::Query)),
-    column("place", "int4", id(Slot::Place)),
-    column("outcome", "int4", id(Slot::Outcome)),
+    column("code", "int4", |c| c.id(Slot::Code)),
+    column("host", "int4", |c| c.id(Slot::Host)),
+    column("agent", "int4", |c| c.id(Slot::Agent)),
+    column("referer", "int4", |c| c.id(Slot::Referer)),
+    column("query", "int4", |c| c.id(Slot::Query)),
+    column("place", "int4", |c| c.id(Slot::Place)),
+    column("outcome", "int4", |c| c.id(Slot::Outcome)),
     column("bot", "bool", |c| Field::Bool(c.bot)),
     column("counted", "bool", |c| Field::Bool(c.counted)),
     column("event_key", "bytea", |c| {

@@ -454,3 +454,72 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
         new.iter().map(as_stored).collect::<Vec<_>>()
     );
 }
+
+#[actix_web::test]
+async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/together")
+        .await
+        .link
+        .id;
+    let start = inklink::db::now();
+    let agents = [
+        "Mozilla/5.0 Together",
+        // Differing only in case or a trailing space: other user agents (MySQL's default
+        // collations would call them equal).
+        "mozilla/5.0 together",
+        "Mozilla/5.0 Together ",
+    ];
+    // Four writers (instances), each with its own store, the same values, their own clicks.
+    let batches: Vec<Vec<EventRow>> = (0..4u8)
+        .map(|writer| {
+            let mut batch = rows(60, start, link);
+            for (i, row) in batch.iter_mut().enumerate() {
+                row.event_key = format!("{:02x}{:030x}", writer + 1, i).into();
+                row.user_agent = Some(agents[i % agents.len()].into());
+            }
+            batch
+        })
+        .collect();
+    let writes = batches.iter().map(|batch| {
+        let db = core.db.clone();
+        async move {
+            inklink::analytics::insert::ClickStore::new()
+                .insert(&db, batch)
+                .await
+        }
+    });
+    for written in futures_util::future::join_all(writes).await {
+        written.unwrap();
+    }
+    let mut expected: Vec<EventRow> = batches.iter().flatten().map(as_stored).collect();
+    let mut got = stored(&core.db).await;
+    let key = |row: &EventRow| (row.record_time, row.event_key.clone());
+    expected.sort_by_key(key);
+    got.sort_by_key(key);
+    assert_eq!(got, expected);
+    // Three user agents (each as parsed) and the rows' queries, each stored once.
+    let parsed: std::collections::HashSet<_> = expected
+        .iter()
+        .map(|r| {
+            (
+                r.user_agent.clone(),
+                r.browser.clone(),
+                r.os.clone(),
+                r.device.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(rows_in(&core.db, "click_agent").await, parsed.len() as i64);
+    let queries: std::collections::HashSet<_> = expected
+        .iter()
+        .filter_map(|r| r.query_string.clone())
+        .collect();
+    assert_eq!(
+        rows_in(&core.db, "click_text").await,
+        2 + queries.len() as i64
+    );
+}
