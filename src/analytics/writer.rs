@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
-pub use super::insert::{BATCH, ClickStore, insert_rows};
+pub use super::insert::{BATCH, ClickStore};
 /// A batch that takes longer has met a stalled connection; it is retried (its event keys
 /// make a late commit of the first attempt harmless).
 const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
