@@ -11,7 +11,7 @@
 //! purged clicks used (those not seen since the day before the purge's) while no writer
 //! still holds their ids.
 
-use super::aggregate::statement;
+use super::aggregate::{delete_in_batches, statement};
 use super::event::{EventRow, Text};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Value};
 use siphasher::sip::SipHasher13;
@@ -335,12 +335,15 @@ async fn add(
     Ok(found)
 }
 
+/// Rows deleted per statement by [`purge`].
+const PURGE_BATCH: i64 = 5_000;
+
 /// Deletes the dictionary rows no writer has used since before `day` (UTC day number);
 /// returns how many. `seen` is indexed in every dictionary.
 pub async fn purge(db: &impl ConnectionTrait, day: i64) -> Result<u64, DbErr> {
     let mut deleted = 0;
     for dictionary in ALL {
-        deleted += super::retention::delete_in_batches(db, dictionary.table, "seen", day).await?;
+        deleted += delete_in_batches(db, dictionary.table, "seen", day, PURGE_BATCH).await?;
     }
     Ok(deleted)
 }

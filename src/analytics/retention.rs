@@ -62,7 +62,7 @@ pub async fn purge(
         freeze_before(db, before).await?;
     }
     let cutoff = super::insert::micros(cutoff);
-    let events = delete_in_batches(db, "click", "at", cutoff).await?;
+    let events = aggregate::delete_in_batches(db, "click", "at", cutoff, PURGE_BATCH).await?;
     // The dictionaries' rows that only the purged clicks used. Writers mark what they use
     // with the day (UTC) and look everything up again each day, so rows not seen since the
     // day before the purge's are no writer's any more.
@@ -73,45 +73,6 @@ pub async fn purge(
         counted,
         values,
     })
-}
-
-/// Deletes the rows of `table` whose `column` (a key the table is ordered by, or indexed on)
-/// is below `below`, [`PURGE_BATCH`] rows a statement, so that neither the click writer nor
-/// the dashboards wait behind one huge delete; returns how many.
-pub(super) async fn delete_in_batches(
-    db: &impl ConnectionTrait,
-    table: &str,
-    column: &str,
-    below: i64,
-) -> Result<u64, DbErr> {
-    let backend = db.get_database_backend();
-    // The last key of the next batch: DELETE … LIMIT is not portable, and MySQL refuses a
-    // LIMIT inside `IN (…)`.
-    let last = format!(
-        "SELECT MAX({column}) FROM (SELECT {column} FROM {table} WHERE {column} < ? \
-         ORDER BY {column} LIMIT {PURGE_BATCH}) batch"
-    );
-    let delete = format!("DELETE FROM {table} WHERE {column} <= ? AND {column} < ?");
-    let mut deleted = 0;
-    loop {
-        let row = db
-            .query_one_raw(statement(backend, &last, vec![below.into()]))
-            .await?;
-        // MAX of a PostgreSQL INTEGER column (the dictionaries' `seen`) is an int4.
-        let last = row.map(|row| {
-            row.try_get_by_index::<Option<i64>>(0).or_else(|_| {
-                row.try_get_by_index::<Option<i32>>(0)
-                    .map(|last| last.map(i64::from))
-            })
-        });
-        let Some(last) = last.transpose()?.flatten() else {
-            return Ok(deleted);
-        };
-        deleted += db
-            .execute_raw(statement(backend, &delete, vec![last.into(), below.into()]))
-            .await?
-            .rows_affected();
-    }
 }
 
 /// Records that days before `before` have no events any more (never moving it back).
