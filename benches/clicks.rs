@@ -419,12 +419,14 @@ async fn run() {
     }
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let store_bytes = stored_bytes(&core.db, &CLICK_TABLES).await;
+    let waiting_bytes = stored_bytes(&core.db, &["click_waiting"]).await;
     let aggregating = Instant::now();
     let counted = tally::drain(&core.db, tz).await.unwrap();
     let aggregate_seconds = aggregating.elapsed().as_secs_f64();
-    // Counting marks each click counted: on PostgreSQL an update leaves the old row version
-    // until a vacuum makes its space reusable.
+    // Counting deletes from the waiting list only: the click store does not change, and the
+    // list's space is reused by the next clicks (on PostgreSQL once a vacuum has run).
     let counted_store_bytes = stored_bytes(&core.db, &CLICK_TABLES).await;
+    let counted_waiting_bytes = stored_bytes(&core.db, &["click_waiting"]).await;
     let statistics_bytes = stored_bytes(&core.db, &STATISTICS_TABLES).await;
     // Without traffic: what counting costs a minute (one indexed look a second).
     let idle = cpu_seconds();
@@ -557,6 +559,14 @@ async fn run() {
         per_click(store_bytes),
         store_bytes >> 20,
         per_click(counted_store_bytes),
+    );
+    let seeded_clicks = total_events - writer_events;
+    println!(
+        "waiting list: {:.0} bytes per click waiting to be counted ({} MB for {seeded_clicks} clicks); \
+         {} MB once counted, the space kept for the next clicks",
+        waiting_bytes as f64 / seeded_clicks.max(1) as f64,
+        waiting_bytes >> 20,
+        counted_waiting_bytes >> 20,
     );
     println!(
         "statistics: {:.0} bytes per click ({} MB: {} links over 90 days, {:.0} clicks a link a day)",

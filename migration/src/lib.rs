@@ -23,6 +23,7 @@ mod m20261124_000017_event_tally;
 mod m20261124_000018_visitor_bitmaps;
 mod m20261124_000019_visit_day_stamps;
 mod m20261124_000020_lean_clicks;
+mod m20261124_000021_click_waiting;
 
 pub struct Migrator;
 
@@ -50,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000018_visitor_bitmaps::Migration),
             Box::new(m20261124_000019_visit_day_stamps::Migration),
             Box::new(m20261124_000020_lean_clicks::Migration),
+            Box::new(m20261124_000021_click_waiting::Migration),
         ]
     }
 }

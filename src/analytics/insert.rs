@@ -13,7 +13,8 @@
 //!
 //! A click whose time and event key are already stored is skipped, so a batch written twice
 //! (a retry after a commit whose answer was lost, a spool replayed after a crash) is stored
-//! once.
+//! once. Each click the batch adds is listed in [`WAITING`] in the same transaction, for
+//! counting; a skipped one is not (it was listed, and maybe counted, when it was stored).
 //!
 //! A stored click is lean (see the migration `lean_clicks`): its texts are ids in the
 //! [`dictionary`] tables, its time is microseconds, its key, address and visitor are bytes.
@@ -32,12 +33,16 @@ mod mysql;
 mod postgres;
 mod sqlite;
 
-/// Rows per batch: 1,000 rows of 14 values stays under every backend's parameter limit
+/// Rows per batch: 1,000 rows of 13 values stays under every backend's parameter limit
 /// (SQLite's 32,766 is the lowest).
 pub const BATCH: usize = 1000;
 
 /// The click table.
 pub const TABLE: &str = "click";
+
+/// The clicks waiting to be counted, by their key in [`TABLE`] (`at`, `event_key`): added
+/// with the click, deleted once it is counted.
+pub const WAITING: &str = "click_waiting";
 
 /// A click as it is stored: numbers and bytes only.
 #[derive(Clone, Debug)]
@@ -47,7 +52,7 @@ pub struct Click {
     pub link: Option<i64>,
     pub ids: Ids,
     pub bot: bool,
-    /// Stored counted (only clicks moved over from the old table are).
+    /// Counted already, so not waiting (only clicks moved over from the old table are).
     pub counted: bool,
     pub key: Packed,
     pub ip: Packed,
@@ -179,7 +184,7 @@ const fn column(
 }
 
 /// The one definition of what a click stores, in the order every backend writes it.
-pub const COLUMNS: [Column; 14] = [
+pub const COLUMNS: [Column; 13] = [
     column("at", "int8", |c| Field::Int(Some(c.at))),
     column("link", "int8", |c| Field::Int(c.link)),
     column("code", "int4", |c| c.id(Slot::Code)),
@@ -190,7 +195,6 @@ pub const COLUMNS: [Column; 14] = [
     column("place", "int4", |c| c.id(Slot::Place)),
     column("outcome", "int4", |c| c.id(Slot::Outcome)),
     column("bot", "bool", |c| Field::Bool(c.bot)),
-    column("counted", "bool", |c| Field::Bool(c.counted)),
     column("event_key", "bytea", |c| {
         Field::Bytes(Some(c.key.as_bytes()))
     }),

@@ -4,7 +4,7 @@
 
 use super::aggregate::statement;
 use super::event::{EventRow, Text};
-use super::insert::{TABLE, address_text, from_micros, hex_text};
+use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Value};
 
 /// A stored click.
@@ -13,16 +13,19 @@ pub struct Stored {
     /// Microseconds since 1970, UTC: with `key`, what identifies the stored click.
     pub at: i64,
     pub key: Vec<u8>,
+    /// Not waiting to be counted.
     pub counted: bool,
     pub row: EventRow,
 }
 
-const SELECT: &str = "SELECT c.at, c.event_key, c.counted, c.link, k.value, h.value, c.ip, \
+/// What is read of a click: `w` is its entry in the waiting list, if it has one.
+const SELECT: &str = "SELECT c.at, c.event_key, w.at, c.link, k.value, h.value, c.ip, \
      c.visitor, a.user_agent, r.referer, r.referer_host, q.value, p.country, p.province, \
      p.city, a.browser, a.browser_version, a.os, a.os_version, a.device, c.bot, \
-     o.transform_status, o.failure_reason, o.target_rule \
-     FROM click c \
-     JOIN click_text k ON k.id = c.code \
+     o.transform_status, o.failure_reason, o.target_rule";
+
+/// The dictionaries a click's ids point into.
+const DICTIONARIES: &str = "JOIN click_text k ON k.id = c.code \
      JOIN click_outcome o ON o.id = c.outcome \
      LEFT JOIN click_text h ON h.id = c.host \
      LEFT JOIN click_agent a ON a.id = c.agent \
@@ -39,9 +42,25 @@ pub async fn read(
     limit: Option<u64>,
 ) -> Result<Vec<Stored>, DbErr> {
     let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
-    let sql = format!("{SELECT} WHERE {filter} ORDER BY c.at, c.event_key{limit}");
+    let sql = format!(
+        "{SELECT} FROM {TABLE} c LEFT JOIN {WAITING} w \
+         ON w.at = c.at AND w.event_key = c.event_key {DICTIONARIES} \
+         WHERE {filter} ORDER BY c.at, c.event_key{limit}"
+    );
     let backend = db.get_database_backend();
     let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
+    rows.iter().map(decode).collect()
+}
+
+/// The oldest `limit` clicks waiting to be counted.
+pub async fn waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored>, DbErr> {
+    let sql = format!(
+        "{SELECT} FROM {WAITING} w JOIN {TABLE} c \
+         ON c.at = w.at AND c.event_key = w.event_key {DICTIONARIES} \
+         ORDER BY w.at, w.event_key LIMIT {limit}"
+    );
+    let backend = db.get_database_backend();
+    let rows = db.query_all_raw(statement(backend, &sql, vec![])).await?;
     rows.iter().map(decode).collect()
 }
 
@@ -103,7 +122,7 @@ fn decode(row: &QueryResult) -> Result<Stored, DbErr> {
     Ok(Stored {
         at,
         key,
-        counted: row.try_get_by_index(2)?,
+        counted: row.try_get_by_index::<Option<i64>>(2)?.is_none(),
         row: event,
     })
 }

@@ -1,10 +1,10 @@
 //! Counting stored clicks into the daily statistics, a batch at a time, each click once.
 //!
-//! Every stored click starts uncounted (`counted = FALSE`). A tally takes the lock row
-//! (`stats_tally`, so that instances count in turn), reads the oldest uncounted events, adds
-//! them to their day's rows, and marks them counted — in one transaction, so that a crash, a
-//! retry or a second instance never counts an event twice or not at all. The work is
-//! proportional to the new events, not to the day.
+//! Every stored click starts in the waiting list (`click_waiting`, written with the click). A
+//! tally takes the lock row (`stats_tally`, so that instances count in turn), reads the
+//! oldest waiting clicks, adds them to their day's rows, and takes them off the list — in one
+//! transaction, so that a crash, a retry or a second instance never counts an event twice or
+//! not at all. The work is proportional to the new events, not to the day.
 //!
 //! Distinct counts come from first visits: `daysets` holds, per day and link (and for all
 //! links), the visitors and addresses seen among page views. A page view whose visitor is new
@@ -13,12 +13,13 @@
 //! dimensions one visitor can have several values of in a day — referrer, hour and the short
 //! URL's query parameters — there is a set of visitors per value.
 //!
-//! `stats rebuild` forgets a day's rows and marks its events uncounted; the tally then counts
-//! them again, the same way.
+//! `stats rebuild` forgets a day's rows and lists its events as waiting again; the tally then
+//! counts them again, the same way.
 
 use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
 use super::days::{day_range, day_start, local_day, today};
 use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS, set_kind};
+use super::insert::{TABLE, WAITING};
 use super::visits::Visits;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -73,7 +74,7 @@ struct Seen {
     values: Vec<(&'static str, String)>,
 }
 
-/// Counts up to `limit` uncounted events; returns how many it counted (0: none was waiting).
+/// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
 pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
     let mut attempt = 0;
     loop {
@@ -116,7 +117,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     let turn = take_turn(txn).await?;
     let backend = txn.get_database_backend();
     let frozen = purged_before(txn).await?;
-    let clicks = super::stored::read(txn, "c.counted = FALSE", vec![], Some(limit)).await?;
+    let clicks = super::stored::waiting(txn, limit).await?;
     if clicks.is_empty() {
         return Ok(0);
     }
@@ -253,10 +254,10 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     super::daysets::stamp(txn, turn, days).await?;
     write_breakdown(txn, &breakdown).await?;
     let total = counted.len() as u64;
-    // Clicks are keyed by time and event key; each term is one look in that key.
+    // Waiting clicks are keyed by time and event key; each term is one look in that key.
     for chunk in counted.chunks(250) {
         let marks = vec!["(at = ? AND event_key = ?)"; chunk.len()].join(" OR ");
-        let sql = format!("UPDATE click SET counted = TRUE WHERE {marks}");
+        let sql = format!("DELETE FROM {WAITING} WHERE {marks}");
         let values = chunk
             .iter()
             .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
@@ -453,8 +454,8 @@ async fn write_breakdown(
     Ok(())
 }
 
-/// Forgets `day`'s statistics and marks its events uncounted, in one transaction; the tally
-/// counts them again. Days whose events were purged are left as they are.
+/// Forgets `day`'s statistics and lists its events as waiting again, in one transaction; the
+/// tally counts them again (a click waiting already is listed once). Days whose events were purged are left as they are.
 pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Result<bool, DbErr> {
     let Some((start, end)) = day_range(day, tz) else {
         return Ok(false);
@@ -477,9 +478,19 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
                 txn.execute_raw(statement(backend, &sql, vec![day.into()]))
                     .await?;
             }
-            let sql = "UPDATE click SET counted = FALSE WHERE at >= ? AND at < ?";
+            let sql = match backend {
+                DbBackend::MySql => format!(
+                    "INSERT IGNORE INTO {WAITING} (at, event_key) \
+                     SELECT at, event_key FROM {TABLE} WHERE at >= ? AND at < ?"
+                ),
+                _ => format!(
+                    "INSERT INTO {WAITING} (at, event_key) \
+                     SELECT at, event_key FROM {TABLE} WHERE at >= ? AND at < ? \
+                     ON CONFLICT (at, event_key) DO NOTHING"
+                ),
+            };
             let (start, end) = (super::insert::micros(start), super::insert::micros(end));
-            txn.execute_raw(statement(backend, sql, vec![start.into(), end.into()]))
+            txn.execute_raw(statement(backend, &sql, vec![start.into(), end.into()]))
                 .await?;
             Ok(true)
         }
@@ -589,9 +600,9 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
 /// Whether any stored click waits to be counted.
 async fn waiting(db: &DatabaseConnection) -> Result<bool, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT at FROM click WHERE counted = FALSE LIMIT 1";
+    let sql = format!("SELECT at FROM {WAITING} LIMIT 1");
     Ok(db
-        .query_one_raw(statement(backend, sql, vec![]))
+        .query_one_raw(statement(backend, &sql, vec![]))
         .await?
         .is_some())
 }

@@ -204,6 +204,28 @@ async fn statistics(db: &DatabaseConnection) -> Vec<String> {
     out
 }
 
+/// The day's row of `statistics` that `batch`, all of `link` on `day`, gives, as the test
+/// itself counts it.
+fn expected_day(day: NaiveDate, link: i64, batch: &[EventRow]) -> String {
+    let success = batch.iter().filter(|r| &*r.transform_status == "success");
+    let views: Vec<&EventRow> = success.clone().filter(|r| !r.is_bot).collect();
+    let effective = success.count();
+    let distinct = |field: fn(&EventRow) -> String| {
+        views
+            .iter()
+            .map(|r| field(r))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    format!(
+        "{day} {link} {} {} {} {effective} {}",
+        views.len(),
+        distinct(|r| r.unique_identity.to_string()),
+        distinct(|r| r.client_ip.to_string()),
+        batch.len() - effective
+    )
+}
+
 #[actix_web::test]
 async fn a_batch_written_twice_is_counted_once() {
     use inklink::analytics::tally;
@@ -231,27 +253,8 @@ async fn a_batch_written_twice_is_counted_once() {
         "nothing new to count"
     );
 
-    let success = batch.iter().filter(|r| &*r.transform_status == "success");
-    let views = success.clone().filter(|r| !r.is_bot).count();
-    let effective = success.count();
     let counted = statistics(&core.db).await;
-    let row = format!(
-        "{day} {link} {views} {} {} {effective} {}",
-        // Visitors and addresses among the views: distinct, counted by the test itself.
-        batch
-            .iter()
-            .filter(|r| &*r.transform_status == "success" && !r.is_bot)
-            .map(|r| r.unique_identity.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
-        batch
-            .iter()
-            .filter(|r| &*r.transform_status == "success" && !r.is_bot)
-            .map(|r| r.client_ip.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
-        1234 - effective
-    );
+    let row = expected_day(day, link, &batch);
     assert!(counted.contains(&row), "{row} not in {counted:#?}");
     tally::rebuild(&core.db, utc, day, day).await.unwrap();
     assert_eq!(
@@ -259,6 +262,79 @@ async fn a_batch_written_twice_is_counted_once() {
         counted,
         "a recount gives the same rows"
     );
+}
+
+/// Stores `rows` as the click writer does: a failed batch (a deadlock, a lock wait) is
+/// written again.
+async fn store_until_written(db: &DatabaseConnection, rows: &[EventRow]) {
+    let store = inklink::analytics::insert::ClickStore::new();
+    for attempt in 0.. {
+        match store.insert(db, rows).await {
+            Ok(()) => return,
+            Err(err) if attempt < 20 => {
+                eprintln!("writing again after: {err}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("cannot store the batch: {err}"),
+        }
+    }
+}
+
+#[actix_web::test]
+async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_run_are_counted_once()
+ {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/at-once")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 2).unwrap();
+    let batch = rows(2000, day.and_hms_opt(9, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    // Some of the clicks are stored and counted before, some stored and waiting.
+    insert_rows(&core.db, &batch[..300]).await.unwrap();
+    tally::drain(&core.db, utc).await.unwrap();
+    insert_rows(&core.db, &batch[300..600]).await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    // Four writers with overlapping parts of the batch, each part in batches of 250.
+    for writer in 0..4 {
+        let db = core.db.clone();
+        let part = batch[writer * 400..(writer * 400 + 800).min(batch.len())].to_vec();
+        tasks.spawn(async move {
+            for chunk in part.chunks(250) {
+                store_until_written(&db, chunk).await;
+            }
+        });
+    }
+    for _ in 0..2 {
+        let db = core.db.clone();
+        tasks.spawn(async move {
+            for _ in 0..5 {
+                tally::tally(&db, utc, 300).await.unwrap();
+            }
+        });
+    }
+    let db2 = core.db.clone();
+    tasks.spawn(async move {
+        tally::forget_day(&db2, utc, day).await.unwrap();
+    });
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    // The last writer's part ends at 2,000, the first starts at 0: every click is stored.
+    tally::drain(&core.db, utc).await.unwrap();
+    assert_eq!(
+        inklink::analytics::stored::count(&core.db).await.unwrap(),
+        2000
+    );
+    let counted = statistics(&core.db).await;
+    let row = expected_day(day, link, &batch);
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
 }
 
 #[actix_web::test]

@@ -21,7 +21,7 @@
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
 #![allow(unsafe_code)]
 
-use super::{COLUMNS, Click, Field, TABLE, column_list, from_sqlx};
+use super::{COLUMNS, Click, Field, TABLE, WAITING, column_list, from_sqlx};
 use libsqlite3_sys as ffi;
 use sea_orm::DbErr;
 use sea_orm::sqlx::SqlitePool;
@@ -38,6 +38,14 @@ static INSERT_ONE: LazyLock<CString> = LazyLock::new(|| {
     CString::new(format!(
         "INSERT INTO {TABLE} ({}) VALUES ({placeholders}) ON CONFLICT (at, event_key) DO NOTHING",
         column_list()
+    ))
+    .expect("no NUL in the statement")
+});
+
+/// A click the batch added, listed as waiting to be counted.
+static INSERT_WAITING: LazyLock<CString> = LazyLock::new(|| {
+    CString::new(format!(
+        "INSERT INTO {WAITING} (at, event_key) VALUES (?, ?) ON CONFLICT (at, event_key) DO NOTHING"
     ))
     .expect("no NUL in the statement")
 });
@@ -119,15 +127,30 @@ impl<'lock> Connection<'lock> {
     }
 
     fn insert_all(&self, rows: &[Click]) -> Result<(), String> {
-        // Declared before the statement, so that they outlive it.
-        let mut statement = self.prepare(&INSERT_ONE)?;
+        // Declared before the statements, so that they outlive them.
+        let mut click = self.prepare(&INSERT_ONE)?;
+        let mut waiting = self.prepare(&INSERT_WAITING)?;
         for row in rows {
-            statement.bind_row(row);
-            statement
+            click.bind_row(row);
+            click
                 .step_once()
                 .map_err(|()| self.error("inserting a click event"))?;
+            // A click already stored changes nothing, and was listed when it was stored.
+            if !row.counted && self.changes() == 1 {
+                waiting.bind_int(0, Some(row.at));
+                waiting.bind_blob(1, Some(row.key.as_bytes()));
+                waiting
+                    .step_once()
+                    .map_err(|()| self.error("listing a click to count"))?;
+            }
         }
         Ok(())
+    }
+
+    /// Rows the last insert added.
+    fn changes(&self) -> i64 {
+        // SAFETY: a live handle.
+        unsafe { ffi::sqlite3_changes64(self.raw.as_ptr()) }
     }
 
     fn exec(&self, sql: &CStr) -> Result<(), String> {
