@@ -76,6 +76,12 @@ impl MigrationTrait for Migration {
             _ => "ALTER TABLE click_next RENAME TO click",
         };
         db.execute_unprepared(rename).await?;
+        if backend == DbBackend::Postgres {
+            db.execute_unprepared(
+                "ALTER TABLE click RENAME CONSTRAINT click_next_pkey TO click_pkey",
+            )
+            .await?;
+        }
         Ok(())
     }
 

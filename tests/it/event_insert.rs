@@ -599,3 +599,35 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
         2 + queries.len() as i64
     );
 }
+
+#[actix_web::test]
+async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/pages")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 3).unwrap();
+    // More than a page (10,000) of waiting clicks, with ties in time: two clicks a second
+    // but the first, so that a page ends between two clicks of the same time.
+    let mut batch = rows(5300, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    let twins = rows(5300, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    batch.extend(twins.into_iter().enumerate().skip(1).map(|(i, mut row)| {
+        row.event_key = format!("ee{i:030x}").into();
+        row
+    }));
+    insert_rows(&core.db, &batch).await.unwrap();
+    let utc = chrono_tz::UTC;
+    assert_eq!(
+        tally::tally(&core.db, utc, 50_000).await.unwrap(),
+        batch.len() as u64
+    );
+    assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 0);
+    let row = expected_day(day, link, &batch);
+    let counted = statistics(&core.db).await;
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+}
