@@ -631,3 +631,85 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
     let counted = statistics(&core.db).await;
     assert!(counted.contains(&row), "{row} not in {counted:#?}");
 }
+
+#[actix_web::test]
+async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncounted_wait() {
+    use migration::{Migrator, MigratorTrait};
+    let db = TestDb::create().await;
+    let conn = sea_orm::Database::connect(&db.url).await.unwrap();
+    // The first lean store: clicks marked counted in a column of their own.
+    Migrator::up(&conn, Some(20)).await.unwrap();
+    let backend = conn.get_database_backend();
+    let run = |sql: &'static str, values: Vec<Value>| {
+        let conn = &conn;
+        async move {
+            conn.execute_raw(inklink::analytics::aggregate::statement(
+                backend, sql, values,
+            ))
+            .await
+            .unwrap();
+        }
+    };
+    run(
+        "INSERT INTO click_text (id, digest, seen, value) VALUES (1, 11, 0, 'abc234')",
+        vec![],
+    )
+    .await;
+    run(
+        "INSERT INTO click_outcome (id, digest, seen, transform_status) VALUES (1, 12, 0, 'success')",
+        vec![],
+    )
+    .await;
+    let at = micros(
+        NaiveDate::from_ymd_opt(2026, 5, 4)
+            .unwrap()
+            .and_hms_opt(12, 0, 0)
+            .unwrap(),
+    );
+    for i in 0..3u8 {
+        run(
+            "INSERT INTO click (at, link, code, host, agent, referer, query, place, outcome, bot, \
+             counted, event_key, ip, visitor) \
+             VALUES (?, NULL, 1, NULL, NULL, NULL, NULL, NULL, 1, ?, ?, ?, ?, ?)",
+            vec![
+                (at + i64::from(i)).into(),
+                (i == 2).into(),
+                (i == 1).into(),
+                vec![i; 16].into(),
+                vec![10, 0, 0, i].into(),
+                vec![0xa0 + i; 16].into(),
+            ],
+        )
+        .await;
+    }
+    drop(conn);
+
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let stored = inklink::analytics::stored::read(&core.db, "1 = 1", vec![], None)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 3);
+    for (i, click) in stored.iter().enumerate() {
+        let i = i as u8;
+        assert_eq!(click.at, at + i64::from(i));
+        assert_eq!(click.key, vec![i; 16]);
+        assert_eq!(&*click.row.client_ip, format!("10.0.0.{i}"));
+        assert_eq!(
+            &*click.row.unique_identity,
+            hex_text(&[0xa0 + i; 16]).as_str()
+        );
+        assert_eq!(&*click.row.compression_code, "abc234");
+        assert_eq!(click.row.is_bot, i == 2);
+        assert_eq!(click.counted, i == 1, "click {i}");
+    }
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 2);
+    let waiting = inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+        .await
+        .unwrap();
+    assert_eq!(
+        waiting, 2,
+        "the two clicks not counted before, and only them"
+    );
+}
