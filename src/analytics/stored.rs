@@ -68,16 +68,14 @@ pub async fn waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored
     let mut clicks: Vec<Stored> = Vec::new();
     while (clicks.len() as u64) < limit {
         let want = (limit - clicks.len() as u64).min(PAGE);
-        let (range, values) = match clicks.last() {
-            None => ("", vec![]),
-            Some(last) => {
-                let (at, key) = (Value::from(last.at), Value::from(last.key.clone()));
-                match backend {
-                    DbBackend::MySql => (after, vec![at.clone(), at, key]),
-                    _ => (after, vec![at, key]),
-                }
+        let values: Vec<Value> = match (clicks.last(), backend) {
+            (None, _) => vec![],
+            (Some(last), DbBackend::MySql) => {
+                vec![last.at.into(), last.at.into(), last.key.clone().into()]
             }
+            (Some(last), _) => vec![last.at.into(), last.key.clone().into()],
         };
+        let range = if clicks.is_empty() { "" } else { after };
         let sql = format!(
             "{SELECT} FROM (SELECT at, event_key FROM {WAITING} {range} \
              ORDER BY at, event_key LIMIT {want}) w \
