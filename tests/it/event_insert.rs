@@ -713,3 +713,50 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
         "the two clicks not counted before, and only them"
     );
 }
+
+#[actix_web::test]
+async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
+    use migration::{Migrator, MigratorTrait};
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/down")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
+    let batch = rows(50, day.and_hms_opt(7, 0, 0).unwrap(), link);
+    insert_rows(&core.db, &batch[..30]).await.unwrap();
+    inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+        .await
+        .unwrap();
+    insert_rows(&core.db, &batch[30..]).await.unwrap();
+    // What `inklink migrate down` does, once: back to the counted flag.
+    Migrator::down(&core.db, Some(1)).await.unwrap();
+    let flagged = |counted: bool| {
+        let db = &core.db;
+        async move {
+            let sql = "SELECT COUNT(*) FROM click WHERE counted = ?";
+            let row = db
+                .query_one_raw(inklink::analytics::aggregate::statement(
+                    db.get_database_backend(),
+                    sql,
+                    vec![counted.into()],
+                ))
+                .await
+                .unwrap()
+                .unwrap();
+            row.try_get_by_index::<i64>(0).unwrap()
+        }
+    };
+    assert_eq!(flagged(true).await, 30);
+    assert_eq!(flagged(false).await, 20);
+    // And up again: the same 20 wait.
+    Migrator::up(&core.db, None).await.unwrap();
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 20);
+    assert_eq!(
+        inklink::analytics::stored::count(&core.db).await.unwrap(),
+        50
+    );
+}
