@@ -509,6 +509,19 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
     new[0].referer_host = None;
     insert_rows(&core.db, &new).await.unwrap();
     assert_eq!(rows_in(&core.db, "click_agent").await, 3);
+    // An old click listed as waiting after the purge's count, as a stats rebuild racing the
+    // purge would (here without its click, so that no count takes it off the list).
+    core.db
+        .execute_raw(inklink::analytics::aggregate::statement(
+            core.db.get_database_backend(),
+            "INSERT INTO click_waiting (at, event_key) VALUES (?, ?)",
+            vec![
+                micros(now - chrono::Duration::days(30)).into(),
+                vec![7u8; 16].into(),
+            ],
+        ))
+        .await
+        .unwrap();
 
     let before = (now - chrono::Duration::days(10)).date();
     let purged = inklink::analytics::retention::purge(&core.db, chrono_tz::UTC, before)
@@ -528,6 +541,11 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
     assert_eq!(
         stored(&core.db).await,
         new.iter().map(as_stored).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        rows_in(&core.db, "click_waiting").await,
+        0,
+        "nothing of a purged day waits"
     );
 }
 
