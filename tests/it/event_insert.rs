@@ -650,6 +650,44 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
     assert!(counted.contains(&row), "{row} not in {counted:#?}");
 }
 
+/// A counting turn that fails after taking its clicks off the waiting list (on PostgreSQL
+/// it reads and deletes them in one statement) leaves them all waiting, and the next turn
+/// counts each once.
+#[actix_web::test]
+async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/fails")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
+    // More than a page of 10,000: the failure comes after the second page was taken.
+    let batch = rows(12_000, day.and_hms_opt(6, 0, 0).unwrap(), link);
+    insert_rows(&core.db, &batch).await.unwrap();
+    let rename = |from: &str, to: &str| {
+        let sql = format!("ALTER TABLE {from} RENAME TO {to}");
+        let db = &core.db;
+        async move { db.execute_unprepared(&sql).await.unwrap() }
+    };
+    // Counting reads the day's breakdown values after it has taken the clicks.
+    rename("visit_statistics_breakdown", "parked_breakdown").await;
+    let utc = chrono_tz::UTC;
+    assert!(tally::tally(&core.db, utc, 50_000).await.is_err());
+    rename("parked_breakdown", "visit_statistics_breakdown").await;
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 12_000);
+    assert!(statistics(&core.db).await.is_empty());
+
+    assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 12_000);
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
+    let row = expected_day(day, link, &batch);
+    let counted = statistics(&core.db).await;
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+}
+
 #[actix_web::test]
 async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncounted_wait() {
     use migration::{Migrator, MigratorTrait};
