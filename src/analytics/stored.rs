@@ -59,75 +59,67 @@ const PAGE: u64 = 10_000;
 
 /// The oldest `limit` clicks waiting to be counted, in the order they are keyed, taken off the
 /// waiting list in the caller's transaction (a rollback puts them back).
-pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored>, DbErr> {
-    match db.get_database_backend() {
-        DbBackend::Postgres => take_waiting_postgres(db, limit).await,
-        _ => {
-            let clicks = waiting(db, limit).await?;
-            forget_waiting(db, &clicks).await?;
-            Ok(clicks)
-        }
-    }
-}
-
+///
 /// On PostgreSQL a page is taken off the list and read in one statement (a `DELETE …
 /// RETURNING` the read joins): deleting the keys afterwards, 250 to a statement, took a
 /// quarter of a counting turn. Each page starts at the front of what is left. The rows are
 /// named by their place in the table (`ctid`; list entries are never updated, and counting
 /// turns take the lock row one at a time): by their keys, the planner scanned the whole list
-/// for each page.
-async fn take_waiting_postgres(
-    db: &impl ConnectionTrait,
-    limit: u64,
-) -> Result<Vec<Stored>, DbErr> {
-    let mut clicks: Vec<Stored> = Vec::new();
-    while (clicks.len() as u64) < limit {
-        let want = (limit - clicks.len() as u64).min(PAGE);
-        let sql = format!(
-            "WITH w AS (DELETE FROM {WAITING} WHERE ctid = ANY(ARRAY(SELECT ctid \
-             FROM {WAITING} ORDER BY at, event_key LIMIT {want})) RETURNING at, event_key) \
-             {SELECT} FROM w JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key \
-             {DICTIONARIES} ORDER BY w.at, w.event_key"
-        );
-        let rows = db
-            .query_all_raw(statement(DbBackend::Postgres, &sql, vec![]))
-            .await?;
-        let full = rows.len() as u64 == want;
-        for row in &rows {
-            clicks.push(decode(row)?);
+/// for each page. Elsewhere the pages are read, each after the last click of the one before,
+/// and their keys deleted afterwards.
+pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored>, DbErr> {
+    let backend = db.get_database_backend();
+    let clicks = pages(db, limit, |last, want| match (backend, last) {
+        (DbBackend::Postgres, _) => (
+            format!(
+                "WITH w AS (DELETE FROM {WAITING} WHERE ctid = ANY(ARRAY(SELECT ctid \
+                 FROM {WAITING} ORDER BY at, event_key LIMIT {want})) RETURNING at, event_key) \
+                 {SELECT} FROM w JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key \
+                 {DICTIONARIES} ORDER BY w.at, w.event_key"
+            ),
+            vec![],
+        ),
+        (_, last) => {
+            // After the last click of the page before: a range of the waiting list's key.
+            let (range, values): (&str, Vec<Value>) = match (backend, last) {
+                (_, None) => ("", vec![]),
+                (DbBackend::MySql, Some(last)) => (
+                    "WHERE at > ? OR (at = ? AND event_key > ?)",
+                    vec![last.at.into(), last.at.into(), last.key.clone().into()],
+                ),
+                (_, Some(last)) => (
+                    "WHERE (at, event_key) > (?, ?)",
+                    vec![last.at.into(), last.key.clone().into()],
+                ),
+            };
+            let sql = format!(
+                "{SELECT} FROM (SELECT at, event_key FROM {WAITING} {range} \
+                 ORDER BY at, event_key LIMIT {want}) w \
+                 JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key {DICTIONARIES} \
+                 ORDER BY w.at, w.event_key"
+            );
+            (sql, values)
         }
-        if !full {
-            break;
-        }
+    })
+    .await?;
+    if backend != DbBackend::Postgres {
+        forget_waiting(db, &clicks).await?;
     }
     Ok(clicks)
 }
 
-/// The oldest `limit` clicks waiting to be counted, in the order they are keyed.
-async fn waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored>, DbErr> {
+/// Up to `limit` clicks, read a page of at most [`PAGE`] at a time by the statement `page`
+/// gives for the last click read so far and the page's size, until a page comes back short.
+async fn pages(
+    db: &impl ConnectionTrait,
+    limit: u64,
+    page: impl Fn(Option<&Stored>, u64) -> (String, Vec<Value>),
+) -> Result<Vec<Stored>, DbErr> {
     let backend = db.get_database_backend();
-    // After the last click of the page before: a range of the waiting list's key.
-    let after = match backend {
-        DbBackend::MySql => "WHERE at > ? OR (at = ? AND event_key > ?)",
-        _ => "WHERE (at, event_key) > (?, ?)",
-    };
     let mut clicks: Vec<Stored> = Vec::new();
     while (clicks.len() as u64) < limit {
         let want = (limit - clicks.len() as u64).min(PAGE);
-        let values: Vec<Value> = match (clicks.last(), backend) {
-            (None, _) => vec![],
-            (Some(last), DbBackend::MySql) => {
-                vec![last.at.into(), last.at.into(), last.key.clone().into()]
-            }
-            (Some(last), _) => vec![last.at.into(), last.key.clone().into()],
-        };
-        let range = if clicks.is_empty() { "" } else { after };
-        let sql = format!(
-            "{SELECT} FROM (SELECT at, event_key FROM {WAITING} {range} \
-             ORDER BY at, event_key LIMIT {want}) w \
-             JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key {DICTIONARIES} \
-             ORDER BY w.at, w.event_key"
-        );
+        let (sql, values) = page(clicks.last(), want);
         let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
         let full = rows.len() as u64 == want;
         for row in &rows {
