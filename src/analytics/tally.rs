@@ -145,6 +145,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     let frozen = purged_before(txn).await?;
     let clicks = super::stored::take_waiting(txn, limit).await?;
     if clicks.is_empty() {
+        super::stored::forget_orphans(txn).await?;
         return Ok(0);
     }
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();

@@ -688,6 +688,47 @@ async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
     assert!(counted.contains(&row), "{row} not in {counted:#?}");
 }
 
+/// An entry of the waiting list whose click is gone (a crash between a purge's two deletes)
+/// does not stop the clicks behind it from being counted, and a turn that finds nothing else
+/// takes it off the list, so that counting does not take a turn every second for ever.
+#[actix_web::test]
+async fn a_waiting_entry_without_its_click_is_dropped_and_the_clicks_behind_it_are_counted() {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/orphan")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
+    let start = day.and_hms_opt(9, 0, 0).unwrap();
+    // Older than every click: first in the list.
+    let orphan = micros(start) - 1;
+    core.db
+        .execute_raw(inklink::analytics::aggregate::statement(
+            core.db.get_database_backend(),
+            "INSERT INTO click_waiting (at, event_key) VALUES (?, ?)",
+            vec![orphan.into(), vec![7u8; 16].into()],
+        ))
+        .await
+        .unwrap();
+    let batch = rows(300, start, link);
+    insert_rows(&core.db, &batch).await.unwrap();
+    let utc = chrono_tz::UTC;
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+    assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 0);
+    assert_eq!(
+        rows_in(&core.db, "click_waiting").await,
+        0,
+        "the orphan is gone"
+    );
+    let row = expected_day(day, link, &batch);
+    let counted = statistics(&core.db).await;
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+}
+
 #[actix_web::test]
 async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncounted_wait() {
     use migration::{Migrator, MigratorTrait};
