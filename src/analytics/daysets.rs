@@ -13,6 +13,7 @@
 //! and bitmaps rewritten by one transaction at a time.
 
 use super::aggregate::statement;
+use super::event::Text;
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
@@ -56,7 +57,7 @@ fn known_kind(stored: &str) -> Option<&'static str> {
 const MAX_VALUES_ASKED: usize = 300;
 
 /// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
-pub type SetKey = (NaiveDate, i64, &'static str, String);
+pub type SetKey = (NaiveDate, i64, &'static str, Text);
 
 /// The number of `who` of `kind` (`VISITORS` or `ADDRESSES`) is found by this hash. Two of
 /// 2^64 colliding would count two visitors as one: about one in 37 over a billion visitors.
@@ -70,10 +71,10 @@ fn hash(kind: &str, who: &str) -> i64 {
 /// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
 pub async fn numbers(
     txn: &impl ConnectionTrait,
-    wanted: HashSet<(&'static str, String)>,
-) -> Result<HashMap<(&'static str, String), u32>, DbErr> {
+    wanted: HashSet<(&'static str, Text)>,
+) -> Result<HashMap<(&'static str, Text), u32>, DbErr> {
     let backend = txn.get_database_backend();
-    let mut hashes: BTreeMap<i64, Vec<(&'static str, String)>> = BTreeMap::new();
+    let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
     for (kind, who) in wanted {
         hashes
             .entry(hash(kind, &who))
@@ -173,7 +174,7 @@ impl DaySets {
         for (day, scope, _, value) in sets.keys() {
             let (scopes, values) = wanted.entry(*day).or_default();
             scopes.insert(*scope);
-            values.insert(value.as_str());
+            values.insert(&**value);
         }
         let mut found = Vec::new();
         for (day, (scopes, values)) in wanted {
@@ -203,7 +204,7 @@ impl DaySets {
                     let Some(kind) = known_kind(&kind) else {
                         continue;
                     };
-                    let key = (day, scope, kind, value);
+                    let key = (day, scope, kind, Text::from(value));
                     // Only the sets asked for.
                     if sets.contains_key(&key) {
                         let members: Vec<u8> = row.try_get_by_index(3)?;
@@ -279,7 +280,7 @@ impl DaySets {
                 values.extend([
                     Value::from(*scope),
                     Value::from(*kind),
-                    Value::from(value.as_str()),
+                    Value::from(&**value),
                     Value::from(*day),
                     Value::from(members.clone()),
                 ]);
@@ -414,7 +415,7 @@ pub async fn adopt_old_day(
     let sql = "SELECT url_map_id, kind, who FROM visit_day_set \
                WHERE stat_date = ? AND kind IN (?, ?)";
     let values = vec![day.into(), VISITORS.into(), ADDRESSES.into()];
-    let mut members: Vec<(i64, &'static str, String)> = Vec::new();
+    let mut members: Vec<(i64, &'static str, Text)> = Vec::new();
     for row in txn.query_all_raw(statement(backend, sql, values)).await? {
         let kind: String = row.try_get_by_index(1)?;
         let kind = if kind == VISITORS {
@@ -422,16 +423,17 @@ pub async fn adopt_old_day(
         } else {
             ADDRESSES
         };
-        members.push((row.try_get_by_index(0)?, kind, row.try_get_by_index(2)?));
+        let who: String = row.try_get_by_index(2)?;
+        members.push((row.try_get_by_index(0)?, kind, who.into()));
     }
     let wanted = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
     let numbers = numbers(txn, wanted).await?;
     let keys = members
         .iter()
-        .map(|(scope, kind, _)| (day, *scope, *kind, String::new()));
+        .map(|(scope, kind, _)| (day, *scope, *kind, Text::from("")));
     let mut sets = DaySets::load(txn, keys.collect::<HashSet<_>>()).await?;
     for (scope, kind, who) in &members {
-        let key = (day, *scope, *kind, String::new());
+        let key = (day, *scope, *kind, Text::from(""));
         sets.insert(&key, numbers[&(*kind, who.clone())]);
     }
     sets.store(txn, turn).await?;

@@ -19,7 +19,8 @@
 use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
 use super::days::{day_range, day_start, local_day, today};
 use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS, set_kind};
-use super::insert::{TABLE, WAITING};
+use super::event::Text;
+use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
 use super::visits::Visits;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -93,12 +94,12 @@ struct Seen {
     link: i64,
     success: bool,
     view: bool,
-    visitor: Option<String>,
-    address: Option<String>,
+    visitor: Option<Text>,
+    address: Option<Text>,
     /// The numbers of the visitor and the address (for page views), once they are known.
     numbers: (Option<u32>, Option<u32>),
     /// Dimension and value, for page views.
-    values: Vec<(&'static str, String)>,
+    values: Vec<(&'static str, Text)>,
 }
 
 /// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
@@ -140,6 +141,16 @@ async fn take_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
     }
 }
 
+/// The values of dictionary row `id` (none for a click without one).
+fn meaning<const N: usize>(
+    rows: &HashMap<i32, [Option<Text>; N]>,
+    id: Option<i32>,
+) -> [Option<Text>; N] {
+    id.and_then(|id| rows.get(&id))
+        .cloned()
+        .unwrap_or_else(|| std::array::from_fn(|_| None))
+}
+
 async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64, DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
@@ -148,44 +159,64 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
         super::stored::forget_orphans(txn).await?;
         return Ok(0);
     }
+    let meanings = super::stored::meanings(txn, &clicks).await?;
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
+    let mut queries: HashMap<i32, Vec<(&'static str, Text)>> = HashMap::new();
+    // The values many clicks share are shared, not copied.
+    let empty = Text::from("");
+    let hours: Vec<Text> = (0..100).map(|h| Text::from(format!("{h:02}"))).collect();
     let mut seen = Vec::with_capacity(clicks.len());
     let total = clicks.len() as u64;
     for click in clicks {
-        let row = click.row;
-        let at = row.record_time;
+        let at = from_micros(click.at);
         let day = local_day(at, tz);
-        let success = &*row.transform_status == "success";
-        let view = success && !row.is_bot;
-        let text =
-            |value: &Option<super::event::Text>| value.as_deref().unwrap_or_default().to_owned();
+        let success = meaning(&meanings.outcomes, Some(click.outcome))[0]
+            .as_deref()
+            .is_some_and(|status| status == "success");
+        let view = success && !click.bot;
         let mut values = Vec::new();
         if view {
+            let [country, province, city] = meaning(&meanings.places, click.place);
+            let [browser, os, device] = meaning(&meanings.agents, click.agent);
+            let [referrer] = meaning(&meanings.referers, click.referer);
             for (dimension, value) in [
-                ("country", &row.country),
-                ("province", &row.province),
-                ("city", &row.city),
-                ("browser", &row.browser),
-                ("os", &row.os),
-                ("device", &row.device),
-                ("referrer", &row.referer_host),
+                ("country", country),
+                ("province", province),
+                ("city", city),
+                ("browser", browser),
+                ("os", os),
+                ("device", device),
+                ("referrer", referrer),
             ] {
-                values.push((dimension, text(value)));
+                values.push((dimension, value.unwrap_or_else(|| empty.clone())));
             }
             // The local hour since the day began (on a day the clocks change, hours after the
             // change are counted from midnight).
             let start = *starts.entry(day).or_insert_with(|| day_start(day, tz));
-            let hours = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
-            values.push(("hour", format!("{hours:02}")));
-            values.extend(query_values(&text(&row.query_string)));
+            let hour = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
+            values.push(("hour", hours[hour as usize].clone()));
+            if let Some(id) = click.query {
+                let parsed = queries.entry(id).or_insert_with(|| {
+                    let [query] = meaning(&meanings.queries, Some(id));
+                    query_values(query.as_deref().unwrap_or_default())
+                        .into_iter()
+                        .map(|(dimension, value)| (dimension, Text::from(value)))
+                        .collect()
+                });
+                values.extend(parsed.iter().cloned());
+            }
         }
         seen.push(Seen {
             day,
-            link: row.url_map_id.unwrap_or(UNKNOWN_LINK),
+            link: click.link.unwrap_or(UNKNOWN_LINK),
             success,
             view,
-            visitor: Some(row.unique_identity.to_string()).filter(|v| !v.is_empty()),
-            address: Some(row.client_ip.to_string()).filter(|v| !v.is_empty()),
+            visitor: (click.visitor.as_deref().map(hex_text))
+                .filter(|v| !v.is_empty())
+                .map(Text::from),
+            address: Some(address_text(&click.ip))
+                .filter(|v| !v.is_empty())
+                .map(Text::from),
             numbers: (None, None),
             values,
         });
@@ -202,25 +233,25 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             // The cap is the link's own (the all-links row follows the link's decision, so
             // that both count the same visits under the same value).
             let values = known.entry((s.day, s.link, *dimension)).or_default();
-            if !values.contains(value.as_str()) {
+            if !values.contains(&**value) {
                 if values.len() < MAX_VALUES {
                     values.insert(value.clone());
                 } else {
-                    *value = OTHER.to_owned();
+                    *value = Text::from(OTHER);
                 }
             }
         }
     }
 
     // The numbers of the batch's visitors and addresses, and the day sets it touches.
-    let mut who: HashSet<(&'static str, String)> = HashSet::new();
+    let mut who: HashSet<(&'static str, Text)> = HashSet::new();
     for s in seen.iter().filter(|s| s.view) {
         who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
         who.extend(s.address.iter().map(|a| (ADDRESSES, a.clone())));
     }
     let numbers = super::daysets::numbers(txn, who).await?;
     for s in seen.iter_mut().filter(|s| s.view) {
-        let number = |kind: &'static str, who: &Option<String>| {
+        let number = |kind: &'static str, who: &Option<Text>| {
             who.as_ref()
                 .and_then(|who| numbers.get(&(kind, who.clone())).copied())
         };
@@ -229,13 +260,12 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     let mut keys: HashSet<SetKey> = HashSet::new();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
-            keys.extend(members(s, scope).into_iter().map(|(_, key, _)| key));
+            keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
         }
     }
     let mut sets = DaySets::load(txn, keys).await?;
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
-    let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)> =
-        BTreeMap::new();
+    let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, Text), (i64, i64)> = BTreeMap::new();
     for s in &seen {
         for scope in [s.link, ALL_LINKS] {
             let day = stats.entry((s.day, scope)).or_default();
@@ -249,7 +279,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             day.pv += 1;
             let mut new_visitor = false;
             let mut new_value: HashMap<&'static str, bool> = HashMap::new();
-            for (what, key, number) in members(s, scope) {
+            for (what, key, number) in members(s, scope, &empty) {
                 let new = sets.insert(&key, number);
                 match what {
                     Role::Visitor => {
@@ -289,13 +319,14 @@ enum Role {
     Value(&'static str),
 }
 
-/// The sets of `scope` a page view belongs to, with the number it is there by.
-fn members(s: &Seen, scope: i64) -> Vec<(Role, SetKey, u32)> {
+/// The sets of `scope` a page view belongs to, with the number it is there by (`empty`: the
+/// value of the visitors' and addresses' sets).
+fn members(s: &Seen, scope: i64, empty: &Text) -> Vec<(Role, SetKey, u32)> {
     let mut out = Vec::new();
     if let Some(visitor) = s.numbers.0 {
         out.push((
             Role::Visitor,
-            (s.day, scope, VISITORS, String::new()),
+            (s.day, scope, VISITORS, empty.clone()),
             visitor,
         ));
         for (dimension, value) in &s.values {
@@ -308,7 +339,7 @@ fn members(s: &Seen, scope: i64) -> Vec<(Role, SetKey, u32)> {
     if let Some(address) = s.numbers.1 {
         out.push((
             Role::Address,
-            (s.day, scope, ADDRESSES, String::new()),
+            (s.day, scope, ADDRESSES, empty.clone()),
             address,
         ));
     }
@@ -345,7 +376,7 @@ pub fn query_values(query: &str) -> Vec<(&'static str, String)> {
 async fn known_values(
     txn: &impl ConnectionTrait,
     seen: &[Seen],
-) -> Result<HashMap<(NaiveDate, i64, &'static str), HashSet<String>>, DbErr> {
+) -> Result<HashMap<(NaiveDate, i64, &'static str), HashSet<Text>>, DbErr> {
     let backend = txn.get_database_backend();
     let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
     for s in seen.iter().filter(|s| s.view) {
@@ -354,7 +385,7 @@ async fn known_values(
     let dimensions: Vec<&'static str> = std::iter::once("referrer")
         .chain(QUERY_DIMENSIONS)
         .collect();
-    let mut out: HashMap<(NaiveDate, i64, &'static str), HashSet<String>> = HashMap::new();
+    let mut out: HashMap<(NaiveDate, i64, &'static str), HashSet<Text>> = HashMap::new();
     for (day, links) in keys {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
@@ -373,9 +404,10 @@ async fn known_values(
                 let Some(dimension) = dimensions.iter().find(|d| **d == dimension) else {
                     continue;
                 };
+                let value: String = row.try_get_by_index(2)?;
                 out.entry((day, link, dimension))
                     .or_default()
-                    .insert(row.try_get_by_index(2)?);
+                    .insert(value.into());
             }
         }
     }
@@ -437,7 +469,7 @@ async fn write_stats(
 
 async fn write_breakdown(
     txn: &impl ConnectionTrait,
-    breakdown: &BTreeMap<(NaiveDate, i64, &'static str, String), (i64, i64)>,
+    breakdown: &BTreeMap<(NaiveDate, i64, &'static str, Text), (i64, i64)>,
 ) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let rows: Vec<_> = breakdown.iter().collect();
@@ -459,7 +491,7 @@ async fn write_breakdown(
                 Value::from(*day),
                 Value::from(*link),
                 Value::from(*dimension),
-                Value::from(value.as_str()),
+                Value::from(&**value),
                 Value::from(*pv),
                 Value::from(*uv),
             ]);
