@@ -3,6 +3,7 @@
 //! clicks through here.
 
 use super::aggregate::statement;
+use super::dictionary::{AGENTS, Dictionary, OUTCOMES, PLACES, REFERERS, TEXTS};
 use super::event::{EventRow, Text};
 use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
@@ -192,33 +193,36 @@ pub async fn meanings(db: &impl ConnectionTrait, clicks: &[Waiting]) -> Result<M
         clicks.iter().filter_map(id).collect()
     };
     Ok(Meanings {
-        agents: look_up(db, "click_agent", "browser, os, device", ids(|c| c.agent)).await?,
-        referers: look_up(db, "click_referer", "referer_host", ids(|c| c.referer)).await?,
-        queries: look_up(db, "click_text", "value", ids(|c| c.query)).await?,
+        agents: look_up(db, &AGENTS, ["browser", "os", "device"], ids(|c| c.agent)).await?,
+        referers: look_up(db, &REFERERS, ["referer_host"], ids(|c| c.referer)).await?,
+        queries: look_up(db, &TEXTS, ["value"], ids(|c| c.query)).await?,
         places: look_up(
             db,
-            "click_place",
-            "country, province, city",
+            &PLACES,
+            ["country", "province", "city"],
             ids(|c| c.place),
         )
         .await?,
         outcomes: look_up(
             db,
-            "click_outcome",
-            "transform_status",
+            &OUTCOMES,
+            ["transform_status"],
             ids(|c| Some(c.outcome)),
         )
         .await?,
     })
 }
 
-/// The `N` text `columns` of `table`'s rows `ids`.
+/// The text `columns` (some of the dictionary's own) of `dictionary`'s rows `ids`, in that
+/// order.
 async fn look_up<const N: usize>(
     db: &impl ConnectionTrait,
-    table: &str,
-    columns: &str,
+    dictionary: &Dictionary,
+    columns: [&str; N],
     ids: BTreeSet<i32>,
 ) -> Result<HashMap<i32, [Option<Text>; N]>, DbErr> {
+    debug_assert!(columns.iter().all(|c| dictionary.columns.contains(c)));
+    let (table, columns) = (dictionary.table, columns.join(", "));
     let backend = db.get_database_backend();
     let ids: Vec<i32> = ids.into_iter().collect();
     let mut out = HashMap::with_capacity(ids.len());
