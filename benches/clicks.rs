@@ -175,16 +175,35 @@ fn thread_cpu_ns() -> u64 {
     schedstat_ns("/proc/thread-self/schedstat")
 }
 
-/// CPU time of every thread of this process, in nanoseconds.
-fn process_cpu_ns() -> u64 {
-    std::fs::read_dir("/proc/self/task")
-        .map(|tasks| {
+/// CPU time of every thread of this process, per thread, in nanoseconds.
+struct ProcessCpu(std::collections::HashMap<std::ffi::OsString, u64>);
+
+impl ProcessCpu {
+    fn now() -> Self {
+        let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+        Self(
             tasks
                 .flatten()
-                .map(|task| schedstat_ns(task.path().join("schedstat")))
-                .sum()
-        })
-        .unwrap_or(0)
+                .map(|task| {
+                    (
+                        task.file_name(),
+                        schedstat_ns(task.path().join("schedstat")),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The CPU time used since `self`, thread by thread: a sum over the live threads drops
+    /// when one ends (the database driver's workers do), and a plain difference wrapped. A
+    /// thread that ended in between is missing from the figure.
+    fn since(&self) -> u64 {
+        Self::now()
+            .0
+            .iter()
+            .map(|(task, ns)| ns.saturating_sub(self.0.get(task).copied().unwrap_or(0)))
+            .sum()
+    }
 }
 
 fn schedstat_ns(path: impl AsRef<std::path::Path>) -> u64 {
@@ -413,9 +432,9 @@ async fn run() {
         let rows: Vec<_> = events.into_iter().map(|e| enricher.enrich(e)).collect();
         enrich_ns += thread_cpu_ns() - cpu;
         // The insert runs partly on the database driver's own threads.
-        let cpu = process_cpu_ns();
+        let cpu = ProcessCpu::now();
         store.insert(&core.db, &rows).await.unwrap();
-        store_ns += process_cpu_ns() - cpu;
+        store_ns += cpu.since();
     }
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let store_bytes = stored_bytes(&core.db, &CLICK_TABLES).await;
@@ -429,7 +448,7 @@ async fn run() {
     let counted_waiting_bytes = stored_bytes(&core.db, &["click_waiting"]).await;
     let statistics_bytes = stored_bytes(&core.db, &STATISTICS_TABLES).await;
     // Without traffic: what counting costs a minute (one indexed look a second).
-    let idle = process_cpu_ns();
+    let idle = ProcessCpu::now();
     let quiet = Instant::now();
     while quiet.elapsed() < std::time::Duration::from_secs(10) {
         tally::tally(&core.db, tz, tally::BATCH).await.unwrap();
@@ -437,7 +456,7 @@ async fn run() {
     }
     // Every thread's CPU as the scheduler accounts it (`/proc/self/stat` counts 10 ms ticks:
     // 0.06 s a minute apart).
-    let idle_cpu_minute = (process_cpu_ns() - idle) as f64 / 1e9 * 6.0;
+    let idle_cpu_minute = idle.since() as f64 / 1e9 * 6.0;
 
     // 3. The dashboards, signed in.
     let client = awc::Client::builder()
