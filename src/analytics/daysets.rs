@@ -71,8 +71,19 @@ fn hash(kind: &str, who: &str) -> i64 {
 /// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
 pub async fn numbers(
     txn: &impl ConnectionTrait,
-    wanted: HashSet<(&'static str, Text)>,
-) -> Result<HashMap<(&'static str, Text), u32>, DbErr> {
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+) -> Result<foldhash::HashMap<(&'static str, Text), u32>, DbErr> {
+    let (numbers, new) = look_up_numbers(txn, wanted).await?;
+    new.store(txn).await?;
+    Ok(numbers)
+}
+
+/// The numbers of `wanted`, with the new ones worked out but not yet handed out: they are
+/// the caller's once it has stored [`NewNumbers`] in a turn that nobody else's came between.
+pub async fn look_up_numbers(
+    txn: &impl ConnectionTrait,
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+) -> Result<(foldhash::HashMap<(&'static str, Text), u32>, NewNumbers), DbErr> {
     let backend = txn.get_database_backend();
     let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
     for (kind, who) in wanted {
@@ -99,6 +110,7 @@ pub async fn numbers(
         .filter(|(h, _)| !found.contains_key(h))
         .map(|(h, whos)| (*h, whos[0].0))
         .collect();
+    let mut handed = NewNumbers::default();
     if !new.is_empty() {
         let sql = "SELECT next_visitor, next_address FROM stats_tally WHERE id = 1";
         let row = txn
@@ -109,16 +121,41 @@ pub async fn numbers(
             (VISITORS, row.try_get_by_index(0)?),
             (ADDRESSES, row.try_get_by_index(1)?),
         ]);
-        let mut rows = Vec::with_capacity(new.len());
         for (h, kind) in new {
             let id = next.get_mut(kind).map_or(0, |n| {
                 *n += 1;
                 *n - 1
             });
             found.insert(h, number(id)?);
-            rows.push((h, id));
+            handed.rows.push((h, id));
         }
-        for chunk in rows.chunks(500) {
+        handed.next = Some((next[VISITORS], next[ADDRESSES]));
+    }
+    let mut out = foldhash::HashMap::default();
+    for (h, whos) in hashes {
+        for who in whos {
+            out.insert(who, found[&h]);
+        }
+    }
+    Ok((out, handed))
+}
+
+/// Numbers worked out for visitors and addresses not seen before, to be stored.
+#[derive(Default)]
+pub struct NewNumbers {
+    /// Hash and number.
+    rows: Vec<(i64, i64)>,
+    /// The next visitor's and address's number afterwards.
+    next: Option<(i64, i64)>,
+}
+
+impl NewNumbers {
+    pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+        let Some((visitor, address)) = self.next else {
+            return Ok(());
+        };
+        let backend = txn.get_database_backend();
+        for chunk in self.rows.chunks(500) {
             let sql = format!(
                 "INSERT INTO visit_key (hash, id) VALUES {}",
                 vec!["(?, ?)"; chunk.len()].join(", ")
@@ -130,16 +167,10 @@ pub async fn numbers(
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
         let sql = "UPDATE stats_tally SET next_visitor = ?, next_address = ? WHERE id = 1";
-        let values = vec![next[VISITORS].into(), next[ADDRESSES].into()];
+        let values = vec![visitor.into(), address.into()];
         txn.execute_raw(statement(backend, sql, values)).await?;
+        Ok(())
     }
-    let mut out = HashMap::new();
-    for (h, whos) in hashes {
-        for who in whos {
-            out.insert(who, found[&h]);
-        }
-    }
-    Ok(out)
 }
 
 fn number(id: i64) -> Result<u32, DbErr> {
@@ -154,7 +185,7 @@ fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
 /// The day sets a batch touches, loaded once, changed in memory, stored once.
 #[derive(Default)]
 pub struct DaySets {
-    sets: HashMap<SetKey, (RoaringBitmap, bool)>,
+    sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)>,
 }
 
 impl DaySets {
@@ -164,7 +195,7 @@ impl DaySets {
         keys: impl IntoIterator<Item = SetKey>,
     ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
-        let mut sets: HashMap<SetKey, (RoaringBitmap, bool)> = keys
+        let mut sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)> = keys
             .into_iter()
             .map(|key| (key, (RoaringBitmap::new(), false)))
             .collect();
@@ -426,7 +457,7 @@ pub async fn adopt_old_day(
         let who: String = row.try_get_by_index(2)?;
         members.push((row.try_get_by_index(0)?, kind, who.into()));
     }
-    let wanted = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
+    let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
     let numbers = numbers(txn, wanted).await?;
     let keys = members
         .iter()

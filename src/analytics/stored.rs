@@ -92,11 +92,12 @@ const SELECT_WAITING: &str = "SELECT w.at, w.event_key, c.link, c.ip, c.visitor,
 /// named by their place in the table (`ctid`; list entries are never updated, and counting
 /// turns take the lock row one at a time): by their keys, the planner scanned the whole list
 /// for each page. Elsewhere the pages are read, each after the last click of the one before,
-/// and their keys deleted afterwards.
+/// and taken off afterwards. Call it after the turn's lock row is taken (on SQLite that takes
+/// the write lock).
 pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Waiting>, DbErr> {
     let backend = db.get_database_backend();
-    let clicks = pages(db, limit, |last, want| match (backend, last) {
-        (DbBackend::Postgres, _) => (
+    let clicks = pages(db, limit, |last, want| match backend {
+        DbBackend::Postgres => (
             format!(
                 "WITH w AS (DELETE FROM {WAITING} WHERE ctid = ANY(ARRAY(SELECT ctid \
                  FROM {WAITING} ORDER BY at, event_key LIMIT {want})) RETURNING at, event_key) \
@@ -105,33 +106,107 @@ pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<W
             ),
             vec![],
         ),
-        (_, last) => {
-            // After the last click of the page before: a range of the waiting list's key.
-            let (range, values): (&str, Vec<Value>) = match (backend, last) {
-                (_, None) => ("", vec![]),
-                (DbBackend::MySql, Some(last)) => (
-                    "WHERE at > ? OR (at = ? AND event_key > ?)",
-                    vec![last.at.into(), last.at.into(), last.key.clone().into()],
-                ),
-                (_, Some(last)) => (
-                    "WHERE (at, event_key) > (?, ?)",
-                    vec![last.at.into(), last.key.clone().into()],
-                ),
-            };
-            let sql = format!(
-                "{SELECT_WAITING} FROM (SELECT at, event_key FROM {WAITING} {range} \
-                 ORDER BY at, event_key LIMIT {want}) w \
-                 JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key \
-                 ORDER BY w.at, w.event_key"
-            );
-            (sql, values)
-        }
+        _ => read_page(backend, last, want),
     })
     .await?;
-    if backend != DbBackend::Postgres {
-        forget_waiting(db, &clicks).await?;
+    match (backend, clicks.last()) {
+        (DbBackend::Postgres, _) | (_, None) => {}
+        // The turn has held SQLite's write lock since it began, so nothing was added to the
+        // list since it was read: what was read is the list's front, up to its last click
+        // (with any entry of a click gone, which the join skipped). One range delete takes
+        // it, instead of a look in the key per click.
+        (DbBackend::Sqlite, Some(last)) => forget_front(db, (last.at, &last.key)).await?,
+        // On MySQL a writer may add an earlier click while the turn runs.
+        _ => forget_waiting(db, &clicks).await?,
     }
     Ok(clicks)
+}
+
+/// The oldest `limit` clicks waiting to be counted, left on the list: SQLite's counting
+/// reads them before it takes its turn, and takes them with [`take_front`] in the turn.
+pub async fn peek_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Waiting>, DbErr> {
+    let backend = db.get_database_backend();
+    pages(db, limit, |last, want| read_page(backend, last, want)).await
+}
+
+/// Takes the front of the waiting list off it when it is exactly the clicks `keys` (in
+/// order); false, taking nothing, when anything was added among them or taken since they were
+/// read.
+pub async fn take_front(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> Result<bool, DbErr> {
+    let Some((at, key)) = keys.last() else {
+        return Ok(false);
+    };
+    let backend = db.get_database_backend();
+    let (range, values) = key_range(backend, Bound::UpTo, (*at, key));
+    let sql = format!(
+        "SELECT at, event_key FROM {WAITING} WHERE {range} ORDER BY at, event_key LIMIT {}",
+        keys.len() + 1
+    );
+    let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
+    if rows.len() != keys.len() {
+        return Ok(false);
+    }
+    for (row, (at, key)) in rows.iter().zip(keys) {
+        let listed: (i64, Vec<u8>) = (row.try_get_by_index(0)?, row.try_get_by_index(1)?);
+        if listed.0 != *at || listed.1 != *key {
+            return Ok(false);
+        }
+    }
+    forget_front(db, (*at, key)).await?;
+    Ok(true)
+}
+
+/// Takes every entry up to click `last` (time and key) off the waiting list.
+async fn forget_front(db: &impl ConnectionTrait, last: (i64, &[u8])) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let (range, values) = key_range(backend, Bound::UpTo, last);
+    let sql = format!("DELETE FROM {WAITING} WHERE {range}");
+    db.execute_raw(statement(backend, &sql, values)).await?;
+    Ok(())
+}
+
+/// Where a range of the waiting list's key ends: up to a click (inclusive), or after one.
+#[derive(Clone, Copy)]
+enum Bound {
+    UpTo,
+    After,
+}
+
+/// The condition on the waiting list's key for the entries `bound` click `(at, key)`.
+fn key_range(backend: DbBackend, bound: Bound, (at, key): (i64, &[u8])) -> (String, Vec<Value>) {
+    let (time, tie) = match bound {
+        Bound::UpTo => ("<", "<="),
+        Bound::After => (">", ">"),
+    };
+    match backend {
+        DbBackend::MySql => (
+            format!("at {time} ? OR (at = ? AND event_key {tie} ?)"),
+            vec![at.into(), at.into(), key.to_vec().into()],
+        ),
+        _ => (
+            format!("(at, event_key) {tie} (?, ?)"),
+            vec![at.into(), key.to_vec().into()],
+        ),
+    }
+}
+
+/// A page of at most `want` waiting clicks after `last` (from the front without one), read
+/// without taking them off the list.
+fn read_page(backend: DbBackend, last: Option<&Waiting>, want: u64) -> (String, Vec<Value>) {
+    let (range, values) = match last {
+        None => (String::new(), vec![]),
+        Some(last) => {
+            let (range, values) = key_range(backend, Bound::After, (last.at, &last.key));
+            (format!("WHERE {range}"), values)
+        }
+    };
+    let sql = format!(
+        "{SELECT_WAITING} FROM (SELECT at, event_key FROM {WAITING} {range} \
+         ORDER BY at, event_key LIMIT {want}) w \
+         JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key \
+         ORDER BY w.at, w.event_key"
+    );
+    (sql, values)
 }
 
 /// Up to `limit` waiting clicks, read a page of at most [`PAGE`] at a time by the statement

@@ -6,6 +6,13 @@
 //! transaction, so that a crash, a retry or a second instance never counts an event twice or
 //! not at all. The work is proportional to the new events, not to the day.
 //!
+//! A turn reads everything before it writes anything ([`Work`]). On SQLite, where the turn's
+//! first write takes the database's one write lock, which the click writer needs too, the
+//! reading and working out happen before the turn, in a read transaction; the turn then only
+//! checks that no other turn came between and that the waiting list's front is still the
+//! clicks read, and writes. When either changed, the turn reads again, as on the other
+//! databases.
+//!
 //! Distinct counts come from first visits: `daysets` holds, per day and link (and for all
 //! links), the visitors and addresses seen among page views. A page view whose visitor is new
 //! there adds one to UV, and to the UV of its country, province, city, browser, OS and device
@@ -18,9 +25,10 @@
 
 use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
 use super::days::{day_range, day_start, local_day, today};
-use super::daysets::{ADDRESSES, DaySets, SetKey, VISITORS, set_kind};
+use super::daysets::{ADDRESSES, DaySets, NewNumbers, SetKey, VISITORS, set_kind};
 use super::event::Text;
 use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
+use super::stored::Waiting;
 use super::visits::Visits;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -104,10 +112,29 @@ struct Seen {
 
 /// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
 pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+    // On SQLite a turn holds the write lock the click writer needs from its first statement
+    // on. Its clicks are read and worked out before, in a read transaction (WAL lets the
+    // writer store meanwhile); the turn then checks that nothing it read has changed, and
+    // only writes. PostgreSQL and MySQL lock rows, and the writer stores while a turn runs.
+    let ahead = match db.get_database_backend() {
+        DbBackend::Sqlite => work_out_ahead(db, tz, limit).await?,
+        _ => None,
+    };
+    tally_worked_out(db, tz, limit, ahead).await
+}
+
+/// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
+/// since, and up to `limit` waiting events otherwise; returns how many it counted.
+pub async fn tally_worked_out(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    mut ahead: Option<Ahead>,
+) -> Result<u64, DbErr> {
     let mut attempt = 0;
     loop {
         let txn = db.begin().await?;
-        let result = tally_in(&txn, tz, limit).await;
+        let result = tally_in(&txn, tz, limit, ahead.take()).await;
         match crate::db::finish(txn, result).await {
             Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
             done => return done,
@@ -134,11 +161,7 @@ async fn take_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
     let backend = txn.get_database_backend();
     let sql = "UPDATE stats_tally SET taken = taken + 1 WHERE id = 1";
     txn.execute_raw(statement(backend, sql, vec![])).await?;
-    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
-    match txn.query_one_raw(statement(backend, sql, vec![])).await? {
-        Some(row) => row.try_get_by_index(0),
-        None => Err(DbErr::Custom("the stats_tally row is missing".into())),
-    }
+    last_turn(txn).await
 }
 
 /// The values of dictionary row `id` (none for a click without one).
@@ -151,14 +174,115 @@ fn meaning<const N: usize>(
         .unwrap_or_else(|| std::array::from_fn(|_| None))
 }
 
-async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+/// The turn last taken (the next one is this plus one).
+async fn last_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
+    match txn.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => row.try_get_by_index(0),
+        None => Err(DbErr::Custom("the stats_tally row is missing".into())),
+    }
+}
+
+/// A turn worked out before it was taken, from what the database held after turn `taken`.
+pub struct Ahead {
+    taken: i64,
+    frozen: Option<NaiveDate>,
+    /// The waiting clicks it counts: the front of the list, in order.
+    keys: Vec<(i64, Vec<u8>)>,
+    work: Work,
+}
+
+/// Reads and works out the next turn without taking it (nothing here writes, so on SQLite it
+/// holds no lock a writer waits for); `None` when no click waits.
+pub async fn work_out_ahead(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+) -> Result<Option<Ahead>, DbErr> {
+    let txn = db.begin().await?;
+    let result = async {
+        let taken = last_turn(&txn).await?;
+        let frozen = purged_before(&txn).await?;
+        let clicks = super::stored::peek_waiting(&txn, limit).await?;
+        if clicks.is_empty() {
+            return Ok(None);
+        }
+        let keys = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
+        let work = work_out(&txn, tz, frozen, clicks).await?;
+        Ok(Some(Ahead {
+            taken,
+            frozen,
+            keys,
+            work,
+        }))
+    }
+    .await;
+    crate::db::finish(txn, result).await
+}
+
+async fn tally_in(
+    txn: &impl ConnectionTrait,
+    tz: Tz,
+    limit: u64,
+    ahead: Option<Ahead>,
+) -> Result<u64, DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
+    if let Some(ahead) = ahead {
+        // Everything a turn reads besides the waiting list is written only by turns (and a
+        // purge's boundary): when no turn came between, and the list's front is still the
+        // clicks read, the work stands.
+        if ahead.taken + 1 == turn
+            && ahead.frozen == frozen
+            && super::stored::take_front(txn, &ahead.keys).await?
+        {
+            return apply(txn, turn, ahead.work).await;
+        }
+    }
     let clicks = super::stored::take_waiting(txn, limit).await?;
     if clicks.is_empty() {
         super::stored::forget_orphans(txn).await?;
         return Ok(0);
     }
+    let work = work_out(txn, tz, frozen, clicks).await?;
+    apply(txn, turn, work).await
+}
+
+/// What a turn writes, worked out from its clicks and what counting has stored so far.
+struct Work {
+    counted: u64,
+    numbers: NewNumbers,
+    sets: DaySets,
+    stats: BTreeMap<(NaiveDate, i64), Visits>,
+    breakdown: Breakdown,
+}
+
+/// Writes what a turn worked out, stamped with the turn.
+async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<u64, DbErr> {
+    work.numbers.store(txn).await?;
+    work.sets.store(txn, turn).await?;
+    write_stats(txn, &work.stats).await?;
+    // Whatever was counted on a day changed its all-links row: dashboards keeping page views
+    // per link of finished days look at these stamps.
+    let days = work
+        .stats
+        .keys()
+        .map(|(day, _)| (ALL_LINKS, *day))
+        .collect();
+    super::daysets::stamp(txn, turn, days).await?;
+    write_breakdown(txn, &work.breakdown).await?;
+    Ok(work.counted)
+}
+
+/// Works out what counting `clicks` adds; reads only. Days before `frozen` (their events
+/// were purged) are not counted.
+async fn work_out(
+    txn: &impl ConnectionTrait,
+    tz: Tz,
+    frozen: Option<NaiveDate>,
+    clicks: Vec<Waiting>,
+) -> Result<Work, DbErr> {
     let meanings = super::stored::meanings(txn, &clicks).await?;
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
     let mut queries: HashMap<i32, Vec<(&'static str, Text)>> = HashMap::new();
@@ -244,12 +368,12 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     }
 
     // The numbers of the batch's visitors and addresses, and the day sets it touches.
-    let mut who: HashSet<(&'static str, Text)> = HashSet::new();
+    let mut who: foldhash::HashSet<(&'static str, Text)> = foldhash::HashSet::default();
     for s in seen.iter().filter(|s| s.view) {
         who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
         who.extend(s.address.iter().map(|a| (ADDRESSES, a.clone())));
     }
-    let numbers = super::daysets::numbers(txn, who).await?;
+    let (numbers, new_numbers) = super::daysets::look_up_numbers(txn, who).await?;
     for s in seen.iter_mut().filter(|s| s.view) {
         let number = |kind: &'static str, who: &Option<Text>| {
             who.as_ref()
@@ -257,7 +381,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
         };
         s.numbers = (number(VISITORS, &s.visitor), number(ADDRESSES, &s.address));
     }
-    let mut keys: HashSet<SetKey> = HashSet::new();
+    let mut keys: foldhash::HashSet<SetKey> = foldhash::HashSet::default();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
             keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
@@ -265,7 +389,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
     }
     let mut sets = DaySets::load(txn, keys).await?;
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
-    let mut breakdown: BTreeMap<(NaiveDate, i64, &'static str, Text), (i64, i64)> = BTreeMap::new();
+    let mut breakdown: Breakdown = Breakdown::default();
     for s in &seen {
         for scope in [s.link, ALL_LINKS] {
             let day = stats.entry((s.day, scope)).or_default();
@@ -278,7 +402,7 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             }
             day.pv += 1;
             let mut new_visitor = false;
-            let mut new_value: HashMap<&'static str, bool> = HashMap::new();
+            let mut new_value: Vec<(&'static str, bool)> = Vec::new();
             for (what, key, number) in members(s, scope, &empty) {
                 let new = sets.insert(&key, number);
                 match what {
@@ -287,13 +411,14 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
                         day.uv += i64::from(new);
                     }
                     Role::Address => day.ip += i64::from(new),
-                    Role::Value(dimension) => {
-                        new_value.insert(dimension, new);
-                    }
+                    Role::Value(dimension) => new_value.push((dimension, new)),
                 }
             }
             for (dimension, value) in &s.values {
-                let new = new_value.get(dimension).copied().unwrap_or(new_visitor);
+                let new = new_value
+                    .iter()
+                    .find(|(d, _)| d == dimension)
+                    .map_or(new_visitor, |(_, new)| *new);
                 let entry = breakdown
                     .entry((s.day, scope, *dimension, value.clone()))
                     .or_default();
@@ -302,14 +427,13 @@ async fn tally_in(txn: &impl ConnectionTrait, tz: Tz, limit: u64) -> Result<u64,
             }
         }
     }
-    sets.store(txn, turn).await?;
-    write_stats(txn, &stats).await?;
-    // Whatever was counted on a day changed its all-links row: dashboards keeping page views
-    // per link of finished days look at these stamps.
-    let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
-    super::daysets::stamp(txn, turn, days).await?;
-    write_breakdown(txn, &breakdown).await?;
-    Ok(total)
+    Ok(Work {
+        counted: total,
+        numbers: new_numbers,
+        sets,
+        stats,
+        breakdown,
+    })
 }
 
 /// What a member of a day's set stands for.
@@ -376,7 +500,7 @@ pub fn query_values(query: &str) -> Vec<(&'static str, String)> {
 async fn known_values(
     txn: &impl ConnectionTrait,
     seen: &[Seen],
-) -> Result<HashMap<(NaiveDate, i64, &'static str), HashSet<Text>>, DbErr> {
+) -> Result<foldhash::HashMap<(NaiveDate, i64, &'static str), HashSet<Text>>, DbErr> {
     let backend = txn.get_database_backend();
     let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
     for s in seen.iter().filter(|s| s.view) {
@@ -385,7 +509,8 @@ async fn known_values(
     let dimensions: Vec<&'static str> = std::iter::once("referrer")
         .chain(QUERY_DIMENSIONS)
         .collect();
-    let mut out: HashMap<(NaiveDate, i64, &'static str), HashSet<Text>> = HashMap::new();
+    let mut out: foldhash::HashMap<(NaiveDate, i64, &'static str), HashSet<Text>> =
+        foldhash::HashMap::default();
     for (day, links) in keys {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
@@ -467,12 +592,14 @@ async fn write_stats(
     Ok(())
 }
 
-async fn write_breakdown(
-    txn: &impl ConnectionTrait,
-    breakdown: &BTreeMap<(NaiveDate, i64, &'static str, Text), (i64, i64)>,
-) -> Result<(), DbErr> {
+/// PV and UV a turn adds, per day, link (or all links), dimension and value.
+type Breakdown = foldhash::HashMap<(NaiveDate, i64, &'static str, Text), (i64, i64)>;
+
+async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    let rows: Vec<_> = breakdown.iter().collect();
+    // In key order, so that two writers never wait for each other's rows in a circle.
+    let mut rows: Vec<_> = breakdown.iter().collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let tail = add_on_conflict(
         backend,
         "visit_statistics_breakdown",

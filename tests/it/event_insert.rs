@@ -27,7 +27,11 @@ fn keys_visitors_and_addresses_are_stored_as_bytes_and_read_back_as_they_were() 
         assert_eq!(hex_text(packed.as_bytes()), key);
     }
     // Not 32 hex digits (data of an older version): kept as its text.
-    for odd in ["", "abc", "not-a-visitor-identity"] {
+    for odd in [
+        "",
+        "abc",
+        "not-a-visitor-identity",
+    ] {
         assert_eq!(hex_text(Packed::hex(odd).as_bytes()), odd);
     }
     for address in ["1.2.3.4", "2001:db8::1", "::ffff:1.2.3.4", "::"] {
@@ -855,5 +859,75 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
     assert_eq!(
         inklink::analytics::stored::count(&core.db).await.unwrap(),
         50
+    );
+}
+
+#[actix_web::test]
+async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_has_changed() {
+    use inklink::analytics::tally;
+    let db = TestDb::create().await;
+    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, "https://example.com/ahead")
+        .await
+        .link
+        .id;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+    let batch = rows(1600, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    let mut counted = 0;
+
+    // Clicks earlier than those read are stored before the turn is taken (a spool written
+    // late): the list's front is no longer what was read.
+    insert_rows(&core.db, &batch[400..800]).await.unwrap();
+    let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    assert!(ahead.is_some());
+    insert_rows(&core.db, &batch[..400]).await.unwrap();
+    counted += tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap();
+
+    // Another turn is taken between: both read the same front, which only the first counts.
+    let first = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    let second = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    counted += tally::tally_worked_out(&core.db, utc, 300, first)
+        .await
+        .unwrap();
+    counted += tally::tally_worked_out(&core.db, utc, 300, second)
+        .await
+        .unwrap();
+    counted += tally::drain(&core.db, utc).await.unwrap();
+    assert_eq!(counted, 800);
+    let row = expected_day(day, link, &batch[..800]);
+    let stats = statistics(&core.db).await;
+    assert!(stats.contains(&row), "{row} not in {stats:#?}");
+
+    // A recount of the day is taken between (it forgets the day and lists its clicks again).
+    insert_rows(&core.db, &batch[800..]).await.unwrap();
+    let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    tally::forget_day(&core.db, utc, day).await.unwrap();
+    counted += tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap();
+
+    // Nothing changed: the work stands.
+    let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    let stood = tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap();
+    assert_eq!(stood, 300);
+    counted += stood + tally::drain(&core.db, utc).await.unwrap();
+    // The recount listed the day's first 800 again.
+    assert_eq!(counted, 800 + 1600);
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
+    let stats = statistics(&core.db).await;
+    let row = expected_day(day, link, &batch);
+    assert!(stats.contains(&row), "{row} not in {stats:#?}");
+    tally::rebuild(&core.db, utc, day, day).await.unwrap();
+    assert_eq!(
+        statistics(&core.db).await,
+        stats,
+        "a recount gives the same rows"
     );
 }
