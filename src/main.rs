@@ -1,5 +1,10 @@
 use std::process::ExitCode;
 
+// Each click is allocated on an HTTP worker and freed on the click writer's thread; with
+// glibc's allocator the writer spent a sixth of its CPU in malloc and free under load.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = inklink::cli::parse().unwrap_or_else(|err| err.exit());
     let serving = matches!(cli.command, None | Some(inklink::cli::Command::Serve));

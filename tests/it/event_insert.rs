@@ -31,6 +31,8 @@ fn keys_visitors_and_addresses_are_stored_as_bytes_and_read_back_as_they_were() 
         "",
         "abc",
         "not-a-visitor-identity",
+        "923fb3064ca90bab000000000000000g",
+        "+23fb3064ca90bab0000000000000001",
     ] {
         assert_eq!(hex_text(Packed::hex(odd).as_bytes()), odd);
     }
