@@ -170,6 +170,14 @@ http {
   }
 }
 NGINX
+# A server left on one of the ports (an earlier run that was cut off) would be measured
+# instead of this one, without a word.
+for port in "$INKLINK_PORT" "$NGINX_PORT" $([ -n "$CEILING" ] && echo "$CEILING_PORT"); do
+  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+    echo "port $port is already in use (a server left from an earlier run?); stop it first" >&2
+    exit 1
+  fi
+done
 nginx -c "$WORK/nginx.conf" -g "daemon off;" & NGINX_PID=$!
 "$BIN" & INKLINK_PID=$!
 [ -n "$CEILING" ] && { "$CARGO_TARGET_DIR/release/ceiling" "$CEILING_PORT" & CEILING_PID=$!; }
