@@ -12,6 +12,33 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// A 128-bit value (an event key, a visitor, an IPv6 address) as 32 lower-case hex digits,
+/// without the formatting machinery: the click path writes two per click.
+pub fn hex128(value: u128) -> [u8; 32] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[(value >> (124 - 4 * i) & 0xf) as usize];
+    }
+    out
+}
+
+/// 32 hex digits (either case) as the value they spell; `None` for anything else.
+pub fn from_hex128(digits: &[u8]) -> Option<u128> {
+    if digits.len() != 32 {
+        return None;
+    }
+    digits.iter().try_fold(0u128, |value, &c| {
+        let digit = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        Some(value << 4 | u128::from(digit))
+    })
+}
+
 /// SHA-256 of `text`, as 64 lower-case hex digits.
 pub fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))

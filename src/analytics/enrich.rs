@@ -219,12 +219,8 @@ fn clipped(place: Place) -> Place {
     }
 }
 
-/// 32 lower-case hex digits, without going through the formatting machinery.
+/// 32 lower-case hex digits.
 fn hex(value: u128) -> Text {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = DIGITS[(value >> (124 - 4 * i) & 0xf) as usize];
-    }
-    Text::from(std::str::from_utf8(&out).expect("hex digits are ASCII"))
+    let digits = crate::digest::hex128(value);
+    Text::from(std::str::from_utf8(&digits).expect("hex digits are ASCII"))
 }

@@ -84,32 +84,10 @@ impl Packed {
     /// 32 hex digits (as the enricher writes keys and visitors) as their 16 bytes; anything
     /// else as its text.
     pub fn hex(text: &str) -> Self {
-        fn digit(c: u8) -> Option<u8> {
-            match c {
-                b'0'..=b'9' => Some(c - b'0'),
-                b'a'..=b'f' => Some(c - b'a' + 10),
-                b'A'..=b'F' => Some(c - b'A' + 10),
-                _ => None,
-            }
+        match crate::digest::from_hex128(text.as_bytes()) {
+            Some(value) => Self::of(&value.to_be_bytes()),
+            None => Self::of(text.as_bytes()),
         }
-        let digits = text.as_bytes();
-        if digits.len() == 32 {
-            let mut bytes = [0u8; 16];
-            let decoded = bytes
-                .iter_mut()
-                .zip(digits.chunks_exact(2))
-                .all(|(byte, pair)| match (digit(pair[0]), digit(pair[1])) {
-                    (Some(high), Some(low)) => {
-                        *byte = high << 4 | low;
-                        true
-                    }
-                    _ => false,
-                });
-            if decoded {
-                return Self::of(&bytes);
-            }
-        }
-        Self::of(digits)
     }
 
     /// An address as its 4 or 16 bytes; anything else as its text.

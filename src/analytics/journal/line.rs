@@ -87,7 +87,7 @@ pub fn decode(line: &[u8]) -> Option<ClickEvent> {
         host: text(host)?,
         client_ip: match ip.split_first()? {
             (b'4', digits) => IpAddr::V4(Ipv4Addr::from(u32::try_from(number(digits)?).ok()?)),
-            (b'6', digits) => IpAddr::V6(Ipv6Addr::from(from_hex(digits)?)),
+            (b'6', digits) => IpAddr::V6(Ipv6Addr::from(crate::digest::from_hex128(digits)?)),
             _ => return None,
         },
         user_agent: text(agent)?,
@@ -100,7 +100,7 @@ pub fn decode(line: &[u8]) -> Option<ClickEvent> {
         head: head == b"1",
         key: match key {
             [] => None,
-            digits => Some(EventKey(from_hex(digits)?)),
+            digits => Some(EventKey(crate::digest::from_hex128(digits)?)),
         },
         generation: 0,
     })
@@ -125,17 +125,7 @@ fn decimal(value: i64, out: &mut Vec<u8>) {
 }
 
 fn hex(value: u128, out: &mut Vec<u8>) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for i in 0..32 {
-        out.push(DIGITS[(value >> (124 - 4 * i) & 0xf) as usize]);
-    }
-}
-
-fn from_hex(digits: &[u8]) -> Option<u128> {
-    if digits.len() != 32 {
-        return None;
-    }
-    u128::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    out.extend_from_slice(&crate::digest::hex128(value));
 }
 
 fn escaped(text: &[u8], out: &mut Vec<u8>) {
