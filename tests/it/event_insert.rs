@@ -232,6 +232,36 @@ fn expected_day(day: NaiveDate, link: i64, batch: &[EventRow]) -> String {
     )
 }
 
+/// The statistics, once they are shown to hold `batch`'s day row (all of `link` on `day`) as
+/// the test itself counts it.
+async fn assert_day_counted(
+    db: &DatabaseConnection,
+    day: NaiveDate,
+    link: i64,
+    batch: &[EventRow],
+) -> Vec<String> {
+    let counted = statistics(db).await;
+    let row = expected_day(day, link, batch);
+    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    counted
+}
+
+/// Recounts `day` from its events and asserts that it gives the rows `counted` again.
+async fn assert_recount_gives_the_same_rows(
+    db: &DatabaseConnection,
+    day: NaiveDate,
+    counted: &[String],
+) {
+    inklink::analytics::tally::rebuild(db, chrono_tz::UTC, day, day)
+        .await
+        .unwrap();
+    assert_eq!(
+        statistics(db).await,
+        counted,
+        "a recount gives the same rows"
+    );
+}
+
 #[actix_web::test]
 async fn a_batch_written_twice_is_counted_once() {
     use inklink::analytics::tally;
@@ -259,15 +289,8 @@ async fn a_batch_written_twice_is_counted_once() {
         "nothing new to count"
     );
 
-    let counted = statistics(&core.db).await;
-    let row = expected_day(day, link, &batch);
-    assert!(counted.contains(&row), "{row} not in {counted:#?}");
-    tally::rebuild(&core.db, utc, day, day).await.unwrap();
-    assert_eq!(
-        statistics(&core.db).await,
-        counted,
-        "a recount gives the same rows"
-    );
+    let counted = assert_day_counted(&core.db, day, link, &batch).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
 /// Stores `rows` as the click writer does: a failed batch (a deadlock, a lock wait) is
@@ -337,9 +360,7 @@ async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_
         inklink::analytics::stored::count(&core.db).await.unwrap(),
         2000
     );
-    let counted = statistics(&core.db).await;
-    let row = expected_day(day, link, &batch);
-    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    assert_day_counted(&core.db, day, link, &batch).await;
     assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
 }
 
@@ -651,9 +672,7 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
         batch.len() as u64
     );
     assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 0);
-    let row = expected_day(day, link, &batch);
-    let counted = statistics(&core.db).await;
-    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    assert_day_counted(&core.db, day, link, &batch).await;
 }
 
 /// A counting turn that fails after taking its clicks off the waiting list (on PostgreSQL
@@ -689,9 +708,7 @@ async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
 
     assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 12_000);
     assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
-    let row = expected_day(day, link, &batch);
-    let counted = statistics(&core.db).await;
-    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    assert_day_counted(&core.db, day, link, &batch).await;
 }
 
 /// An entry of the waiting list whose click is gone (a crash between a purge's two deletes)
@@ -730,9 +747,7 @@ async fn a_waiting_entry_without_its_click_is_dropped_and_the_clicks_behind_it_a
         0,
         "the orphan is gone"
     );
-    let row = expected_day(day, link, &batch);
-    let counted = statistics(&core.db).await;
-    assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    assert_day_counted(&core.db, day, link, &batch).await;
 }
 
 #[actix_web::test]
@@ -901,9 +916,7 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
         .unwrap();
     counted += tally::drain(&core.db, utc).await.unwrap();
     assert_eq!(counted, 800);
-    let row = expected_day(day, link, &batch[..800]);
-    let stats = statistics(&core.db).await;
-    assert!(stats.contains(&row), "{row} not in {stats:#?}");
+    assert_day_counted(&core.db, day, link, &batch[..800]).await;
 
     // A recount of the day is taken between (it forgets the day and lists its clicks again).
     insert_rows(&core.db, &batch[800..]).await.unwrap();
@@ -923,13 +936,6 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
     // The recount listed the day's first 800 again.
     assert_eq!(counted, 800 + 1600);
     assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
-    let stats = statistics(&core.db).await;
-    let row = expected_day(day, link, &batch);
-    assert!(stats.contains(&row), "{row} not in {stats:#?}");
-    tally::rebuild(&core.db, utc, day, day).await.unwrap();
-    assert_eq!(
-        statistics(&core.db).await,
-        stats,
-        "a recount gives the same rows"
-    );
+    let counted = assert_day_counted(&core.db, day, link, &batch).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
