@@ -1,4 +1,5 @@
-//! Hashing helpers shared by codes, secrets, sessions and links.
+//! Hashing helpers shared by codes, secrets, sessions and links, and the hex form of
+//! 128-bit values (event keys, visitors) that the click pipeline writes and reads.
 
 use sha2::{Digest, Sha256};
 

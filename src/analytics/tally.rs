@@ -124,7 +124,9 @@ pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, D
 }
 
 /// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
-/// since, and up to `limit` waiting events otherwise; returns how many it counted.
+/// since, and up to `limit` waiting events otherwise; returns how many it counted. [`tally`]
+/// is [`work_out_ahead`] and this; the tests call the two apart to change the database in
+/// between.
 pub async fn tally_worked_out(
     db: &DatabaseConnection,
     tz: Tz,
