@@ -1,6 +1,7 @@
-//! A thread of lower scheduling priority for the work that may wait: counting clicks into the
-//! statistics. On a machine the redirects keep busy, the kernel then gives them the cores
-//! first and counting takes what is left; on a quiet one counting runs at full speed.
+//! Threads of lower scheduling priority for the work that may wait: storing clicks (the
+//! writer's `storer`) and counting them into the statistics. On a machine the redirects keep
+//! busy, the kernel then gives them the cores first and this work takes what is left; on a
+//! quiet one it runs at full speed.
 //! Resting after each counting turn, as before, slowed counting whether the cores were
 //! needed or not: a burst of 40,000 clicks a second reached the dashboard a minute late.
 //!
@@ -24,7 +25,7 @@ pub fn lower_this_thread() {
         if done != 0 {
             tracing::debug!(
                 error = %std::io::Error::last_os_error(),
-                "cannot lower the counting thread's priority"
+                "cannot lower a background thread's priority"
             );
         }
     }

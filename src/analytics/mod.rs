@@ -84,9 +84,8 @@ impl Analytics {
         let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
         let enricher = enrich::Enricher::new(geo, visitor_key, instance)
             .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
-        let shared_db = db.clone();
+        let storer = writer::Storer::start(db.clone(), settings.database_url.clone(), enricher)?;
         let retention_db = db.clone();
-        let database_url = settings.database_url.clone();
         let writer_config = writer::WriterConfig {
             memory_limit: settings.click_buffer as usize,
             shutdown_grace: Duration::from_secs(10),
@@ -96,13 +95,11 @@ impl Analytics {
         };
         let writer_metrics = metrics.clone();
         let (stop, stopped) = oneshot::channel();
-        let writer = tokio::spawn(async move {
-            let db = crate::db::click_writer_connection(&shared_db, &database_url).await;
-            writer::Writer::new(db, enricher, writer_metrics, spool, writer_config)
+        let writer = tokio::spawn(
+            writer::Writer::new(storer, writer_metrics, spool, writer_config)
                 .with_journal(journal, leftover)
-                .run(queue, stopped)
-                .await
-        });
+                .run(queue, stopped),
+        );
         let counting = Counting::start(
             db,
             settings.database_url.clone(),

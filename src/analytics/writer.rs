@@ -1,14 +1,16 @@
-//! The background writer: enriches queued clicks and inserts them in batches (one multi-row
-//! statement, one transaction, per batch). While the database is away it keeps them, first in
-//! memory, then in the spool file, and writes them in order once it is back. At shutdown it
-//! drains the queue before the process exits.
+//! The background writer: takes clicks off the queue and has them enriched and inserted in
+//! batches (one transaction per batch) by its [`storer`], on a thread of lower priority.
+//! While the database is away or behind it keeps them, first in memory, then in the spool
+//! file, and has them written in order once it can. At shutdown it drains the queue before
+//! the process exits.
 
-use super::enrich::Enricher;
+mod storer;
+
 use super::event::{ClickEvent, EventRow};
 use super::journal::{Journal, Leftover, RECOVERED};
 use super::metrics::Metrics;
-use super::spool::Spool;
-use sea_orm::{DatabaseConnection, DbErr};
+use super::spool::{Spool, Spooled};
+use sea_orm::DbErr;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,9 +19,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 pub use super::insert::{BATCH, ClickStore};
-/// A batch that takes longer has met a stalled connection; it is retried (its event keys
-/// make a late commit of the first attempt harmless).
-const INSERT_TIMEOUT: Duration = Duration::from_secs(15);
+use storer::Inserted;
+pub use storer::Storer;
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How long a partial batch waits for more events.
 const LINGER: Duration = Duration::from_millis(20);
@@ -27,8 +28,6 @@ const LINGER: Duration = Duration::from_millis(20);
 /// for each one: a wake-up costs the sending worker a system call and the writer a context
 /// switch, which at tens of thousands of clicks a second is more than the insert itself.
 const DRAIN_TICK: Duration = Duration::from_millis(5);
-/// How often the GeoIP file is looked at (one `stat`) for a newer version.
-const GEOIP_CHECK: Duration = Duration::from_secs(2);
 /// How often a journal generation is closed, so that its files can go once it is stored.
 const JOURNAL_CHECKPOINT: Duration = Duration::from_secs(1);
 
@@ -42,13 +41,11 @@ pub struct WriterConfig {
 }
 
 pub struct Writer {
-    db: DatabaseConnection,
-    /// Keeps the dictionaries' ids the writer has looked up.
-    store: Arc<ClickStore>,
-    enricher: Enricher,
+    storer: Storer,
     metrics: Arc<Metrics>,
-    /// Enriched events not yet written, oldest first; the spool continues it when full.
-    memory: VecDeque<EventRow>,
+    /// Clicks not yet written, oldest first (as taken; enriched only where an insert failed);
+    /// the spool continues it when full.
+    memory: VecDeque<Spooled>,
     /// When the oldest event in `memory` arrived: a partial batch waits `LINGER` for more.
     memory_since: Option<Instant>,
     spool: Spool,
@@ -75,30 +72,18 @@ struct Generation {
     done: u64,
 }
 
-/// The rows, and what became of them: stored but for the rows the database refused (see
-/// [`insert_batch`]), or not stored.
-type Inserted = (Arc<[EventRow]>, Result<Vec<EventRow>, DbErr>, Duration);
-
 struct InFlight {
     /// Where the rows came from: the spool offset just past them, or memory.
     spool_offset: Option<u64>,
     count: usize,
-    task: tokio::task::JoinHandle<Inserted>,
+    answer: oneshot::Receiver<Inserted>,
 }
 
 impl Writer {
-    pub fn new(
-        db: DatabaseConnection,
-        enricher: Enricher,
-        metrics: Arc<Metrics>,
-        spool: Spool,
-        config: WriterConfig,
-    ) -> Self {
+    pub fn new(storer: Storer, metrics: Arc<Metrics>, spool: Spool, config: WriterConfig) -> Self {
         metrics.events_backlog.store(spool.pending(), Relaxed);
         Self {
-            db,
-            store: Arc::new(ClickStore::new()),
-            enricher,
+            storer,
             metrics,
             memory: VecDeque::new(),
             memory_since: None,
@@ -134,13 +119,13 @@ impl Writer {
         self
     }
 
-    /// Counts rows as stored or spooled (or lost for good), for their journal generation.
-    fn done(&mut self, rows: &[EventRow]) {
+    /// Counts clicks as stored or spooled (or lost for good), by their journal generations.
+    fn done(&mut self, generations: impl Iterator<Item = u32>) {
         if self.journal.is_none() {
             return;
         }
-        for row in rows {
-            self.generations.entry(row.generation).or_default().done += 1;
+        for generation in generations {
+            self.generations.entry(generation).or_default().done += 1;
         }
         self.release();
     }
@@ -200,7 +185,6 @@ impl Writer {
         mut stop: oneshot::Receiver<()>,
     ) {
         let mut events = Vec::with_capacity(BATCH);
-        let mut geoip_check = tokio::time::interval(GEOIP_CHECK);
         let mut checkpoint = tokio::time::interval(JOURNAL_CHECKPOINT);
         // Set while clicks are arriving: the next time the queue is drained without a wake-up.
         let mut drain_at: Option<Instant> = None;
@@ -227,7 +211,6 @@ impl Writer {
                 done = in_flight(&mut self.in_flight) => self.inserted(done),
                 _ = &mut stop => break,
                 _ = sleep_until(wake), if wake.is_some() => {}
-                _ = geoip_check.tick() => self.enricher.refresh_geoip(),
                 _ = checkpoint.tick() => self.checkpoint(),
             }
         }
@@ -257,7 +240,7 @@ impl Writer {
             self.start_insert(true);
         }
         if !self.memory.is_empty() {
-            let rows: Vec<EventRow> = self.memory.drain(..).collect();
+            let rows: Vec<Spooled> = self.memory.drain(..).collect();
             match self.spool.prepend(&rows) {
                 Ok(()) => {
                     self.metrics
@@ -287,9 +270,32 @@ impl Writer {
         );
     }
 
+    /// Queues clicks behind everything not yet written, as they were taken: in memory while
+    /// there is room and nothing is spooled, else at the end of the spool.
     fn accept(&mut self, events: &mut Vec<ClickEvent>) {
-        let rows: Vec<EventRow> = events.drain(..).map(|e| self.enricher.enrich(e)).collect();
-        self.hold(rows);
+        if events.is_empty() {
+            return;
+        }
+        if self.spool.pending() == 0 && self.memory.len() + events.len() <= self.config.memory_limit
+        {
+            self.memory_since.get_or_insert_with(Instant::now);
+            self.memory.extend(events.drain(..).map(Spooled::Click));
+            return self.update_backlog();
+        }
+        let count = events.len() as u64;
+        match self.spool.append_clicks(events) {
+            Ok(()) => {
+                self.metrics.events_spooled.fetch_add(count, Relaxed);
+                self.done(events.iter().map(|event| event.generation));
+            }
+            Err(err) => {
+                tracing::error!(error = %err, path = %self.spool.path().display(), events = count, "cannot spool click events: they are written from the journal at the next start");
+                self.metrics.events_dropped.fetch_add(count, Relaxed);
+                self.keep_journal = true;
+            }
+        }
+        events.clear();
+        self.update_backlog();
     }
 
     fn backlog(&self) -> u64 {
@@ -325,7 +331,7 @@ impl Writer {
                 return;
             }
             let take = self.memory.len().min(BATCH);
-            let rows: Vec<EventRow> = self.memory.drain(..take).collect();
+            let rows: Vec<Spooled> = self.memory.drain(..take).collect();
             self.memory_since = (!self.memory.is_empty()).then(Instant::now);
             (rows, None)
         } else if self.spool.pending() > 0 {
@@ -340,19 +346,11 @@ impl Writer {
         } else {
             return;
         };
-        let db = self.db.clone();
-        let store = self.store.clone();
         let count = rows.len();
-        let rows: Arc<[EventRow]> = rows.into();
-        let task = tokio::spawn(async move {
-            let started = Instant::now();
-            let result = insert_batch(&db, &store, rows.clone()).await;
-            (rows, result, started.elapsed())
-        });
         self.in_flight = Some(InFlight {
             spool_offset,
             count,
-            task,
+            answer: self.storer.store(rows),
         });
         self.update_backlog();
     }
@@ -360,10 +358,13 @@ impl Writer {
     fn inserted(&mut self, (spool_offset, count, joined): Finished) {
         let (rows, result, took) = match joined {
             Ok(done) => done,
-            Err(err) => {
-                // Its rows went with the task; they stay in the journal until a restart
-                // replays them (their generation never completes).
-                tracing::error!(error = %err, events = count, "the click insert task failed: its events are written at the next start");
+            Err(_) => {
+                // Its rows went with the storing thread; they stay in the journal until a
+                // restart replays them (their generation never completes).
+                tracing::error!(
+                    events = count,
+                    "the click storing thread is gone: its events are written at the next start"
+                );
                 self.metrics.events_dropped.fetch_add(count as u64, Relaxed);
                 self.keep_journal = true;
                 return self.update_backlog();
@@ -383,7 +384,7 @@ impl Writer {
                         }
                     }
                     // Spooled rows were counted when they were spooled.
-                    None => self.done(&rows),
+                    None => self.done(rows.iter().map(|row| row.generation)),
                 }
                 self.retry_at = None;
                 if self.outage_logged && self.backlog() == 0 {
@@ -396,7 +397,7 @@ impl Writer {
                 // Spooled rows stay in the spool; rows from memory go back to its front.
                 if spool_offset.is_none() {
                     for row in rows.iter().rev() {
-                        self.memory.push_front(row.clone());
+                        self.memory.push_front(Spooled::Row(row.clone()));
                     }
                     self.memory_since.get_or_insert_with(Instant::now);
                 }
@@ -434,32 +435,6 @@ impl Writer {
         self.retry_at = Some(Instant::now() + RETRY_AFTER);
     }
 
-    /// Queues enriched rows behind everything not yet written: in memory while there is room
-    /// and nothing is spooled, else at the end of the spool.
-    fn hold(&mut self, rows: Vec<EventRow>) {
-        if rows.is_empty() {
-            return;
-        }
-        let count = rows.len() as u64;
-        if self.spool.pending() == 0 && self.memory.len() + rows.len() <= self.config.memory_limit {
-            self.memory_since.get_or_insert_with(Instant::now);
-            self.memory.extend(rows);
-        } else {
-            match self.spool.append(&rows) {
-                Ok(()) => {
-                    self.metrics.events_spooled.fetch_add(count, Relaxed);
-                    self.done(&rows);
-                }
-                Err(err) => {
-                    tracing::error!(error = %err, path = %self.spool.path().display(), events = count, "cannot spool click events: they are written from the journal at the next start");
-                    self.metrics.events_dropped.fetch_add(count, Relaxed);
-                    self.keep_journal = true;
-                }
-            }
-        }
-        self.update_backlog();
-    }
-
     fn update_backlog(&self) {
         let in_memory_flight = self
             .in_flight
@@ -472,51 +447,19 @@ impl Writer {
     }
 }
 
-/// Inserts `rows` (within [`INSERT_TIMEOUT`]). When the database refuses a value of the batch
-/// (a refusal that would repeat for ever and hold up every click behind it), the rows are
-/// written one at a time and those refused are returned; any other failure fails the batch,
-/// to be tried again (rows already stored are skipped by their event key).
-async fn insert_batch(
-    db: &DatabaseConnection,
-    store: &ClickStore,
-    rows: Arc<[EventRow]>,
-) -> Result<Vec<EventRow>, DbErr> {
-    let within = |rows: Arc<[EventRow]>| async move {
-        match tokio::time::timeout(INSERT_TIMEOUT, store.insert(db, &rows)).await {
-            Ok(result) => result,
-            Err(_) => Err(DbErr::Custom("inserting click events timed out".into())),
-        }
-    };
-    match within(rows.clone()).await {
-        Ok(()) => return Ok(Vec::new()),
-        Err(err) if !crate::db::is_refused_value(&err) => return Err(err),
-        Err(err) => {
-            tracing::warn!(error = %err, events = rows.len(), "the database refused a batch of click events; writing them one at a time")
-        }
-    }
-    let mut refused = Vec::new();
-    for row in rows.iter() {
-        match within(Arc::from([row.clone()])).await {
-            Ok(()) => {}
-            Err(err) if crate::db::is_refused_value(&err) => {
-                tracing::error!(error = %err, row = ?row, "the database refused a click event");
-                refused.push(row.clone());
-            }
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(refused)
-}
-
 /// (spool offset, rows, outcome) of a finished insert.
-type Finished = (Option<u64>, usize, Result<Inserted, tokio::task::JoinError>);
+type Finished = (
+    Option<u64>,
+    usize,
+    Result<Inserted, oneshot::error::RecvError>,
+);
 
 /// Waits for the batch in flight; never finishes when there is none (for `select!`).
 async fn in_flight(slot: &mut Option<InFlight>) -> Finished {
     let Some(flight) = slot.as_mut() else {
         return std::future::pending().await;
     };
-    let joined = (&mut flight.task).await;
+    let joined = (&mut flight.answer).await;
     let flight = slot.take().expect("a batch in flight");
     (flight.spool_offset, flight.count, joined)
 }

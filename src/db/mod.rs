@@ -139,23 +139,6 @@ fn is_sqlite_busy(err: &DbErr) -> bool {
         .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
-/// The click writer's connection. On SQLite it gets one of its own: in WAL mode a write by any
-/// other connection empties a connection's page cache, and a pool hands out a different
-/// connection each time, so a writer sharing the pool would begin every batch reading the
-/// table's pages afresh. Servers keep their caches themselves; there the pool is shared.
-pub async fn click_writer_connection(db: &DatabaseConnection, url: &str) -> DatabaseConnection {
-    if db.get_database_backend() != sea_orm::DbBackend::Sqlite || sqlite_in_memory(url) {
-        return db.clone();
-    }
-    match connect(url, 1).await {
-        Ok(own) => own,
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot open a connection for the click writer; it shares the pool");
-            db.clone()
-        }
-    }
-}
-
 /// Applies pending migrations. Several instances may start at once on one database: the
 /// loser of that race fails on a table the winner just made, so it waits and looks again
 /// until the winner has finished (or gives up after about 30 seconds).

@@ -536,3 +536,53 @@ async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are
         assert!(rejected_file.is_none());
     }
 }
+
+#[actix_web::test]
+async fn clicks_that_overflow_to_the_spool_are_stored_as_those_held_in_memory() {
+    // Arrange: two servers on one database; one holds clicks in memory, the other has no room
+    // and spools every click as it was taken, to be enriched when it is read back.
+    let db = Arc::new(TestDb::create().await);
+    let common = ["--geoip-db", GEOIP, "--trusted-proxies", "127.0.0.1"];
+    let held = spawn_on(db.clone(), &common).await;
+    let spooling = spawn_on(
+        db.clone(),
+        &[&common[..], &["--click-buffer", "0"]].concat(),
+    )
+    .await;
+    let link = create_link(&held, "https://example.com/spooled").await;
+    let code = link.link.compression_code.clone();
+    let agent = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2c) NetType/WIFI Language/zh_CN";
+
+    // Act: the same visitor clicks through each.
+    for (n, app) in [&held, &spooling].into_iter().enumerate() {
+        let response = app
+            .client
+            .get(app.url(&format!("/{code}?utm_source=sms&n={n}")))
+            .insert_header(("host", "go.example.cn"))
+            .insert_header(("x-forwarded-for", "203.0.113.9"))
+            .insert_header(("user-agent", agent))
+            .insert_header(("referer", "https://news.example.cn/a?b=c"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 302);
+        wait_written(app, 1).await;
+    }
+
+    // Assert: one went through the spool, and both rows say the same but for their key,
+    // time and query.
+    let spooled = |app: &TestApp| app.state.analytics.metrics().events_spooled.load(Relaxed);
+    assert_eq!((spooled(&held), spooled(&spooling)), (0, 1));
+    let mut rows = inklink::analytics::stored::all(&held.core.db)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].browser.as_deref(), Some("WeChat"));
+    assert_eq!(rows[0].country.as_deref(), Some("United States"));
+    for row in &mut rows {
+        row.event_key = "".into();
+        row.record_time = chrono::NaiveDateTime::default();
+        row.query_string = None;
+    }
+    assert_eq!(rows[0], rows[1]);
+}

@@ -10,7 +10,7 @@ use actix_session::storage::SessionStore;
 use chrono::NaiveDate;
 use futures_util::future::join_all;
 use inklink::admin::session_store::DbSessionStore;
-use inklink::analytics::spool::Spool;
+use inklink::analytics::spool::{Spool, Spooled};
 use inklink::db::entities::admin_sessions;
 use inklink::db::entities::url_map;
 use inklink::rules::KeyName;
@@ -53,7 +53,60 @@ fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
     let (read, _) = spool.peek(10).unwrap();
 
     // Assert: only the torn event is lost.
-    assert_eq!(read, vec![rows[0].clone(), rows[2].clone()]);
+    assert_eq!(
+        read,
+        vec![Spooled::Row(rows[0].clone()), Spooled::Row(rows[2].clone())]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_click() {
+    // Arrange: a row as older versions (and a shutdown) write them, then clicks as the
+    // overflow writes them, the second cut short by a crash, then one more click.
+    let dir = std::env::temp_dir().join(format!("inklink-mixed-spool-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("spool.jsonl");
+    let start = NaiveDate::from_ymd_opt(2026, 5, 1)
+        .unwrap()
+        .and_hms_opt(8, 0, 0)
+        .unwrap();
+    let row = crate::event_insert::rows(1, start, 1).remove(0);
+    let clicks: Vec<_> = (0..3u8)
+        .map(|i| {
+            let mut click = crate::support::page_view("mixed", 7, start, [10, 0, 0, i].into());
+            click.key = Some(inklink::analytics::event::EventKey(u128::from(i) + 1));
+            click.referer = Some("https://www.baidu.com/s?wd=短链接\tx".into());
+            click
+        })
+        .collect();
+    let mut spool = Spool::open(&path).unwrap();
+    spool.append(std::slice::from_ref(&row)).unwrap();
+    spool.append_clicks(&clicks[..1]).unwrap();
+    let mut torn = Vec::new();
+    inklink::analytics::journal::line::encode(&clicks[1], &mut torn);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(&torn[..torn.len() / 2]).unwrap();
+    drop(file);
+
+    // Act: the next run appends after it and reads everything back.
+    let mut spool = Spool::open(&path).unwrap();
+    spool.append_clicks(&clicks[2..]).unwrap();
+    let (read, _) = spool.peek(10).unwrap();
+
+    // Assert: in order, each as written; only the torn click is lost.
+    assert_eq!(
+        read,
+        vec![
+            Spooled::Row(row),
+            Spooled::Click(clicks[0].clone()),
+            Spooled::Click(clicks[2].clone()),
+        ]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
