@@ -14,9 +14,28 @@
 /// much with the kernel's scheduler.
 const NICE: i32 = 10;
 
-/// Lowers the calling thread's priority to [`NICE`]; threads it starts later (SQLite's
-/// connection workers) inherit it. A failure leaves the priority as it was.
-pub fn lower_this_thread() {
+/// Runs the future `work` makes to its end on a thread named `name`, at [`NICE`], on a runtime
+/// of its own (whose sockets and timers the work then uses). Threads it starts (SQLite's
+/// connection workers, a blocking insert) inherit the priority.
+pub fn spawn<W, F>(name: &str, work: W) -> std::io::Result<()>
+where
+    W: FnOnce() -> F + Send + 'static,
+    F: std::future::Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            lower_this_thread();
+            runtime.block_on(work());
+        })?;
+    Ok(())
+}
+
+/// Lowers the calling thread's priority to [`NICE`]. A failure leaves the priority as it was.
+fn lower_this_thread() {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: a plain system call without pointers. On Linux the nice value belongs to

@@ -168,21 +168,13 @@ impl Counting {
         let (stop, stopped) = oneshot::channel::<()>();
         let (finished, done) = oneshot::channel();
         let (ready, started) = std::sync::mpsc::channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::Builder::new()
-            .name("inklink-count".into())
-            .spawn(move || {
-                background::lower_this_thread();
-                runtime.block_on(async move {
-                    tokio::select! {
-                        () = count(db, &url, tz, every, ready) => {}
-                        _ = stopped => {}
-                    }
-                });
-                let _ = finished.send(());
-            })?;
+        background::spawn("inklink-count", move || async move {
+            tokio::select! {
+                () = count(db, &url, tz, every, ready) => {}
+                _ = stopped => {}
+            }
+            let _ = finished.send(());
+        })?;
         // The server starts once counting has connected and caught up (the recount after an
         // upgrade must not run over clicks of the new start); a database that is not there
         // yet does not hold the start up for long.

@@ -26,17 +26,23 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
-#[test]
-fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
-    // Arrange: one stored line, then half a line, as a crash mid-write leaves it.
-    let dir = std::env::temp_dir().join(format!("inklink-torn-spool-{}", std::process::id()));
+/// An empty directory for a spool test named `name`, and the time its clicks are at.
+fn spool_scratch(name: &str) -> (std::path::PathBuf, chrono::NaiveDateTime) {
+    let dir = std::env::temp_dir().join(format!("inklink-{name}-spool-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("spool.jsonl");
     let start = NaiveDate::from_ymd_opt(2026, 5, 1)
         .unwrap()
         .and_hms_opt(8, 0, 0)
         .unwrap();
+    (dir, start)
+}
+
+#[test]
+fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
+    // Arrange: one stored line, then half a line, as a crash mid-write leaves it.
+    let (dir, start) = spool_scratch("torn");
+    let path = dir.join("spool.jsonl");
     let rows = crate::event_insert::rows(3, start, 1);
     Spool::open(&path).unwrap().append(&rows[..1]).unwrap();
     let torn = serde_json::to_string(&rows[1]).unwrap();
@@ -64,14 +70,8 @@ fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
 fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_click() {
     // Arrange: a row as older versions (and a shutdown) write them, then clicks as the
     // overflow writes them, the second cut short by a crash, then one more click.
-    let dir = std::env::temp_dir().join(format!("inklink-mixed-spool-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, start) = spool_scratch("mixed");
     let path = dir.join("spool.jsonl");
-    let start = NaiveDate::from_ymd_opt(2026, 5, 1)
-        .unwrap()
-        .and_hms_opt(8, 0, 0)
-        .unwrap();
     let row = crate::event_insert::rows(1, start, 1).remove(0);
     let clicks: Vec<_> = (0..3u8)
         .map(|i| {

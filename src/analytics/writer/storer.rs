@@ -50,16 +50,7 @@ impl Storer {
         enricher: Enricher,
     ) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::unbounded_channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::Builder::new()
-            .name("inklink-store".into())
-            .spawn(move || {
-                // Threads it starts (SQLite's connection worker, the blocking insert) inherit it.
-                background::lower_this_thread();
-                runtime.block_on(serve(queue, shared, url, enricher));
-            })?;
+        background::spawn("inklink-store", move || serve(queue, shared, url, enricher))?;
         Ok(Self { jobs })
     }
 
