@@ -98,6 +98,15 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
         .collect()
 }
 
+/// The server's core on `db` (migrated, not serving) with one link to `url`, and its id.
+async fn core_with_link(db: &TestDb, url: &str) -> (inklink::Inklink, i64) {
+    let core = inklink::startup::open(settings(db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let link = create_link_in(&core, url).await.link.id;
+    (core, link)
+}
+
 async fn count_between(db: &DatabaseConnection, from: NaiveDateTime, to: NaiveDateTime) -> i64 {
     let backend = db.get_database_backend();
     let sql = "SELECT COUNT(*) FROM click WHERE at >= ? AND at < ?";
@@ -132,13 +141,7 @@ async fn rows_in(db: &DatabaseConnection, table: &str) -> i64 {
 #[actix_web::test]
 async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice() {
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/insert")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/insert").await;
     let start = NaiveDate::from_ymd_opt(2026, 5, 1)
         .unwrap()
         .and_hms_micro_opt(10, 0, 0, 250_000)
@@ -266,13 +269,7 @@ async fn assert_recount_gives_the_same_rows(
 async fn a_batch_written_twice_is_counted_once() {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/twice")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/twice").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
     let batch = rows(1234, day.and_hms_opt(10, 0, 0).unwrap(), link);
     let utc = chrono_tz::UTC;
@@ -314,13 +311,7 @@ async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_
  {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/at-once")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/at-once").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 2).unwrap();
     let batch = rows(2000, day.and_hms_opt(9, 0, 0).unwrap(), link);
     let utc = chrono_tz::UTC;
@@ -505,13 +496,7 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
 #[actix_web::test]
 async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/texts")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/texts").await;
     let now = inklink::db::now();
     let old = rows(30, now - chrono::Duration::days(30), link);
     insert_rows(&core.db, &old).await.unwrap();
@@ -579,13 +564,7 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
 #[actix_web::test]
 async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/together")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/together").await;
     let start = inklink::db::now();
     let agents = [
         "Mozilla/5.0 Together",
@@ -649,13 +628,7 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
 async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/pages")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/pages").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 3).unwrap();
     // More than a page (10,000) of waiting clicks, with ties in time: two clicks a second
     // but the first, so that a page ends between two clicks of the same time.
@@ -682,13 +655,7 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
 async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/fails")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/fails").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
     // More than a page of 10,000: the failure comes after the second page was taken.
     let batch = rows(12_000, day.and_hms_opt(6, 0, 0).unwrap(), link);
@@ -718,13 +685,7 @@ async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
 async fn a_waiting_entry_without_its_click_is_dropped_and_the_clicks_behind_it_are_counted() {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/orphan")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/orphan").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
     let start = day.and_hms_opt(9, 0, 0).unwrap();
     // Older than every click: first in the list.
@@ -836,13 +797,7 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
 async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
     use migration::{Migrator, MigratorTrait};
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/down")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/down").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
     let batch = rows(50, day.and_hms_opt(7, 0, 0).unwrap(), link);
     insert_rows(&core.db, &batch[..30]).await.unwrap();
@@ -883,13 +838,7 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
 async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_has_changed() {
     use inklink::analytics::tally;
     let db = TestDb::create().await;
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
-    let link = create_link_in(&core, "https://example.com/ahead")
-        .await
-        .link
-        .id;
+    let (core, link) = core_with_link(&db, "https://example.com/ahead").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
     let batch = rows(1600, day.and_hms_opt(8, 0, 0).unwrap(), link);
     let utc = chrono_tz::UTC;

@@ -38,6 +38,12 @@ fn spool_scratch(name: &str) -> (std::path::PathBuf, chrono::NaiveDateTime) {
     (dir, start)
 }
 
+/// Appends the first half of `line` to the file at `path`, as a crash mid-write leaves it.
+fn append_half(path: &std::path::Path, line: &[u8]) {
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(&line[..line.len() / 2]).unwrap();
+}
+
 #[test]
 fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
     // Arrange: one stored line, then half a line, as a crash mid-write leaves it.
@@ -45,13 +51,7 @@ fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
     let path = dir.join("spool.jsonl");
     let rows = crate::event_insert::rows(3, start, 1);
     Spool::open(&path).unwrap().append(&rows[..1]).unwrap();
-    let torn = serde_json::to_string(&rows[1]).unwrap();
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    file.write_all(&torn.as_bytes()[..torn.len() / 2]).unwrap();
-    drop(file);
+    append_half(&path, serde_json::to_string(&rows[1]).unwrap().as_bytes());
 
     // Act: the next run appends after it.
     let mut spool = Spool::open(&path).unwrap();
@@ -84,14 +84,9 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
     let mut spool = Spool::open(&path).unwrap();
     spool.append(std::slice::from_ref(&row)).unwrap();
     spool.append_clicks(&clicks[..1]).unwrap();
-    let mut torn = Vec::new();
-    inklink::analytics::journal::line::encode(&clicks[1], &mut torn);
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    file.write_all(&torn[..torn.len() / 2]).unwrap();
-    drop(file);
+    let mut line = Vec::new();
+    inklink::analytics::journal::line::encode(&clicks[1], &mut line);
+    append_half(&path, &line);
 
     // Act: the next run appends after it and reads everything back.
     let mut spool = Spool::open(&path).unwrap();
