@@ -359,14 +359,16 @@ impl Writer {
         let (rows, result, took) = match joined {
             Ok(done) => done,
             Err(_) => {
-                // Its rows went with the storing thread; they stay in the journal until a
-                // restart replays them (their generation never completes).
+                // Its rows went with the storing thread, which failed on them; they stay in
+                // the journal until a restart replays them (their generation never
+                // completes). Rows from the spool stay there, tried again after a pause.
                 tracing::error!(
                     events = count,
-                    "the click storing thread is gone: its events are written at the next start"
+                    "a batch of clicks could not be stored (the storing thread failed): its events are written at the next start"
                 );
                 self.metrics.events_dropped.fetch_add(count as u64, Relaxed);
                 self.keep_journal = true;
+                self.retry_at = Some(Instant::now() + RETRY_AFTER);
                 return self.update_backlog();
             }
         };

@@ -15,7 +15,9 @@ use super::super::enrich::Enricher;
 use super::super::event::EventRow;
 use super::super::insert::ClickStore;
 use super::super::spool::Spooled;
+use futures_util::FutureExt;
 use sea_orm::{DatabaseConnection, DbErr};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -78,20 +80,38 @@ async fn serve(
             enricher.refresh_geoip();
             geoip_checked = Instant::now();
         }
-        let rows: Arc<[EventRow]> = batch
-            .into_iter()
-            .map(|held| match held {
-                Spooled::Row(row) => row,
-                Spooled::Click(click) => enricher.enrich(click),
-            })
-            .collect();
-        let started = Instant::now();
-        let result = match connection(&mut own, &shared, &url).await {
-            Ok(db) => insert_batch(db, &store, rows.clone()).await,
-            Err(err) => Err(err),
-        };
-        let _ = done.send((rows, result, started.elapsed()));
+        let stored = store_batch(batch, &mut enricher, &store, &mut own, &shared, &url);
+        // A panic fails its batch (the writer hears `done` dropped), not every batch after it.
+        match AssertUnwindSafe(stored).catch_unwind().await {
+            Ok(inserted) => {
+                let _ = done.send(inserted);
+            }
+            Err(_) => tracing::error!("storing a batch of clicks panicked"),
+        }
     }
+}
+
+async fn store_batch(
+    batch: Vec<Spooled>,
+    enricher: &mut Enricher,
+    store: &ClickStore,
+    own: &mut Option<DatabaseConnection>,
+    shared: &DatabaseConnection,
+    url: &str,
+) -> Inserted {
+    let rows: Arc<[EventRow]> = batch
+        .into_iter()
+        .map(|held| match held {
+            Spooled::Row(row) => row,
+            Spooled::Click(click) => enricher.enrich(click),
+        })
+        .collect();
+    let started = Instant::now();
+    let result = match connection(own, shared, url).await {
+        Ok(db) => insert_batch(db, store, rows.clone()).await,
+        Err(err) => Err(err),
+    };
+    (rows, result, started.elapsed())
 }
 
 /// This thread's own connection, made on its runtime, whose sockets and timers it uses. On
