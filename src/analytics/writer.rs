@@ -359,16 +359,23 @@ impl Writer {
         let (rows, result, took) = match joined {
             Ok(done) => done,
             Err(_) => {
-                // Its rows went with the storing thread, which failed on them; they stay in
-                // the journal until a restart replays them (their generation never
-                // completes). Rows from the spool stay there, tried again after a pause.
+                // The storing thread failed on the batch. Rows from the spool stay there and
+                // are tried again after a pause; rows from memory went with it, and stay in
+                // the journal until a restart replays them (their generation never completes).
+                self.retry_at = Some(Instant::now() + RETRY_AFTER);
+                if spool_offset.is_some() {
+                    tracing::error!(
+                        events = count,
+                        "a batch of clicks from the spool could not be stored (the storing thread failed): it is tried again"
+                    );
+                    return self.update_backlog();
+                }
                 tracing::error!(
                     events = count,
                     "a batch of clicks could not be stored (the storing thread failed): its events are written at the next start"
                 );
                 self.metrics.events_dropped.fetch_add(count as u64, Relaxed);
                 self.keep_journal = true;
-                self.retry_at = Some(Instant::now() + RETRY_AFTER);
                 return self.update_backlog();
             }
         };
