@@ -7,8 +7,8 @@
 //! priority. Enriching and inserting cost more than that (user-agent parsing, GeoIP, the
 //! dictionaries, SQLite's own work) and can wait: on cores the redirects keep busy the kernel
 //! gives them the CPU first, the writer's backlog grows, and past its memory limit it goes to
-//! the spool as the clicks were taken, at a tenth of the cost; once the burst is over, this
-//! thread catches up at full speed. On a machine with CPU to spare nothing waits.
+//! the spool as the clicks were taken (see `spool`); once the burst is over, this thread
+//! catches up at full speed. On a machine with CPU to spare nothing waits.
 
 use super::super::background;
 use super::super::enrich::Enricher;
