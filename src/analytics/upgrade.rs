@@ -22,6 +22,19 @@ pub async fn move_old_clicks(db: &DatabaseConnection) -> Result<u64, DbErr> {
     if !SchemaManager::new(db).has_table(OLD).await? {
         return Ok(0);
     }
+    match move_batches(db).await {
+        Ok(moved) => Ok(moved),
+        // Instances starting together each find the old table; the first to empty it drops
+        // it under the others' feet. Its clicks are then all moved, which is what we wanted.
+        Err(err) if !SchemaManager::new(db).has_table(OLD).await? => {
+            tracing::debug!(error = %err, "another instance moved the old clicks");
+            Ok(0)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+async fn move_batches(db: &DatabaseConnection) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
     let store = ClickStore::new();
     let mut moved = 0;

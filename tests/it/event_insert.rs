@@ -434,9 +434,17 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
         .unwrap();
     }
 
-    let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
-        .await
-        .unwrap();
+    // Instances upgraded together each find the old table; every one of them starts, and
+    // each click is moved once.
+    let config = settings(&db, "127.0.0.1:0", &[]);
+    let opened =
+        futures_util::future::join_all((0..4).map(|_| inklink::startup::open(config.clone())))
+            .await;
+    let core = opened
+        .into_iter()
+        .map(Result::unwrap)
+        .next()
+        .expect("four instances");
     let moved = inklink::analytics::stored::read(&core.db, "1 = 1", vec![], None)
         .await
         .unwrap();
