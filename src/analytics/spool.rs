@@ -24,6 +24,8 @@ pub struct Spool {
     /// Byte offset of the first row not yet stored.
     read_offset: u64,
     pending: u64,
+    /// Clicks were appended since the file was last synced (see [`Self::sync`]).
+    unsynced: bool,
 }
 
 impl Spool {
@@ -41,6 +43,7 @@ impl Spool {
             path: path.to_path_buf(),
             read_offset: 0,
             pending,
+            unsynced: false,
         })
     }
 
@@ -60,15 +63,36 @@ impl Spool {
     }
 
     /// Appends clicks as they were taken (as journal lines), to be enriched when read back.
+    /// They are in the kernel's page cache when this returns, as their journal is: they
+    /// outlive the process, and reach the disk by [`Self::sync`], which the writer calls
+    /// before it deletes their journal. (Syncing every append, 200 times a second while the
+    /// overflow lasts, cost the writer's thread, at the redirects' priority, a file-system
+    /// commit each time.)
     pub fn append_clicks(&mut self, clicks: &[ClickEvent]) -> io::Result<()> {
-        append_lines(&self.path, |out| {
+        append_lines(&self.path, Sync::Later, |out| {
             let mut text = Vec::with_capacity(512);
             for click in clicks {
                 write_click(out, click, &mut text)?;
             }
             Ok(())
         })?;
+        self.unsynced = true;
         self.pending += clicks.len() as u64;
+        Ok(())
+    }
+
+    /// Puts the clicks appended since the last sync on disk.
+    pub fn sync(&mut self) -> io::Result<()> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        match File::open(&self.path) {
+            Ok(file) => file.sync_data()?,
+            // Stored and removed since: nothing to keep.
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+        self.unsynced = false;
         Ok(())
     }
 
@@ -180,7 +204,7 @@ fn write_click(out: &mut impl Write, click: &ClickEvent, text: &mut Vec<u8>) -> 
 /// Appends `rows` to the file at `path` as JSON lines (also the format of the file of rows
 /// the database refused), on disk before it returns.
 pub fn append_rows(path: &Path, rows: &[EventRow]) -> io::Result<()> {
-    append_lines(path, |out| {
+    append_lines(path, Sync::Now, |out| {
         for row in rows {
             serde_json::to_writer(&mut *out, row)?;
             out.write_all(b"\n")?;
@@ -189,10 +213,17 @@ pub fn append_rows(path: &Path, rows: &[EventRow]) -> io::Result<()> {
     })
 }
 
-/// Appends what `write` writes (whole lines) to the file at `path`, on disk before it
-/// returns.
+/// Whether appended lines are on disk when the append returns, or once synced later.
+#[derive(PartialEq)]
+enum Sync {
+    Now,
+    Later,
+}
+
+/// Appends what `write` writes (whole lines) to the file at `path`.
 fn append_lines(
     path: &Path,
+    sync: Sync,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -211,9 +242,11 @@ fn append_lines(
         out.write_all(b"\n")?;
     }
     write(&mut out)?;
-    out.into_inner()
-        .map_err(|err| err.into_error())?
-        .sync_data()
+    let file = out.into_inner().map_err(|err| err.into_error())?;
+    match sync {
+        Sync::Now => file.sync_data(),
+        Sync::Later => Ok(()),
+    }
 }
 
 /// Fails unless a spool file can be written in `dir` (made if missing).

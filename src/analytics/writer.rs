@@ -145,6 +145,11 @@ impl Writer {
             })
             .map(|(generation, _)| *generation)
             .collect();
+        // Their clicks that went to the spool go to disk before the journal that holds them
+        // too is deleted.
+        if !complete.is_empty() && !sync_spool(&mut self.spool) {
+            return;
+        }
         for generation in complete {
             self.generations.remove(&generation);
             if generation == RECOVERED {
@@ -167,6 +172,8 @@ impl Writer {
     }
 
     fn checkpoint(&mut self) {
+        // Once a second at most, whether or not a journal is deleted now.
+        sync_spool(&mut self.spool);
         let Some(journal) = &self.journal else {
             return;
         };
@@ -252,6 +259,9 @@ impl Writer {
                     self.keep_journal = true;
                 }
             }
+        }
+        if !sync_spool(&mut self.spool) {
+            self.keep_journal = true;
         }
         // Everything is stored or spooled: nothing is left to replay.
         if let Some(journal) = self.journal.as_ref().filter(|_| !self.keep_journal) {
@@ -475,6 +485,17 @@ async fn in_flight(slot: &mut Option<InFlight>) -> Finished {
 
 /// Takes what the queue holds without waiting (and without asking to be woken); true when
 /// every sender is gone and the queue is empty.
+/// Puts the clicks spooled since the last sync on disk; false (logged) when that failed.
+fn sync_spool(spool: &mut Spool) -> bool {
+    match spool.sync() {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(error = %err, path = %spool.path().display(), "cannot sync the click spool; the click journal is kept until it can be");
+            false
+        }
+    }
+}
+
 fn drain(queue: &mut mpsc::Receiver<ClickEvent>, events: &mut Vec<ClickEvent>) -> bool {
     loop {
         match queue.try_recv() {
