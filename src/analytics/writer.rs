@@ -483,8 +483,6 @@ async fn in_flight(slot: &mut Option<InFlight>) -> Finished {
     (flight.spool_offset, flight.count, joined)
 }
 
-/// Takes what the queue holds without waiting (and without asking to be woken); true when
-/// every sender is gone and the queue is empty.
 /// Puts the clicks spooled since the last sync on disk; false (logged) when that failed.
 fn sync_spool(spool: &mut Spool) -> bool {
     match spool.sync() {
@@ -496,6 +494,8 @@ fn sync_spool(spool: &mut Spool) -> bool {
     }
 }
 
+/// Takes what the queue holds without waiting (and without asking to be woken); true when
+/// every sender is gone and the queue is empty.
 fn drain(queue: &mut mpsc::Receiver<ClickEvent>, events: &mut Vec<ClickEvent>) -> bool {
     loop {
         match queue.try_recv() {
