@@ -55,13 +55,6 @@ impl Spool {
         &self.path
     }
 
-    /// Appends enriched rows (as JSON lines).
-    pub fn append(&mut self, rows: &[EventRow]) -> io::Result<()> {
-        append_rows(&self.path, rows)?;
-        self.pending += rows.len() as u64;
-        Ok(())
-    }
-
     /// Appends clicks as they were taken (as journal lines), to be enriched when read back.
     /// They are in the kernel's page cache when this returns, as their journal is: they
     /// outlive the process, and reach the disk by [`Self::sync`], which the writer calls
@@ -69,7 +62,7 @@ impl Spool {
     /// overflow lasts, cost the writer's thread, at the redirects' priority, a file-system
     /// commit each time.)
     pub fn append_clicks(&mut self, clicks: &[ClickEvent]) -> io::Result<()> {
-        append_lines(&self.path, Sync::Later, |out| {
+        append_lines(&self.path, Durability::Later, |out| {
             let mut text = Vec::with_capacity(512);
             for click in clicks {
                 write_click(out, click, &mut text)?;
@@ -204,7 +197,7 @@ fn write_click(out: &mut impl Write, click: &ClickEvent, text: &mut Vec<u8>) -> 
 /// Appends `rows` to the file at `path` as JSON lines (also the format of the file of rows
 /// the database refused), on disk before it returns.
 pub fn append_rows(path: &Path, rows: &[EventRow]) -> io::Result<()> {
-    append_lines(path, Sync::Now, |out| {
+    append_lines(path, Durability::OnAppend, |out| {
         for row in rows {
             serde_json::to_writer(&mut *out, row)?;
             out.write_all(b"\n")?;
@@ -214,16 +207,15 @@ pub fn append_rows(path: &Path, rows: &[EventRow]) -> io::Result<()> {
 }
 
 /// Whether appended lines are on disk when the append returns, or once synced later.
-#[derive(PartialEq)]
-enum Sync {
-    Now,
+enum Durability {
+    OnAppend,
     Later,
 }
 
 /// Appends what `write` writes (whole lines) to the file at `path`.
 fn append_lines(
     path: &Path,
-    sync: Sync,
+    durability: Durability,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -243,9 +235,9 @@ fn append_lines(
     }
     write(&mut out)?;
     let file = out.into_inner().map_err(|err| err.into_error())?;
-    match sync {
-        Sync::Now => file.sync_data(),
-        Sync::Later => Ok(()),
+    match durability {
+        Durability::OnAppend => file.sync_data(),
+        Durability::Later => Ok(()),
     }
 }
 

@@ -10,7 +10,7 @@ use actix_session::storage::SessionStore;
 use chrono::NaiveDate;
 use futures_util::future::join_all;
 use inklink::admin::session_store::DbSessionStore;
-use inklink::analytics::spool::{Spool, Spooled};
+use inklink::analytics::spool::{Spool, Spooled, append_rows};
 use inklink::db::entities::admin_sessions;
 use inklink::db::entities::url_map;
 use inklink::rules::KeyName;
@@ -50,13 +50,12 @@ fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
     let (dir, start) = spool_scratch("torn");
     let path = dir.join("spool.jsonl");
     let rows = crate::event_insert::rows(3, start, 1);
-    Spool::open(&path).unwrap().append(&rows[..1]).unwrap();
+    append_rows(&path, &rows[..1]).unwrap();
     append_half(&path, serde_json::to_string(&rows[1]).unwrap().as_bytes());
 
     // Act: the next run appends after it.
-    let mut spool = Spool::open(&path).unwrap();
-    spool.append(&rows[2..]).unwrap();
-    let (read, _) = spool.peek(10).unwrap();
+    append_rows(&path, &rows[2..]).unwrap();
+    let (read, _) = Spool::open(&path).unwrap().peek(10).unwrap();
 
     // Assert: only the torn event is lost.
     assert_eq!(
@@ -81,8 +80,8 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
             click
         })
         .collect();
+    append_rows(&path, std::slice::from_ref(&row)).unwrap();
     let mut spool = Spool::open(&path).unwrap();
-    spool.append(std::slice::from_ref(&row)).unwrap();
     spool.append_clicks(&clicks[..1]).unwrap();
     let mut line = Vec::new();
     inklink::analytics::journal::line::encode(&clicks[1], &mut line);
@@ -91,7 +90,7 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
     // Act: the next run appends after it and reads everything back.
     let mut spool = Spool::open(&path).unwrap();
     spool.append_clicks(&clicks[2..]).unwrap();
-    let (read, _) = spool.peek(10).unwrap();
+    let (read, end) = spool.peek(10).unwrap();
 
     // Assert: in order, each as written; only the torn click is lost.
     assert_eq!(
@@ -101,6 +100,18 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
             Spooled::Click(clicks[0].clone()),
             Spooled::Click(clicks[2].clone()),
         ]
+    );
+    // The appended clicks are synced later: after everything was read and the file removed,
+    // there is nothing to sync, and the next click starts a new file.
+    spool.consume(end, 3).unwrap();
+    assert!(!path.exists(), "a spool read to its end is removed");
+    spool.sync().unwrap();
+    spool.append_clicks(&clicks[..1]).unwrap();
+    spool.sync().unwrap();
+    assert_eq!(spool.pending(), 1);
+    assert_eq!(
+        spool.peek(10).unwrap().0,
+        vec![Spooled::Click(clicks[0].clone())]
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
