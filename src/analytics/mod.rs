@@ -210,9 +210,8 @@ impl Drop for Counting {
     }
 }
 
-/// The schedule on a connection of the counting thread's own (made on its runtime, whose
-/// sockets and timers it uses); an in-memory SQLite database exists only in the server's own
-/// pool, which is then shared.
+/// The schedule on a connection of the counting thread's own (see
+/// [`crate::db::own_connection`]).
 async fn count(
     shared: DatabaseConnection,
     url: &str,
@@ -220,21 +219,16 @@ async fn count(
     every: Duration,
     ready: std::sync::mpsc::Sender<()>,
 ) {
-    let db = match crate::db::sqlite_in_memory(url) {
-        true => shared,
-        false => {
-            drop(shared);
-            loop {
-                match crate::db::connect(url, 2).await {
-                    Ok(own) => break own,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "cannot connect for counting statistics; will retry");
-                        tokio::time::sleep(Duration::from_secs(5)).await;
-                    }
-                }
+    let db = loop {
+        match crate::db::own_connection(&shared, url, 2).await {
+            Ok(own) => break own,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot connect for counting statistics; will retry");
+                tokio::time::sleep(Duration::from_secs(5)).await;
             }
         }
     };
+    drop(shared);
     tally::catch_up(&db, tz).await;
     let _ = ready.send(());
     tally::run_schedule(db, tz, every).await

@@ -32,6 +32,20 @@ pub fn sqlite_in_memory(url: &str) -> bool {
     url.starts_with("sqlite:") && sqlite_file(url).is_none()
 }
 
+/// A pool of at most `max` connections of the calling thread's own, made on its runtime
+/// (whose sockets and timers they then use, and whose priority SQLite's connection threads
+/// inherit); an in-memory SQLite database exists only in `shared`, which is then used.
+pub async fn own_connection(
+    shared: &DatabaseConnection,
+    url: &str,
+    max: u32,
+) -> Result<DatabaseConnection, DbErr> {
+    match sqlite_in_memory(url) {
+        true => Ok(shared.clone()),
+        false => connect(url, max).await,
+    }
+}
+
 /// Makes a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
 /// the same permissions): it holds password hashes, keys and visitors' addresses.
 fn create_private(path: &std::path::Path) -> std::io::Result<()> {

@@ -114,21 +114,18 @@ async fn store_batch(
     (rows, result, started.elapsed())
 }
 
-/// This thread's own connection, made on its runtime, whose sockets and timers it uses. On
-/// SQLite a connection of its own matters beyond that: in WAL mode a write by any other
-/// connection empties a connection's page cache, and a pool hands out a different connection
-/// each time, so a writer sharing the pool would begin every batch reading the table's pages
-/// afresh.
+/// This thread's own connection (see [`crate::db::own_connection`]), made on its first use
+/// and after a failure to connect. On SQLite a connection of its own matters beyond the
+/// runtime: in WAL mode a write by any other connection empties a connection's page cache, and
+/// a pool hands out a different connection each time, so a writer sharing the pool would begin
+/// every batch reading the table's pages afresh.
 async fn connection<'a>(
     own: &'a mut Option<DatabaseConnection>,
-    shared: &'a DatabaseConnection,
+    shared: &DatabaseConnection,
     url: &str,
 ) -> Result<&'a DatabaseConnection, DbErr> {
-    if crate::db::sqlite_in_memory(url) {
-        return Ok(shared);
-    }
     if own.is_none() {
-        *own = Some(crate::db::connect(url, 1).await?);
+        *own = Some(crate::db::own_connection(shared, url, 1).await?);
     }
     Ok(own.as_ref().expect("connected"))
 }
