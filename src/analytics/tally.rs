@@ -135,7 +135,7 @@ pub async fn tally_worked_out(
 ) -> Result<u64, DbErr> {
     let mut attempt = 0;
     loop {
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         let result = tally_in(&txn, tz, limit, ahead.take()).await;
         match crate::db::finish(txn, result).await {
             Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
@@ -638,7 +638,7 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
     };
     let mut attempt = 0;
     loop {
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         let result = async {
             take_turn(&txn).await?;
             if purged_before(&txn)
@@ -691,7 +691,7 @@ pub async fn recompute_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> R
 async fn adopt_old_sets(db: &DatabaseConnection) -> Result<u64, DbErr> {
     let mut turned = 0;
     while let Some(day) = super::daysets::oldest_old_set_day(db).await? {
-        let txn = db.begin().await?;
+        let txn = crate::db::begin_write(db).await?;
         let result = async {
             let turn = take_turn(&txn).await?;
             super::daysets::adopt_old_day(&txn, turn, day).await

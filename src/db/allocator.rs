@@ -9,7 +9,7 @@ use crate::db::is_unique_violation;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    QueryFilter, Set, TransactionTrait,
+    QueryFilter, Set,
 };
 use std::ops::Range;
 use tokio::sync::Mutex;
@@ -62,7 +62,7 @@ impl BlockAllocator {
     async fn take_block(&self, db: &DatabaseConnection) -> Result<Range<i64>, DbErr> {
         let mut attempt = 0;
         loop {
-            let txn = db.begin().await?;
+            let txn = super::begin_write(db).await?;
             let taken = self.take_block_in(&txn).await;
             match crate::db::finish(txn, taken).await {
                 Ok(Some(block)) => return Ok(block),

@@ -9,6 +9,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr,
+    SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use std::time::Duration;
 
@@ -266,6 +267,19 @@ fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseErro
         | DbErr::Conn(RuntimeErr::SqlxError(sqlx)) => sqlx.as_database_error(),
         _ => None,
     }
+}
+
+/// Begins a transaction that will write. On SQLite it takes the write lock at once (`BEGIN
+/// IMMEDIATE`), waiting up to the busy timeout for another writer: a transaction that reads
+/// first and writes later cannot wait, since a writer that committed in between makes its
+/// reads stale, and SQLite answers it "database is locked" at once. Clicks are written all the
+/// time, so an operator's change would fail at random. Other databases begin as usual.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    db.begin_with_options(TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..TransactionOptions::default()
+    })
+    .await
 }
 
 /// Ends `txn` by `result`: commit on success, rollback on failure, both at once. A transaction

@@ -7,7 +7,7 @@ use crate::rules::{DomainHost, InAppApps, OwnHost, Protocol, TargetUrl};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveEnum, ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    DatabaseTransaction, DbErr, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
+    DatabaseTransaction, DbErr, EntityTrait, QueryFilter, QueryOrder, Set,
 };
 use serde_json::json;
 
@@ -81,7 +81,7 @@ pub async fn add(
     make_default: bool,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainError> {
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let added = add_in(&txn, host, protocol, make_default, actor).await;
     db::finish(txn, added).await
 }
@@ -227,7 +227,7 @@ pub async fn set_default(
     id: i64,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = async {
         let before = get_in(&txn, id).await?;
         if before.status != DomainStatus::Active {
@@ -249,7 +249,7 @@ pub async fn set_status(
     status: DomainStatus,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = async {
         let before = get_in(&txn, id).await?;
         if status == DomainStatus::Disabled && before.is_default {
@@ -286,11 +286,9 @@ pub async fn set_link_defaults(
     fallback: Option<Option<TargetUrl>>,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
-    // Read first, outside the transaction: on SQLite a transaction that reads and then writes
-    // cannot wait for the click writer's lock, and fails at once.
-    let before = get_in(db, id).await?;
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = async {
+        let before = get_in(&txn, id).await?;
         let mut change = domain_conf::ActiveModel {
             id: Set(id),
             updated_by: Set(Some(actor.name().to_owned())),
@@ -323,7 +321,7 @@ pub async fn rotate(
     if blocked_id == replacement_id {
         return Err(DomainChangeError::SameDomain);
     }
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = async {
         let blocked = get_in(&txn, blocked_id).await?;
         let replacement = get_in(&txn, replacement_id).await?;

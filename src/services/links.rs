@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveEnum, ActiveModelTrait, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, QueryFilter, Set, TransactionTrait,
+    EntityTrait, QueryFilter, Set,
 };
 use serde_json::json;
 use std::collections::HashMap;
@@ -391,7 +391,7 @@ async fn insert_chunk(
             version: Set(1),
             ..Default::default()
         });
-    let txn = app.db.begin().await?;
+    let txn = db::begin_write(&app.db).await?;
     let inserted = async {
         url_map::Entity::insert_many(models).exec(&txn).await?;
         let mut stored: HashMap<String, url_map::Model> = url_map::Entity::find()
@@ -500,7 +500,7 @@ impl Draft<'_> {
         // same unique indexes; the database asks for exactly this retry.
         let mut attempt = 0;
         loop {
-            let txn = db.begin().await?;
+            let txn = db::begin_write(db).await?;
             let inserted = self.insert_in(&txn, code, strategy).await;
             match db::finish(txn, inserted).await {
                 Err(err) if db::is_retryable(&err) && attempt < 10 => {
@@ -797,7 +797,7 @@ pub async fn edit(
             .unwrap_or_default(),
         None => Vec::new(),
     };
-    let txn = app.db.begin().await?;
+    let txn = db::begin_write(&app.db).await?;
     let result = async {
         let mut current = link.clone();
         if let Some(changes) = &edit.changes {
@@ -992,7 +992,7 @@ pub async fn delete(app: &Inklink, code: &ShortCode, actor: &Actor) -> Result<()
         .await?
         .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
     may_change(actor, &link)?;
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = async {
         url_map::ActiveModel {
             id: Set(link.id),

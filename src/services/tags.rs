@@ -6,7 +6,7 @@ use crate::rules::Tag;
 use sea_orm::sea_query::Query;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait,
+    QueryFilter, QueryOrder, QuerySelect, Set,
 };
 use serde_json::json;
 use std::collections::HashMap;
@@ -140,7 +140,7 @@ pub async fn set_preset(
     utm: &Utm,
     actor: &Actor,
 ) -> Result<(), DbErr> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let result = async {
         tag_preset::Entity::delete_by_id(tag.to_string())
             .exec(&txn)

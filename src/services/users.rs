@@ -11,7 +11,7 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, QueryFilter, Set, TransactionTrait,
+    EntityTrait, QueryFilter, Set,
 };
 use serde_json::json;
 use std::sync::LazyLock;
@@ -258,7 +258,7 @@ pub async fn change(
         UserChange::Password(password) => Some(hash_password_async(password).await),
         _ => None,
     };
-    let txn = db.begin().await?;
+    let txn = db::begin_write(db).await?;
     let result = change_in(&txn, id, &change, new_hash, actor_id, actor).await;
     db::finish(txn, result).await
 }

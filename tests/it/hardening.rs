@@ -4,7 +4,7 @@
 use crate::admin::{Browser, add_user, signed_in, signed_in_admin};
 use crate::api::Api;
 use crate::support::{
-    TcpProxy, TestApp, TestDb, create_link, spawn_app, spawn_app_with, spawn_via,
+    TcpProxy, TestApp, TestDb, client, create_link, spawn_app, spawn_app_with, spawn_via,
 };
 use actix_session::storage::SessionStore;
 use chrono::NaiveDate;
@@ -12,19 +12,21 @@ use futures_util::future::join_all;
 use inklink::admin::session_store::DbSessionStore;
 use inklink::analytics::spool::{Spool, Spooled, append_rows};
 use inklink::db::entities::admin_sessions;
-use inklink::db::entities::url_map;
+use inklink::db::entities::url_map::{self, LinkStatus};
 use inklink::rules::KeyName;
 use inklink::rules::{
-    DomainHost, OwnHost, Password, Role, TargetUrl, TargetUrlError, UrlRules, Username,
+    DomainHost, OwnHost, Password, Protocol, Role, ShortCode, TargetUrl, TargetUrlError, UrlRules,
+    Username,
 };
 use inklink::services::signin::{NEW_ADDRESS_LIMIT, PAIR_LIMIT};
 use inklink::services::users::{self, UserChange};
-use inklink::services::{Actor, Principal, api_keys, links, listing};
+use inklink::services::{Actor, Principal, api_keys, domains, links, listing};
 use migration::{Migrator, MigratorTrait};
-use sea_orm::{EntityTrait, PaginatorTrait};
+use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An empty directory for a spool test named `name`, and the time its clicks are at.
 fn spool_scratch(name: &str) -> (std::path::PathBuf, chrono::NaiveDateTime) {
@@ -774,4 +776,69 @@ async fn existing_links_get_their_creator_by_id_when_the_migration_runs() {
 
     // Assert
     assert_eq!(creators().await, made);
+}
+
+/// Clicks are stored and counted all the time. An operator's change waits for that writer;
+/// it must never fail because the writer committed while the change was reading (SQLite
+/// answers a transaction that reads and then writes "database is locked" at once, with no
+/// wait that could help).
+#[actix_web::test]
+async fn operators_changes_succeed_while_clicks_are_stored_and_counted() {
+    // Arrange: visitors click one link without pause.
+    let app = spawn_app().await;
+    let link = create_link(&app, "https://example.com/busy").await;
+    let code = ShortCode::parse(&link.link.compression_code).unwrap();
+    let clicking = Arc::new(AtomicBool::new(true));
+    let visitors: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, url, clicking) =
+                (client(), app.url(&format!("/{code}")), clicking.clone());
+            actix_web::rt::spawn(async move {
+                let mut answered = 0u32;
+                while clicking.load(Ordering::Relaxed) {
+                    if client.get(&url).send().await.is_ok() {
+                        answered += 1;
+                    }
+                }
+                answered
+            })
+        })
+        .collect();
+    let db = &app.core.db;
+    let default_id = |db: DatabaseConnection| async move {
+        domains::default_domain(&db).await.unwrap().unwrap().id
+    };
+    crate::analytics::wait_written(&app, 1).await;
+
+    // Act: the changes an operator makes while a campaign runs, again and again.
+    for round in 0..40 {
+        let host = DomainHost::parse(&format!("busy-{round}.example")).unwrap();
+        let new = domains::add(db, &host, Protocol::Https, false, &Actor::Cli)
+            .await
+            .unwrap_or_else(|err| panic!("round {round}: adding {host}: {err}"));
+        let old = default_id(db.clone()).await;
+        domains::rotate(db, old, new.id, &Actor::Cli)
+            .await
+            .unwrap_or_else(|err| panic!("round {round}: rotating to {host}: {err}"));
+        for status in [LinkStatus::Disabled, LinkStatus::Active] {
+            links::set_status(&app.core, &code, status, &Actor::Cli)
+                .await
+                .unwrap_or_else(|err| panic!("round {round}: setting {status:?}: {err}"));
+        }
+    }
+
+    // Assert: every change above went through (it would have panicked), the clicks too.
+    clicking.store(false, Ordering::Relaxed);
+    for visitor in visitors {
+        assert!(visitor.await.unwrap() > 0);
+    }
+    let default = domains::default_domain(db).await.unwrap().unwrap();
+    assert_eq!(default.host, "busy-39.example");
+    let written = app
+        .state
+        .analytics
+        .metrics()
+        .events_written
+        .load(Ordering::Relaxed);
+    assert!(written > 40, "only {written} clicks were stored meanwhile");
 }
