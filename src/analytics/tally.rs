@@ -202,6 +202,10 @@ pub async fn work_out_ahead(
     tz: Tz,
     limit: u64,
 ) -> Result<Option<Ahead>, DbErr> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "it only reads, and on SQLite must not hold the write lock while it does"
+    )]
     let txn = db.begin().await?;
     let result = async {
         let taken = last_turn(&txn).await?;
