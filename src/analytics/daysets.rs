@@ -12,8 +12,8 @@
 //! Only counting writes here, holding the `stats_tally` lock row, so numbers are handed out
 //! and bitmaps rewritten by one transaction at a time.
 
-use super::aggregate::statement;
 use super::event::Text;
+use crate::db::sql::statement;
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;

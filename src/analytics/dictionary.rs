@@ -11,8 +11,8 @@
 //! purged clicks used (those not seen since the day before the purge's) while no writer
 //! still holds their ids.
 
-use super::aggregate::{delete_in_batches, statement};
 use super::event::{EventRow, Text};
+use crate::db::sql::{delete_in_batches, statement};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Value};
 use siphasher::sip::SipHasher13;
 use std::collections::{HashMap, HashSet};

@@ -12,9 +12,10 @@
 //! range is therefore seen by the next request, which reads the days again. Stamps are read
 //! before what they vouch for, so a kept result never claims to be older than it is.
 
-use super::aggregate::{ALL_LINKS, statement, sum};
+use super::aggregate::ALL_LINKS;
 use super::days::today;
 use super::daysets::{self, Union};
+use crate::db::sql::{statement, sum};
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 use roaring::RoaringBitmap;

@@ -1,8 +1,9 @@
 //! What dashboards and the API read: sums over the daily aggregates, never raw events.
 
-use super::aggregate::{ALL_LINKS, DIMENSIONS, statement, sum};
+use super::aggregate::{ALL_LINKS, DIMENSIONS};
 use super::kept::FinishedDays;
 use super::visits::Visits;
+use crate::db::sql::{statement, sum};
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};

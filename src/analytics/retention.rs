@@ -5,8 +5,9 @@
 //! exactly as they were), then deletes the events in small batches, so that neither the click
 //! writer nor the dashboards wait behind one huge delete.
 
-use super::aggregate::{self, purged_before, statement};
+use super::aggregate::{self, purged_before};
 use super::insert::{TABLE, WAITING};
+use crate::db::sql::statement;
 use chrono::{Days, NaiveDate};
 use chrono_tz::Tz;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
@@ -63,10 +64,10 @@ pub async fn purge(
         freeze_before(db, before).await?;
     }
     let cutoff = super::insert::micros(cutoff);
-    let events = aggregate::delete_in_batches(db, TABLE, "at", cutoff, PURGE_BATCH).await?;
+    let events = crate::db::sql::delete_in_batches(db, TABLE, "at", cutoff, PURGE_BATCH).await?;
     // Nothing waits there after the count above, unless a stats rebuild running meanwhile
     // listed a purged day's clicks again: they are gone, and so is counting them.
-    aggregate::delete_in_batches(db, WAITING, "at", cutoff, PURGE_BATCH).await?;
+    crate::db::sql::delete_in_batches(db, WAITING, "at", cutoff, PURGE_BATCH).await?;
     // The dictionaries' rows that only the purged clicks used. Writers mark what they use
     // with the day (UTC) and look everything up again each day, so rows not seen since the
     // day before the purge's are no writer's any more.

@@ -2,10 +2,10 @@
 //! dictionaries, its bytes turned back into text. Counting, recounts and the tests read
 //! clicks through here.
 
-use super::aggregate::statement;
 use super::dictionary::{AGENTS, Dictionary, OUTCOMES, PLACES, REFERERS, TEXTS};
 use super::event::{EventRow, Text};
 use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
+use crate::db::sql::statement;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -413,4 +413,20 @@ fn decode(row: &QueryResult) -> Result<Stored, DbErr> {
         counted: row.try_get_by_index::<Option<i64>>(2)?.is_none(),
         row: event,
     })
+}
+
+/// The first and last day that have events, in `tz`.
+pub async fn event_span(
+    db: &impl ConnectionTrait,
+    tz: chrono_tz::Tz,
+) -> Result<Option<(chrono::NaiveDate, chrono::NaiveDate)>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = &format!("SELECT MIN(at), MAX(at) FROM {TABLE}");
+    let Some(row) = db.query_one_raw(statement(backend, sql, vec![])).await? else {
+        return Ok(None);
+    };
+    let first: Option<i64> = row.try_get_by_index(0)?;
+    let last: Option<i64> = row.try_get_by_index(1)?;
+    let day = |at| super::days::local_day(from_micros(at), tz);
+    Ok(first.zip(last).map(|(f, l)| (day(f), day(l))))
 }

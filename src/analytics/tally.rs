@@ -23,13 +23,14 @@
 //! `stats rebuild` forgets a day's rows and lists its events as waiting again; the tally then
 //! counts them again, the same way.
 
-use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before, statement};
+use super::aggregate::{ALL_LINKS, UNKNOWN_LINK, purged_before};
 use super::days::{day_range, day_start, local_day, today};
 use super::daysets::{ADDRESSES, DaySets, NewNumbers, SetKey, VISITORS, set_kind};
 use super::event::Text;
 use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text};
 use super::stored::Waiting;
 use super::visits::Visits;
+use crate::db::sql::statement;
 use chrono::Days;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;

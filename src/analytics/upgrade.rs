@@ -7,9 +7,9 @@
 //! by two instances starting at once is stored once), with its counted flags, then deleted
 //! from the old table.
 
-use super::aggregate::statement;
 use super::event::{EventRow, Text};
 use super::insert::ClickStore;
+use crate::db::sql::statement;
 use migration::SchemaManager;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Value};
 

@@ -876,7 +876,7 @@ async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
     let to = to.unwrap_or_else(|| aggregate::today(tz));
     let from = match from {
         Some(from) => from,
-        None => match aggregate::event_span(&core.db, tz).await? {
+        None => match crate::analytics::stored::event_span(&core.db, tz).await? {
             Some((first, _)) => first,
             None => {
                 println!("no click events stored: nothing to recompute");

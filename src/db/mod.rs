@@ -2,6 +2,7 @@
 
 pub mod allocator;
 pub mod entities;
+pub mod sql;
 pub mod values;
 
 use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};

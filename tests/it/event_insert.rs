@@ -111,7 +111,7 @@ async fn count_between(db: &DatabaseConnection, from: NaiveDateTime, to: NaiveDa
     let backend = db.get_database_backend();
     let sql = "SELECT COUNT(*) FROM click WHERE at >= ? AND at < ?";
     let row = db
-        .query_one_raw(inklink::analytics::aggregate::statement(
+        .query_one_raw(inklink::db::sql::statement(
             backend,
             sql,
             vec![Value::from(micros(from)), Value::from(micros(to))],
@@ -427,11 +427,9 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
             Some("android".to_owned()).into(),
             (*counted).into(),
         ];
-        conn.execute_raw(inklink::analytics::aggregate::statement(
-            backend, insert, values,
-        ))
-        .await
-        .unwrap();
+        conn.execute_raw(inklink::db::sql::statement(backend, insert, values))
+            .await
+            .unwrap();
     }
 
     // Instances upgraded together each find the old table; every one of them starts, and
@@ -532,7 +530,7 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
     // An old click listed as waiting after the purge's count, as a stats rebuild racing the
     // purge would (here without its click, so that no count takes it off the list).
     core.db
-        .execute_raw(inklink::analytics::aggregate::statement(
+        .execute_raw(inklink::db::sql::statement(
             core.db.get_database_backend(),
             "INSERT INTO click_waiting (at, event_key) VALUES (?, ?)",
             vec![
@@ -699,7 +697,7 @@ async fn a_waiting_entry_without_its_click_is_dropped_and_the_clicks_behind_it_a
     // Older than every click: first in the list.
     let orphan = micros(start) - 1;
     core.db
-        .execute_raw(inklink::analytics::aggregate::statement(
+        .execute_raw(inklink::db::sql::statement(
             core.db.get_database_backend(),
             "INSERT INTO click_waiting (at, event_key) VALUES (?, ?)",
             vec![orphan.into(), vec![7u8; 16].into()],
@@ -730,11 +728,9 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
     let run = |sql: &'static str, values: Vec<Value>| {
         let conn = &conn;
         async move {
-            conn.execute_raw(inklink::analytics::aggregate::statement(
-                backend, sql, values,
-            ))
-            .await
-            .unwrap();
+            conn.execute_raw(inklink::db::sql::statement(backend, sql, values))
+                .await
+                .unwrap();
         }
     };
     run(
@@ -820,7 +816,7 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
         async move {
             let sql = "SELECT COUNT(*) FROM click WHERE counted = ?";
             let row = db
-                .query_one_raw(inklink::analytics::aggregate::statement(
+                .query_one_raw(inklink::db::sql::statement(
                     db.get_database_backend(),
                     sql,
                     vec![counted.into()],

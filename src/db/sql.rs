@@ -1,0 +1,72 @@
+//! SQL written once for the three backends: placeholders, sums, and deletes in batches.
+
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
+
+/// A SUM comes back as DECIMAL from MySQL; cast it to a 64-bit integer everywhere.
+pub fn sum(backend: DbBackend, column: &str) -> String {
+    let int = if backend == DbBackend::MySql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    format!("CAST(SUM({column}) AS {int})")
+}
+
+/// SQL written with `?` placeholders, numbered for PostgreSQL.
+pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
+    if backend != DbBackend::Postgres {
+        return Statement::from_sql_and_values(backend, sql, values);
+    }
+    let mut numbered = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for ch in sql.chars() {
+        if ch == '?' {
+            n += 1;
+            numbered.push_str(&format!("${n}"));
+        } else {
+            numbered.push(ch);
+        }
+    }
+    Statement::from_sql_and_values(backend, numbered, values)
+}
+
+/// Deletes the rows of `table` whose `column` (a key the table is ordered by, or indexed on)
+/// is below `below`, `batch` rows a statement, so that neither the click writer nor
+/// the dashboards wait behind one huge delete; returns how many.
+pub async fn delete_in_batches(
+    db: &impl ConnectionTrait,
+    table: &str,
+    column: &str,
+    below: i64,
+    batch: i64,
+) -> Result<u64, DbErr> {
+    let backend = db.get_database_backend();
+    // The last key of the next batch: DELETE … LIMIT is not portable, and MySQL refuses a
+    // LIMIT inside `IN (…)`.
+    let last = format!(
+        "SELECT MAX({column}) FROM (SELECT {column} FROM {table} WHERE {column} < ? \
+         ORDER BY {column} LIMIT {batch}) batch"
+    );
+    let delete = format!("DELETE FROM {table} WHERE {column} <= ? AND {column} < ?");
+    let mut deleted = 0;
+    loop {
+        let row = db
+            .query_one_raw(statement(backend, &last, vec![below.into()]))
+            .await?;
+        // MAX of a PostgreSQL INTEGER column (the dictionaries' `seen`) is an int4.
+        let last = row.map(|row| {
+            row.try_get_by_index::<Option<i64>>(0).or_else(|_| {
+                row.try_get_by_index::<Option<i32>>(0)
+                    .map(|last| last.map(i64::from))
+            })
+        });
+        let Some(last) = last.transpose()?.flatten() else {
+            return Ok(deleted);
+        };
+        deleted += db
+            .execute_raw(statement(backend, &delete, vec![last.into(), below.into()]))
+            .await?
+            .rows_affected();
+    }
+}
