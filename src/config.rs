@@ -16,6 +16,7 @@ pub struct Settings {
         long,
         env = "INKLINK_DATABASE_URL",
         default_value = "sqlite://inklink.db?mode=rwc",
+        value_parser = database_url,
         global = true
     )]
     pub database_url: String,
@@ -25,6 +26,7 @@ pub struct Settings {
         long,
         env = "INKLINK_LISTEN",
         default_value = "127.0.0.1:8080",
+        value_parser = listen_address,
         global = true
     )]
     pub listen: SocketAddr,
@@ -85,7 +87,7 @@ pub struct Settings {
 
     /// Time zone for dates shown in the admin UI and for expiries typed without an offset
     /// (IANA name such as Asia/Shanghai)
-    #[arg(long, env = "INKLINK_TIMEZONE", default_value = "UTC", global = true)]
+    #[arg(long, env = "INKLINK_TIMEZONE", default_value = "UTC", value_parser = time_zone, global = true)]
     pub timezone: chrono_tz::Tz,
 
     /// Reverse proxies (comma-separated IPs or CIDRs) whose X-Forwarded-For, X-Real-IP and
@@ -107,7 +109,7 @@ pub struct Settings {
     /// Serve the Prometheus metrics (/metrics) on this extra address only, such as
     /// 127.0.0.1:9100, for a scraper that reaches it directly. Unset: /metrics answers on the
     /// admin hosts (INKLINK_ADMIN_HOSTS), like the admin UI; elsewhere it is an unknown code
-    #[arg(long, env = "INKLINK_METRICS_LISTEN", global = true)]
+    #[arg(long, env = "INKLINK_METRICS_LISTEN", value_parser = listen_address, global = true)]
     pub metrics_listen: Option<SocketAddr>,
 
     /// Always mark the admin session cookie Secure (it is marked anyway when a trusted proxy
@@ -242,7 +244,7 @@ pub enum ConfigError {
     /// Help asked for, already rendered: printed to standard output, exit 0.
     #[error("{0}")]
     Help(String),
-    #[error("{origin} is '{value}', which is not allowed ({reason}). Allowed: {allowed}")]
+    #[error("{origin} is '{value}', which is not allowed: {reason}{allowed}")]
     Setting {
         origin: String,
         value: String,
@@ -299,12 +301,10 @@ pub fn explain(err: clap::Error, command: &clap::Command, args: &[OsString]) -> 
         .iter()
         .map(|v| v.get_name().to_owned())
         .collect();
+    // The reason says what is expected when there is no list to choose from.
     let allowed = match possible.is_empty() {
-        false => possible.join(", "),
-        true => option
-            .get_help()
-            .map(|help| help.to_string().replace('\n', " "))
-            .unwrap_or_else(|| "see inklink --help".to_owned()),
+        false => format!(". Allowed: {}", possible.join(", ")),
+        true => String::new(),
     };
     ConfigError::Setting {
         origin,
@@ -314,13 +314,54 @@ pub fn explain(err: clap::Error, command: &clap::Command, args: &[OsString]) -> 
     }
 }
 
+/// A database URL of a kind inklink speaks; anything else (a bare file name, a typo in the
+/// scheme) is refused here with the forms to use, not by the driver with "cannot be parsed".
+fn database_url(value: &str) -> Result<String, String> {
+    let scheme = value.split_once(':').map(|(scheme, _)| scheme);
+    match scheme {
+        Some("sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") => Ok(value.to_owned()),
+        _ => Err(
+            "a database URL starts with sqlite://, postgres:// or mysql://, as in \
+             sqlite://inklink.db?mode=rwc, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
+                .to_owned(),
+        ),
+    }
+}
+
+fn time_zone(value: &str) -> Result<chrono_tz::Tz, String> {
+    value.parse().map_err(|_| {
+        "not a time zone name: give an IANA name such as Asia/Shanghai, Europe/Berlin or UTC"
+            .to_owned()
+    })
+}
+
+/// An address and a port (`127.0.0.1:8080`, `[::1]:8080`, `localhost:8080`).
+fn listen_address(value: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let expected = "give an address and a port, such as 127.0.0.1:8080 (this machine only) \
+                    or 0.0.0.0:8080 (every network interface)";
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    if value.parse::<u16>().is_ok() || !value.contains(':') {
+        return Err(expected.to_owned());
+    }
+    value
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut found| found.next())
+        .ok_or_else(|| expected.to_owned())
+}
+
 impl ConfigError {
     /// Shows the error the way clap shows its own and exits (2 for usage, 1 otherwise).
     pub fn exit(self) -> ! {
         match self {
             Self::Cli(err) => err.exit(),
             Self::Help(text) => {
-                print!("{text}");
+                // A closed pipe (`inklink --help | head`) is no error.
+                use std::io::Write as _;
+                let _ = std::io::stdout().write_all(text.as_bytes());
                 std::process::exit(0)
             }
             other => {

@@ -25,27 +25,43 @@ const ID_BLOCK: i64 = 512;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("cannot connect to the database {url}: {source}")]
-    Connect { url: String, source: DbErr },
+    // The causes below are written into the message, not chained as sources: `main` prints
+    // the whole chain, which would show each twice.
+    #[error("cannot connect to the database {url}: {}", db::connect_failure(.cause))]
+    Connect { url: String, cause: DbErr },
     #[error("database migration failed: {0}")]
     Migrate(DbErr),
     #[error("database error during start-up: {0}")]
     Db(#[from] DbErr),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {}", listen_failure(.cause))]
     Listen {
         addr: std::net::SocketAddr,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
-        "the spool directory {dir} is not usable ({source}); clicks could not be kept there while the database is away. Set INKLINK_SPOOL_DIR to a directory inklink can write"
+        "the spool directory {dir} is not usable ({cause}); clicks could not be kept there while the database is away. Set INKLINK_SPOOL_DIR to a directory inklink can write"
     )]
-    Spool { dir: String, source: std::io::Error },
+    Spool { dir: String, cause: std::io::Error },
     #[error(
         "there is no inklink database at {path} (INKLINK_DATABASE_URL is {url}); run the command where the server's database is, set INKLINK_DATABASE_URL, or create a database with `inklink migrate`"
     )]
     NoDatabase { path: String, url: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+fn listen_failure(cause: &std::io::Error) -> String {
+    match cause.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "{cause}; another program (perhaps another inklink) serves there: stop it, or set \
+             INKLINK_LISTEN to another address"
+        ),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "{cause}; ports below 1024 need privileges: listen on a higher port (such as \
+             127.0.0.1:8080) behind a reverse proxy"
+        ),
+        _ => cause.to_string(),
+    }
 }
 
 /// For the commands that work on an existing database: a SQLite file must be there already
@@ -122,9 +138,9 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
 pub async fn connect(settings: &Settings) -> Result<DatabaseConnection, StartupError> {
     db::connect(&settings.database_url, settings.db_max_connections)
         .await
-        .map_err(|source| StartupError::Connect {
+        .map_err(|cause| StartupError::Connect {
             url: redact(&settings.database_url),
-            source,
+            cause,
         })
 }
 
@@ -145,25 +161,58 @@ pub struct Application {
     state: web::Data<AppState>,
 }
 
+/// The server's sockets. `serve` binds them before it opens the database, so that a second
+/// `serve` on a taken port fails before it creates a database, an admin user or a password.
+pub struct Listeners {
+    main: TcpListener,
+    metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the configured address and, when set, the metrics address.
+    pub fn bind(settings: &Settings) -> Result<Self, StartupError> {
+        let main = bind(settings.listen)?;
+        let metrics = settings.metrics_listen.map(bind).transpose()?;
+        Ok(Self { main, metrics })
+    }
+}
+
+fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, StartupError> {
+    TcpListener::bind(addr).map_err(|cause| StartupError::Listen { addr, cause })
+}
+
 impl Application {
-    /// Binds the configured address.
-    pub async fn build(core: Inklink) -> Result<Self, StartupError> {
-        let addr = core.settings.listen;
-        let listener =
-            TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
-        Self::with_listener(Arc::new(core), listener)
+    /// Serves on sockets bound beforehand by [`Listeners::bind`].
+    pub fn build(core: Inklink, listeners: Listeners) -> Result<Self, StartupError> {
+        Self::start(Arc::new(core), listeners)
     }
 
-    /// Serves on a listener the caller bound (tests bind port 0), and starts every background
-    /// task of the server: the link lookups and change watcher, the click pipeline, and the
-    /// session purge.
+    /// Serves on a listener the caller bound (tests bind port 0); the metrics address, when
+    /// set, is bound here.
     pub fn with_listener(core: Arc<Inklink>, listener: TcpListener) -> Result<Self, StartupError> {
+        let metrics = core.settings.metrics_listen.map(bind).transpose()?;
+        Self::start(
+            core,
+            Listeners {
+                main: listener,
+                metrics,
+            },
+        )
+    }
+
+    /// Starts every background task of the server: the link lookups and change watcher, the
+    /// click pipeline, and the session purge.
+    fn start(core: Arc<Inklink>, listeners: Listeners) -> Result<Self, StartupError> {
+        let Listeners {
+            main: listener,
+            metrics,
+        } = listeners;
         let settings = core.settings.clone();
         // Found now, not during an outage, when the clicks would have nowhere to go.
-        crate::analytics::spool::check_dir(&settings.spool_dir).map_err(|source| {
+        crate::analytics::spool::check_dir(&settings.spool_dir).map_err(|cause| {
             StartupError::Spool {
                 dir: settings.spool_dir.display().to_string(),
-                source,
+                cause,
             }
         })?;
         let resolver = LinkResolver::start(
@@ -201,9 +250,7 @@ impl Application {
                 .configure(|cfg| routes::configure(cfg, &frontends))
         })
         .listen(listener)?;
-        if let Some(addr) = settings.metrics_listen {
-            let metrics =
-                TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
+        if let Some(metrics) = metrics {
             server = server.listen(metrics)?;
         }
         if let Some(workers) = settings.workers {

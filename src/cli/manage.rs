@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 /// Rows as an aligned table under `header`, or the JSON values, one array.
 fn print(json_output: bool, header: &[&str], rows: Vec<Vec<String>>, values: Vec<Value>) {
     if json_output {
-        println!("{}", Value::Array(values));
+        say!("{}", Value::Array(values));
         return;
     }
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -31,7 +31,7 @@ fn print(json_output: bool, header: &[&str], rows: Vec<Vec<String>>, values: Vec
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        say!("{}", padded.join("  ").trim_end());
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for row in rows {
@@ -142,7 +142,7 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                 .await?
                 .ok_or_else(|| anyhow!("there is no link with the code '{code}'"))?;
             if json {
-                println!("{}", as_json(&link));
+                say!("{}", as_json(&link));
             } else {
                 for (name, value) in [
                     ("code", link.compression_code.to_string()),
@@ -191,14 +191,14 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
                             .replace('\n', ", "),
                     ),
                 ] {
-                    println!("{name:<16} {value}");
+                    say!("{name:<16} {value}");
                 }
             }
         }
         LinkAction::Delete { code } => {
             let code = ShortCode::parse(&code)?;
             links::delete(core, &code, &Actor::Cli).await?;
-            println!(
+            say!(
                 "deleted {code} (other running instances notice within INKLINK_CACHE_TTL seconds)"
             );
         }
@@ -265,17 +265,17 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
         DomainAction::Default { host } => {
             let domain = find_domain(core, &host).await?;
             domains::set_default(&core.db, domain.id, &Actor::Cli).await?;
-            println!("{} is the default domain now", domain.host);
+            say!("{} is the default domain now", domain.host);
         }
         DomainAction::Disable { host } => {
             let domain = find_domain(core, &host).await?;
             domains::set_status(&core.db, domain.id, DomainStatus::Disabled, &Actor::Cli).await?;
-            println!("disabled {} (its links keep redirecting)", domain.host);
+            say!("disabled {} (its links keep redirecting)", domain.host);
         }
         DomainAction::Enable { host } => {
             let domain = find_domain(core, &host).await?;
             domains::set_status(&core.db, domain.id, DomainStatus::Active, &Actor::Cli).await?;
-            println!("enabled {}", domain.host);
+            say!("enabled {}", domain.host);
         }
         DomainAction::Rotate { host, to } => {
             let blocked = find_domain(core, &host).await?;
@@ -286,9 +286,12 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                 .copied()
                 .unwrap_or(0);
             domains::rotate(&core.db, blocked.id, replacement.id, &Actor::Cli).await?;
-            println!(
+            say!(
                 "{} replaces {}: {moved} links are shown with it, and {} is the default; {} keeps redirecting",
-                replacement.host, blocked.host, replacement.host, blocked.host
+                replacement.host,
+                blocked.host,
+                replacement.host,
+                blocked.host
             );
         }
         DomainAction::Set {
@@ -317,7 +320,7 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
             let after =
                 domains::set_link_defaults(&core.db, domain.id, in_app, fallback, &Actor::Cli)
                     .await?;
-            println!(
+            say!(
                 "{}: in-app page for {}; fallback {}",
                 after.host,
                 after.in_app_page.as_deref().unwrap_or("none"),
@@ -383,8 +386,8 @@ pub async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot change {}", user.username))?;
     match done {
-        "given the role" => println!("{} is {} now", changed.username, changed.role),
-        _ => println!("{done} {}", changed.username),
+        "given the role" => say!("{} is {} now", changed.username, changed.role),
+        _ => say!("{done} {}", changed.username),
     }
     Ok(())
 }
@@ -434,7 +437,7 @@ pub async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> 
                 .find(|k| k.name == name.as_str())
                 .ok_or_else(|| anyhow!("there is no API key '{name}' (see inklink apikey list)"))?;
             api_keys::revoke(&core.db, key.id, &Actor::Cli).await?;
-            println!("revoked {name}: requests with it are refused from now on");
+            say!("revoked {name}: requests with it are refused from now on");
         }
         ApikeyAction::Add { .. } => unreachable!("handled by the caller"),
     }

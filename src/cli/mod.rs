@@ -21,6 +21,27 @@ use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+/// `println!` that ends the command quietly when standard output is a closed pipe
+/// (`inklink check | head -1`), as Unix tools do, instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(err) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::cli::output_failed(err)
+        }
+    }};
+}
+
+/// Standard output could not be written. A reader that went away (a closed pipe) ends the
+/// command with the status a process killed by SIGPIPE has; anything else is an error.
+pub(crate) fn output_failed(err: std::io::Error) -> ! {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(128 + 13)
+    }
+    eprintln!("error: cannot write to standard output: {err}");
+    std::process::exit(1)
+}
+
 const AFTER_HELP: &str = "\
 Every option can also be set in the environment (INKLINK_DATABASE_URL, INKLINK_LISTEN, ...) or in
 inklink.toml (database_url = \"...\", listen = \"...\"), looked for in the working directory or at
@@ -431,7 +452,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         startup::existing_sqlite_file(&settings.database_url)?;
     }
     match command {
-        Command::Serve => serve(startup::open(settings).await?).await,
+        Command::Serve => {
+            // Before the database is opened: a taken port must not leave a new database, an
+            // admin user and a printed password behind.
+            let listeners = startup::Listeners::bind(&settings)?;
+            serve(startup::open(settings).await?, listeners).await
+        }
         Command::Migrate { action } => {
             let db = startup::connect(&settings).await?;
             migrate(&db, action.unwrap_or(MigrateAction::Up)).await
@@ -451,7 +477,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn check(settings: &Settings) -> anyhow::Result<()> {
     let mut failed = 0;
     let mut line = |ok: bool, what: &str, detail: String| {
-        println!("{} {what}: {detail}", if ok { "OK  " } else { "FAIL" });
+        say!("{} {what}: {detail}", if ok { "OK  " } else { "FAIL" });
         failed += usize::from(!ok);
     };
     line(
@@ -594,7 +620,7 @@ async fn backup(settings: &Settings, file: &std::path::Path) -> anyhow::Result<(
             ))
             .await
             .with_context(|| format!("cannot write the backup to {}", file.display()))?;
-            println!("backed up to {}", file.display());
+            say!("backed up to {}", file.display());
             Ok(())
         }
         DbBackend::Postgres => bail!(
@@ -611,7 +637,7 @@ async fn backup(settings: &Settings, file: &std::path::Path) -> anyhow::Result<(
     }
 }
 
-async fn serve(core: Inklink) -> anyhow::Result<()> {
+async fn serve(core: Inklink, listeners: startup::Listeners) -> anyhow::Result<()> {
     let generated = users::ensure_admin(&core.db, core.settings.admin_password.as_deref())
         .await
         .context("cannot create the first admin user")?;
@@ -629,7 +655,7 @@ async fn serve(core: Inklink) -> anyhow::Result<()> {
             "the admin UI and the API answer only on these hosts"
         );
     }
-    let app = Application::build(core).await?;
+    let app = Application::build(core, listeners)?;
     tracing::info!(port = app.port(), "inklink is serving");
     Ok(app.run_until_stopped().await?)
 }
@@ -669,13 +695,13 @@ async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
             let name = Username::parse(&name)?;
             let password = read_password()?;
             users::add(&core.db, &name, &password, role, &Actor::Cli).await?;
-            println!("added {} user {name}", role.as_str());
+            say!("added {} user {name}", role.as_str());
         }
         UserAction::Passwd { name } => {
             let name = Username::parse(&name)?;
             let password = read_password()?;
             users::set_password(&core.db, &name, &password, &Actor::Cli).await?;
-            println!("changed the password of {name}");
+            say!("changed the password of {name}");
         }
     }
     Ok(())
@@ -802,7 +828,7 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             if saved.outcome == Outcome::Reused {
                 eprintln!("reusing the existing link {}", saved.link.compression_code);
             }
-            println!("{}", saved.short_url());
+            say!("{}", saved.short_url());
         }
         LinkAction::Import { file, results } => {
             let bytes =
@@ -829,14 +855,14 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
         LinkAction::Disable { code } => {
             let code = ShortCode::parse(&code)?;
             links::set_status(core, &code, LinkStatus::Disabled, &Actor::Cli).await?;
-            println!(
+            say!(
                 "disabled {code} (other running instances notice within INKLINK_CACHE_TTL seconds)"
             );
         }
         LinkAction::Enable { code } => {
             let code = ShortCode::parse(&code)?;
             links::set_status(core, &code, LinkStatus::Active, &Actor::Cli).await?;
-            println!("enabled {code}");
+            say!("enabled {code}");
         }
     }
     Ok(())
@@ -863,7 +889,7 @@ async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
             };
             let added = domains::add(&core.db, &host, protocol, default, &Actor::Cli).await?;
             let note = if added.is_default { " (default)" } else { "" };
-            println!("added {}://{}{note}", added.protocol, added.host);
+            say!("added {}://{}{note}", added.protocol, added.host);
         }
     }
     Ok(())
@@ -879,7 +905,7 @@ async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
         None => match crate::analytics::stored::event_span(&core.db, tz).await? {
             Some((first, _)) => first,
             None => {
-                println!("no click events stored: nothing to recompute");
+                say!("no click events stored: nothing to recompute");
                 return Ok(());
             }
         },
@@ -888,11 +914,11 @@ async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result<()> {
         bail!("--from {from} is after --to {to}");
     }
     let days = crate::analytics::tally::rebuild(&core.db, tz, from, to).await?;
-    println!("recomputed {days} days of statistics, {from} to {to} ({tz})");
+    say!("recomputed {days} days of statistics, {from} to {to} ({tz})");
     if let Some(frozen) = aggregate::purged_before(&core.db).await?
         && from < frozen
     {
-        println!("days before {frozen} keep their statistics: their click events were purged");
+        say!("days before {frozen} keep their statistics: their click events were purged");
     }
     Ok(())
 }
@@ -903,12 +929,12 @@ async fn events(core: &Inklink, action: EventsAction) -> anyhow::Result<()> {
     let purged = crate::analytics::retention::purge(&core.db, tz, before)
         .await
         .context("cannot purge click events")?;
-    println!(
+    say!(
         "deleted {} click events recorded before {before} ({tz}); the statistics of those days are kept",
         purged.events
     );
     if purged.values > 0 {
-        println!(
+        say!(
             "deleted {} user agents, referrers, places and texts that only those events used",
             purged.values
         );
@@ -937,6 +963,6 @@ async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> {
         .transpose()?;
     let issued =
         crate::services::api_keys::create(&core.db, &name, role, expires, &Actor::Cli).await?;
-    println!("{}", issued.token.as_str());
+    say!("{}", issued.token.as_str());
     Ok(())
 }

@@ -260,6 +260,40 @@ pub fn is_refused_value(err: &DbErr) -> bool {
         .is_some_and(|mysql| matches!(mysql.number(), 1048 | 1264 | 1265 | 1292 | 1366 | 1406))
 }
 
+/// Why connecting failed, in words for the person who set `INKLINK_DATABASE_URL`: the server's
+/// own message (without PostgreSQL's "at line N", a line of the server's source code), and
+/// what to do about the usual first-day mistakes.
+pub fn connect_failure(err: &DbErr) -> String {
+    let Some(answered) = database_error(err) else {
+        return match err {
+            DbErr::Conn(RuntimeErr::Internal(text)) => text.clone(),
+            DbErr::Conn(RuntimeErr::SqlxError(sqlx)) => sqlx.to_string(),
+            other => other.to_string(),
+        };
+    };
+    use sea_orm::sqlx::{mysql::MySqlDatabaseError, postgres::PgDatabaseError};
+    let message = answered.message().to_owned();
+    let postgres = answered.try_downcast_ref::<PgDatabaseError>();
+    let mysql = answered.try_downcast_ref::<MySqlDatabaseError>();
+    let hint = match (
+        postgres.map(PgDatabaseError::code),
+        mysql.map(|my| my.number()),
+    ) {
+        // No such role, or a wrong password.
+        (Some("28000" | "28P01"), _) => {
+            "; create the role first (as the postgres user: createuser --pwprompt inklink), \
+             or name one that exists in the URL (postgres://USER:PASSWORD@HOST/DB)"
+        }
+        (Some("3D000"), _) => "; create it first (as the postgres user: createdb -O OWNER NAME)",
+        (_, Some(1045)) => {
+            "; check the user and password in the URL (mysql://USER:PASSWORD@HOST/DB)"
+        }
+        (_, Some(1049)) => "; create it first: CREATE DATABASE name CHARACTER SET utf8mb4",
+        _ => "",
+    };
+    format!("the database answered: {message}{hint}")
+}
+
 /// The error the database server (or SQLite) answered, when that is what `err` carries.
 fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {
     match err {

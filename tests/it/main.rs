@@ -12,6 +12,7 @@ mod cli;
 mod clicks;
 mod codes;
 mod event_insert;
+mod first_start;
 mod hardening;
 mod hosts;
 mod i18n;
