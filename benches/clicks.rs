@@ -23,12 +23,14 @@
 
 use actix_web::web;
 use chrono::Duration;
-use inklink::analytics::enrich::Enricher;
-use inklink::analytics::geoip::GeoIp;
-use inklink::analytics::writer::{BATCH, ClickStore};
-use inklink::analytics::{ClickEvent, Outcome, capture, tally};
+use inklink::clicks::enrich::Enricher;
+use inklink::clicks::geoip::GeoIp;
+use inklink::clicks::writer::{BATCH, ClickStore};
+use inklink::clicks::{ClickEvent, capture};
 use inklink::net::client::TrustedProxies;
+use inklink::rules::Outcome;
 use inklink::startup::Application;
+use inklink::stats::tally;
 use sea_orm::{ConnectionTrait, Database};
 use std::net::{IpAddr, TcpListener};
 use std::sync::Arc;
@@ -370,8 +372,8 @@ async fn run() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let today = chrono::Utc::now().date_naive();
     let first_day = today - Duration::days(89);
-    let metrics = state.analytics.metrics();
-    let sink = state.analytics.sink();
+    let metrics = state.clicks.metrics();
+    let sink = state.clicks.sink();
     let proxies: TrustedProxies = "127.0.0.1".parse().unwrap();
     // Capture as the redirect does it (headers copied into an event, handed to the journal
     // and the queue), timed on this thread; the requests are built beforehand, untimed.
@@ -705,7 +707,7 @@ impl Second {
 
     /// 40,000 clicks a second for 10 seconds into this server's queue; returns how many.
     async fn burst(&self, links: &[(i64, String)], rng: &mut Rng) -> u64 {
-        let sink = self.state.analytics.sink();
+        let sink = self.state.clicks.sink();
         let started = Instant::now();
         let mut sent = 0u64;
         for tick in 1..=100u32 {
@@ -733,8 +735,8 @@ async fn campaign_scale(
     first_day: chrono::NaiveDate,
     day_visitors: u32,
 ) -> (u64, (f64, f64), (f64, f64)) {
-    use inklink::analytics::aggregate::ALL_LINKS;
-    use inklink::analytics::daysets::{ADDRESSES, VISITORS};
+    use inklink::stats::daysets::{ADDRESSES, VISITORS};
+    use inklink::stats::dimension::ALL_LINKS;
     let backend = db.get_database_backend();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let mut seen = 0u32;
@@ -789,7 +791,7 @@ async fn campaign_scale(
         }
         // As counting stamps a day whose bitmaps it changed, with a turn after all others.
         let day_stamp = std::collections::BTreeSet::from([(ALL_LINKS, date)]);
-        inklink::analytics::daysets::stamp(db, 1_000_000 + day, day_stamp)
+        inklink::stats::daysets::stamp(db, 1_000_000 + day, day_stamp)
             .await
             .unwrap();
     }

@@ -7,7 +7,10 @@
 //! - `net`: client address, admin host list, rate limits; `config`: flags, environment and
 //!   inklink.toml; `telemetry`: logging, as configured;
 //! - `db`: entities, connections, the id allocator;
-//! - `analytics`: click capture, the writer, daily aggregation and the reports;
+//! - `background`: threads of lower priority; `metrics`: the counters of `/metrics`;
+//! - `clickstore`: the click tables (what a stored click is, writing, reading back, purging);
+//! - `clicks` (ingest: capture, queue, journal, enrichment, writer, spool) and `stats`
+//!   (counting, day sets, kept ranges, reports, retention), which cannot use each other;
 //! - `resolver`: code → link through this process's cache;
 //! - `state`: what every front end shares (`Inklink`) and a running server adds (`AppState`);
 //! - `services`: every operation on stored data, with its transaction, audit entry and cache
@@ -26,9 +29,16 @@ pub mod config;
 pub mod net;
 pub mod telemetry;
 
+pub mod background;
+pub mod metrics;
+
 pub mod db;
 
-pub mod analytics;
+pub mod clickstore;
+
+pub mod clicks;
+pub mod stats;
+
 pub mod resolver;
 pub mod state;
 

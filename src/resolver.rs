@@ -9,9 +9,9 @@
 //! latest, in case a change was missed). While the database is unreachable, expired entries
 //! keep answering.
 
-use crate::analytics::metrics::Counter;
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkState, LinkStatus};
+use crate::metrics::Counter;
 use crate::rules::{AltTargets, InAppApps, RedirectStatus, ShortCode, TargetRule};
 use actix_web::http::header::HeaderValue;
 use chrono::NaiveDateTime;

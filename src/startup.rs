@@ -2,8 +2,7 @@
 //! and building the server with every background task it runs.
 
 use crate::admin::session_store::DbSessionStore;
-use crate::analytics::Analytics;
-use crate::analytics::kept::FinishedDays;
+use crate::clicks::Ingest;
 use crate::config::Settings;
 use crate::db::{self, allocator::BlockAllocator};
 use crate::net::rate_limit::RateLimits;
@@ -12,6 +11,8 @@ use crate::routes::{self, Frontends};
 use crate::rules::{CodeFormat, CodeGenerator, CodeLength, DomainHost};
 use crate::services::{domains, secret};
 use crate::state::{AppState, Inklink};
+use crate::stats::Statistics;
+use crate::stats::kept::FinishedDays;
 use actix_web::cookie::Key;
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{App, HttpServer, web};
@@ -86,7 +87,7 @@ pub fn existing_sqlite_file(url: &str) -> Result<(), StartupError> {
 pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
     let db = connect(&settings).await?;
     db::migrate_up(&db).await.map_err(StartupError::Migrate)?;
-    let moved = crate::analytics::upgrade::move_old_clicks(&db)
+    let moved = crate::clickstore::upgrade::move_old_clicks(&db)
         .await
         .map_err(StartupError::Migrate)?;
     if moved > 0 {
@@ -159,6 +160,7 @@ pub struct Application {
     port: u16,
     server: Server,
     state: web::Data<AppState>,
+    stats: Statistics,
 }
 
 /// The server's sockets. `serve` binds them before it opens the database, so that a second
@@ -209,7 +211,7 @@ impl Application {
         } = listeners;
         let settings = core.settings.clone();
         // Found now, not during an outage, when the clicks would have nowhere to go.
-        crate::analytics::spool::check_dir(&settings.spool_dir).map_err(|cause| {
+        crate::clicks::spool::check_dir(&settings.spool_dir).map_err(|cause| {
             StartupError::Spool {
                 dir: settings.spool_dir.display().to_string(),
                 cause,
@@ -231,17 +233,18 @@ impl Application {
             secure_cookie: settings.secure_cookie,
         });
         let port = listener.local_addr()?.port();
-        let analytics = Arc::new(Analytics::start(
+        let clicks = Arc::new(Ingest::start(
             &settings,
             core.db.clone(),
             core.visitor_key,
             port,
         )?);
+        let stats = Statistics::start(&settings, core.db.clone())?;
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,
             resolver,
-            analytics,
+            clicks,
         });
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
@@ -260,6 +263,7 @@ impl Application {
             port,
             server: server.run(),
             state,
+            stats,
         })
     }
 
@@ -279,7 +283,8 @@ impl Application {
     /// requests finish, then writes every queued click before returning.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
-        self.state.analytics.shutdown().await;
+        self.stats.stop().await;
+        self.state.clicks.shutdown().await;
         served
     }
 }

@@ -1,13 +1,13 @@
 //! What the front ends share: the core every one of them (CLI included) acts through, and the
 //! state a running server adds to it. Both are built in `startup`.
 
-use crate::analytics::Analytics;
-use crate::analytics::kept::FinishedDays;
+use crate::clicks::Ingest;
 use crate::config::Settings;
 use crate::db::allocator::BlockAllocator;
 use crate::net::rate_limit::RateLimits;
 use crate::resolver::{LinkCache, LinkResolver};
 use crate::rules::{CodeGenerator, CodeLength};
+use crate::stats::kept::FinishedDays;
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
 
@@ -51,6 +51,6 @@ impl Inklink {
 pub struct AppState {
     pub core: Arc<Inklink>,
     pub resolver: LinkResolver,
-    pub analytics: Arc<Analytics>,
+    pub clicks: Arc<Ingest>,
     pub api_limits: RateLimits,
 }

@@ -4,13 +4,14 @@
 use super::auth::CurrentUser;
 use super::error::AdminError;
 use super::pages::{Frame, render};
-use crate::analytics::aggregate::today;
-use crate::analytics::report::{self, DayRow, LinkTotal, PRESETS, Period, Scope, Share};
-use crate::analytics::visits::Visits;
 use crate::charts;
 use crate::rules::ShortCode;
 use crate::services::links;
 use crate::state::AppState;
+use crate::stats::days::today;
+use crate::stats::dimension::Dimension;
+use crate::stats::report::{self, DayRow, LinkTotal, PRESETS, Period, Scope, Share};
+use crate::stats::visits::Visits;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
@@ -68,26 +69,27 @@ struct DashboardPage {
     top_links: Vec<LinkTotal>,
 }
 
-fn title(dimension: &str) -> &'static str {
+fn title(dimension: Dimension) -> &'static str {
     match dimension {
-        "country" => "Countries",
-        "province" => "Provinces",
-        "city" => "Cities",
-        "browser" => "Browsers",
-        "os" => "Operating systems",
-        "device" => "Devices",
-        "utm_source" => "Campaign sources (utm_source)",
-        "utm_medium" => "Campaign media (utm_medium)",
-        "utm_campaign" => "Campaigns (utm_campaign)",
-        "channel" => "Channels (channel)",
-        _ => "Referrers",
+        Dimension::Country => "Countries",
+        Dimension::Province => "Provinces",
+        Dimension::City => "Cities",
+        Dimension::Browser => "Browsers",
+        Dimension::Os => "Operating systems",
+        Dimension::Device => "Devices",
+        Dimension::Referrer => "Referrers",
+        Dimension::UtmSource => "Campaign sources (utm_source)",
+        Dimension::UtmMedium => "Campaign media (utm_medium)",
+        Dimension::UtmCampaign => "Campaigns (utm_campaign)",
+        Dimension::Channel => "Channels (channel)",
+        Dimension::Hour => "Hour of the day",
     }
 }
 
 /// What an empty value stands for in each dimension.
-fn label(dimension: &str, value: &str) -> String {
+fn label(dimension: Dimension, value: &str) -> String {
     match (dimension, value) {
-        ("referrer", "") => "(direct)".to_owned(),
+        (Dimension::Referrer, "") => "(direct)".to_owned(),
         (_, "") => "(unknown)".to_owned(),
         _ => value.to_owned(),
     }
@@ -114,9 +116,7 @@ async fn page(
         .await?
         .into_iter()
         // The campaign parameters show only when visitors brought them.
-        .filter(|(dimension, shares)| {
-            !shares.is_empty() || !crate::analytics::tally::QUERY_DIMENSIONS.contains(dimension)
-        })
+        .filter(|(dimension, shares)| !shares.is_empty() || !dimension.is_query())
         .map(|(dimension, shares)| {
             let rows: Vec<Share> = shares
                 .into_iter()

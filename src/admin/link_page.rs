@@ -4,14 +4,14 @@
 use super::auth::CurrentUser;
 use super::error::AdminError;
 use super::pages::{Frame, render};
-use crate::analytics::aggregate::today;
-use crate::analytics::report;
 use crate::charts;
 use crate::db::entities::url_map::{LinkState, LinkStatus};
 use crate::rules::{AltTargets, TargetUrl};
 use crate::services::audit::{self, AuditFilter};
 use crate::services::links;
 use crate::state::AppState;
+use crate::stats::days::today;
+use crate::stats::report;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;

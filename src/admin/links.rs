@@ -99,7 +99,7 @@ pub struct Row {
     pub changeable: bool,
     pub tags: Vec<String>,
     /// Page views today, over 7 days and in all.
-    pub glance: crate::analytics::report::Glance,
+    pub glance: crate::stats::report::Glance,
     /// The last 14 days as a small inline chart.
     pub spark: String,
 }
@@ -172,8 +172,7 @@ pub async fn list(
     let actor = user.actor();
     let ids: Vec<i64> = links.iter().map(|link| link.id).collect();
     let mut tags_of = crate::services::tags::tags_of(db, &ids).await?;
-    let mut glances =
-        crate::analytics::report::glance(db, &ids, crate::analytics::aggregate::today(tz)).await?;
+    let mut glances = crate::stats::report::glance(db, &ids, crate::stats::days::today(tz)).await?;
     let rows = links
         .into_iter()
         .map(|link| Row {

@@ -8,8 +8,6 @@ use super::model::{
     CreateLink, DayStats, Link, LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats,
     SetState, StatsQuery, StatusFilter,
 };
-use crate::analytics::aggregate::today;
-use crate::analytics::report::{self, Period, Scope};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
@@ -22,6 +20,8 @@ use crate::services::links::{
 };
 use crate::services::listing::{self, LinkFilter, Order, Paging};
 use crate::state::AppState;
+use crate::stats::days::today;
+use crate::stats::report::{self, Period, Scope};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use chrono::{DateTime, TimeZone, Utc};

@@ -3,7 +3,7 @@
 //!
 //! Every chart is drawn from the same numbers the page also shows as a table.
 
-use crate::analytics::report::DayRow;
+use crate::stats::report::DayRow;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -319,7 +319,7 @@ pub fn sparkline(values: &[i64], label: &str, lang: crate::i18n::Lang) -> String
 }
 
 /// Page views by hour of the day, 24 bars, each hour's numbers on hover.
-pub fn hour_bars(hours: &[crate::analytics::report::Share]) -> String {
+pub fn hour_bars(hours: &[crate::stats::report::Share]) -> String {
     const HEIGHT: u32 = 200;
     let max = hours.iter().map(|h| h.pv).max().unwrap_or(0);
     let svg = render(WIDTH, HEIGHT, |root| {

@@ -1,6 +1,6 @@
 //! Liveness and database check for load balancers and orchestrators.
 
-use crate::analytics::metrics::Gauges;
+use crate::metrics::Gauges;
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::json;
@@ -27,14 +27,14 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     if !here {
         return super::pages::not_found(req).await;
     }
-    let analytics = &state.analytics;
+    let clicks = &state.clicks;
     let gauges = Gauges {
-        queue_depth: analytics.sink().depth(),
+        queue_depth: clicks.sink().depth(),
         cache_hits: state.resolver.hits(),
         cache_misses: state.resolver.misses(),
         lookup_queries: state.resolver.queries(),
     };
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(analytics.metrics().render(&gauges))
+        .body(clicks.metrics().render(&gauges))
 }

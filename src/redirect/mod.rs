@@ -2,12 +2,13 @@
 
 pub mod location;
 
-use crate::analytics::agent::{Agent, parse_agent};
-use crate::analytics::{Outcome, capture};
+use crate::clicks::agent::{Agent, parse_agent};
+use crate::clicks::capture;
 use crate::db::entities::url_map::LinkState;
 use crate::i18n::Lang;
 use crate::public::pages::{self, Page, PasswordProblem};
 use crate::resolver::{ResolvedLink, take_visit};
+use crate::rules::Outcome;
 use crate::rules::{App, ShortCode, TargetRule};
 use crate::services::visitors::{self, PasswordCheck};
 use crate::state::AppState;
@@ -41,16 +42,16 @@ pub async fn follow(
         outcome = None;
     }
     if let Some(outcome) = outcome {
-        let analytics = &state.analytics;
+        let clicks = &state.clicks;
         let proxies = &state.core.settings.trusted_proxies;
-        analytics.sink().record(capture::click(
+        clicks.sink().record(capture::click(
             &req,
             proxies,
             code.as_str(),
             link_id,
             outcome,
         ));
-        analytics.metrics().redirect(outcome, started.elapsed());
+        clicks.metrics().redirect(outcome, started.elapsed());
     }
     response
 }

@@ -6,6 +6,7 @@ pub mod api_key;
 pub mod campaign;
 pub mod codes;
 pub mod host;
+pub mod outcome;
 pub mod permutation;
 pub mod redirect_status;
 pub mod sms;
@@ -19,6 +20,7 @@ pub use campaign::{
 };
 pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 pub use host::{DomainHost, Protocol};
+pub use outcome::Outcome;
 pub use redirect_status::RedirectStatus;
 pub use tag::{Tag, TagError};
 pub use target_url::{OwnHost, TargetUrl, TargetUrlError, UrlRules};

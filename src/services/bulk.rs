@@ -310,8 +310,7 @@ async fn export_rows(
 ) -> Result<(), DbErr> {
     let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
     let mut tags = super::tags::tags_of(db, &ids).await?;
-    let mut clicks =
-        crate::analytics::report::glance(db, &ids, crate::analytics::days::today(tz)).await?;
+    let mut clicks = crate::stats::report::glance(db, &ids, crate::stats::days::today(tz)).await?;
     let local = |at: NaiveDateTime| {
         use chrono::TimeZone;
         tz.from_utc_datetime(&at)

@@ -1912,8 +1912,8 @@ async fn the_link_page_shows_the_link_whole_and_the_list_shows_clicks_at_a_glanc
     }
     crate::analytics::wait_written(&app, 3).await;
     let tz = app.core.settings.timezone;
-    let today = inklink::analytics::aggregate::today(tz);
-    inklink::analytics::tally::rebuild(&app.core.db, tz, today, today)
+    let today = inklink::stats::days::today(tz);
+    inklink::stats::recount::rebuild(&app.core.db, tz, today, today)
         .await
         .unwrap();
 

@@ -4,7 +4,7 @@
 use crate::analytics::wait_written;
 use crate::support::{create_link, spawn_app_with};
 use actix_web::http::header::HeaderValue;
-use inklink::analytics::agent::parse_agent;
+use inklink::clicks::agent::parse_agent;
 
 const CORPUS: &str = include_str!("../data/user_agents.tsv");
 
@@ -215,7 +215,7 @@ async fn the_headers_real_clients_send_are_kept() {
     }
     wait_written(&app, requests.len() as u64).await;
     let db = &app.core.db;
-    let rows = inklink::analytics::stored::all(db).await.unwrap();
+    let rows = inklink::clickstore::stored::all(db).await.unwrap();
     let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
     let stored: Vec<Stored> = rows
         .iter()
@@ -314,7 +314,7 @@ async fn strangers_probing_codes_cannot_fill_the_database() {
     let db = &app.core.db;
     let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
     let stored: Vec<(String, String, Option<String>, Option<String>)> =
-        inklink::analytics::stored::all(db)
+        inklink::clickstore::stored::all(db)
             .await
             .unwrap()
             .iter()
@@ -337,7 +337,7 @@ async fn strangers_probing_codes_cannot_fill_the_database() {
     assert!(ua.starts_with(agent.as_str()) && agent.len() == 2048);
     assert!(referer.as_ref().is_some_and(|r| r.len() == 2048));
     assert!(query.as_deref() == Some(long.as_str()));
-    let metrics = app.state.analytics.metrics();
+    let metrics = app.state.clicks.metrics();
     assert_eq!(
         metrics
             .unknown_not_stored
@@ -348,9 +348,10 @@ async fn strangers_probing_codes_cannot_fill_the_database() {
 
 #[test]
 fn journal_lines_give_back_the_click_they_hold() {
-    use inklink::analytics::event::EventKey;
-    use inklink::analytics::journal::line;
-    use inklink::analytics::{ClickEvent, Outcome};
+    use inklink::clicks::ClickEvent;
+    use inklink::clicks::journal::line;
+    use inklink::clickstore::row::EventKey;
+    use inklink::rules::Outcome;
     let at = chrono::NaiveDate::from_ymd_opt(2026, 11, 23)
         .unwrap()
         .and_hms_micro_opt(8, 1, 2, 345_678)

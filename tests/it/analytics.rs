@@ -4,11 +4,13 @@
 use crate::admin::signed_in;
 use crate::support::{TestApp, create_link, page_view, spawn_app_with};
 use chrono::{Duration, NaiveDate, NaiveDateTime};
-use inklink::analytics::aggregate::{self, ALL_LINKS, UNKNOWN_LINK};
-use inklink::analytics::report::{self, Scope};
-use inklink::analytics::{ClickEvent, Outcome};
-use inklink::analytics::{retention, tally};
+use inklink::clicks::ClickEvent;
 use inklink::db::entities::url_map;
+use inklink::rules::Outcome;
+use inklink::stats::days;
+use inklink::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
+use inklink::stats::report::{self, Scope};
+use inklink::stats::{recount, retention, tally};
 use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, Set, Statement};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -418,7 +420,7 @@ async fn stored_breakdown(app: &TestApp) -> BTreeMap<(NaiveDate, i64, String, St
 
 /// Waits until the server's writer has stored `count` events in all.
 pub async fn wait_written(app: &TestApp, count: u64) {
-    let metrics = app.state.analytics.metrics();
+    let metrics = app.state.clicks.metrics();
     for _ in 0..600 {
         if metrics.events_written.load(Relaxed) >= count {
             return;
@@ -480,7 +482,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     let clicks = synthesize(&links, 10_000);
     for click in &clicks {
         // Through the server's own queue and writer, as a redirect would.
-        app.state.analytics.sink().record(click.event.clone());
+        app.state.clicks.sink().record(click.event.clone());
     }
     wait_written(&app, clicks.len() as u64).await;
     let tz: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
@@ -515,13 +517,17 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     );
 
     // `stats rebuild` counts the days again from their events and gives the same rows.
-    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
+    recount::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
     let stored = stored_days(&app).await;
     assert_eq!(stored, expected, "visit_statistics rows");
     assert_eq!(stored_breakdown(&app).await, breakdown, "breakdown rows");
 
     // Recomputing changes nothing.
-    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
+    recount::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
     assert_eq!(stored_days(&app).await, expected, "after a second rebuild");
     assert_eq!(stored_breakdown(&app).await, breakdown);
 
@@ -563,9 +569,16 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     assert!(page.body.contains("北京市") && page.body.contains("WeChat"));
 
     // The report the dashboard draws its bars from sums the days exactly.
-    let countries = report::breakdown(&app.core.db, Scope::All, "country", first, last, 100)
-        .await
-        .unwrap();
+    let countries = report::breakdown(
+        &app.core.db,
+        Scope::All,
+        Dimension::Country,
+        first,
+        last,
+        100,
+    )
+    .await
+    .unwrap();
     let mut want: BTreeMap<String, i64> = BTreeMap::new();
     for ((_, link, dimension, value), (pv, _)) in &breakdown {
         if *link == ALL_LINKS && dimension == "country" {
@@ -639,14 +652,19 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     let days: BTreeSet<NaiveDate> = clicks.iter().map(|c| c.day).collect();
     let kept_from = *days.iter().last().unwrap();
     let gone = clicks.iter().filter(|c| c.day < kept_from).count() as u64;
-    assert!(gone > retention::PURGE_BATCH as u64, "more than one batch");
+    assert!(
+        gone > inklink::clickstore::purge::PURGE_BATCH as u64,
+        "more than one batch"
+    );
     let stored_before = count_events(&app).await;
     let purged = retention::purge(&app.core.db, tz, kept_from).await.unwrap();
     assert_eq!(purged.events, gone);
     assert_eq!(count_events(&app).await, stored_before - gone);
     assert_eq!(stored_days(&app).await, expected, "after a purge");
     assert_eq!(stored_breakdown(&app).await, breakdown, "after a purge");
-    tally::rebuild(&app.core.db, tz, first, last).await.unwrap();
+    recount::rebuild(&app.core.db, tz, first, last)
+        .await
+        .unwrap();
     assert_eq!(stored_days(&app).await, expected, "rebuilt after a purge");
     assert_eq!(stored_breakdown(&app).await, breakdown);
     let again = browser.get(&format!("/admin/dashboard.csv?{range}")).await;
@@ -654,7 +672,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     assert_eq!(stored_range(&app, Scope::All, first, last).await, all);
     let twice = retention::purge(&app.core.db, tz, kept_from).await.unwrap();
     assert_eq!(twice.events, 0);
-    let tomorrow = aggregate::today(tz).succ_opt().unwrap();
+    let tomorrow = days::today(tz).succ_opt().unwrap();
     let err = retention::purge(&app.core.db, tz, tomorrow)
         .await
         .unwrap_err();
@@ -672,7 +690,7 @@ async fn a_backlog_of_several_turns_is_counted_by_the_schedule_exactly() {
     // More than a turn of tally::BATCH: the schedule counts the rest in a larger turn.
     let clicks = synthesize(&links, tally::BATCH as usize * 5 / 2);
     for click in &clicks {
-        app.state.analytics.sink().record(click.event.clone());
+        app.state.clicks.sink().record(click.event.clone());
     }
     wait_written(&app, clicks.len() as u64).await;
     let expected = expected_days(&clicks);
@@ -739,7 +757,7 @@ fn niced_threads() -> Vec<(String, i64)> {
     out
 }
 async fn count_events(app: &TestApp) -> u64 {
-    inklink::analytics::stored::count(&app.core.db)
+    inklink::clickstore::stored::count(&app.core.db)
         .await
         .unwrap()
 }
@@ -754,7 +772,7 @@ async fn the_server_keeps_the_configured_days_of_events_and_every_statistic() {
     let ages = [0u64, 1, 5, 9];
     for age in ages {
         for i in 0..3u8 {
-            app.state.analytics.sink().record(page_view(
+            app.state.clicks.sink().record(page_view(
                 link.link.compression_code.as_str(),
                 link.link.id,
                 now - chrono::Days::new(age),
@@ -764,8 +782,8 @@ async fn the_server_keeps_the_configured_days_of_events_and_every_statistic() {
     }
     wait_written(&app, 12).await;
     let tz = chrono_tz::UTC;
-    let today = aggregate::today(tz);
-    tally::rebuild(&app.core.db, tz, today - Duration::days(9), today)
+    let today = days::today(tz);
+    recount::rebuild(&app.core.db, tz, today - Duration::days(9), today)
         .await
         .unwrap();
     let figures = stored_days(&app).await;
@@ -815,7 +833,10 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
         assert_eq!(response.status().as_u16(), 302);
         wait_written(&app, 1).await;
         let db = &app.core.db;
-        let row = inklink::analytics::stored::all(db).await.unwrap().remove(0);
+        let row = inklink::clickstore::stored::all(db)
+            .await
+            .unwrap()
+            .remove(0);
         let ip = row.client_ip.to_string();
         let country = row.country.as_deref().map(str::to_owned);
         let browser = row.browser.as_deref().map(str::to_owned);
@@ -861,7 +882,7 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
     wait_written(&app, 4).await;
     let db = &app.core.db;
     let text = |t: &Option<std::sync::Arc<str>>| t.as_deref().map(str::to_owned);
-    let got: Vec<StoredEvent> = inklink::analytics::stored::all(db)
+    let got: Vec<StoredEvent> = inklink::clickstore::stored::all(db)
         .await
         .unwrap()
         .iter()
@@ -952,7 +973,7 @@ async fn dashboards_of_a_service_without_visits_show_zeros_and_empty_states() {
 /// count, however many threads there are (more than the stripes, too).
 #[test]
 fn counters_sum_what_every_thread_added() {
-    let counter = inklink::analytics::metrics::Counter::default();
+    let counter = inklink::metrics::Counter::default();
     std::thread::scope(|scope| {
         for thread in 0..40u64 {
             let counter = &counter;
@@ -991,7 +1012,7 @@ async fn with_keep_addresses_network_only_the_network_of_an_address_is_stored() 
     }
     wait_written(&app, 3).await;
     let db = &app.core.db;
-    let mut stored: Vec<(String, String, Option<String>)> = inklink::analytics::stored::all(db)
+    let mut stored: Vec<(String, String, Option<String>)> = inklink::clickstore::stored::all(db)
         .await
         .unwrap()
         .iter()
@@ -1045,7 +1066,7 @@ async fn two_instances_count_every_click_once_seconds_after_it_is_stored() {
         source.0 += 1;
         source.1.insert((n % 10, n % 3));
     }
-    let today = aggregate::today(chrono_tz::UTC);
+    let today = days::today(chrono_tz::UTC);
     // Neither instance is asked to count: their schedules do, each click once.
     let mut shown = None;
     for _ in 0..300 {
@@ -1075,7 +1096,7 @@ async fn two_instances_count_every_click_once_seconds_after_it_is_stored() {
     );
     // Counting again from the events gives the same rows.
     let before = (stored_days(&one).await, breakdown);
-    tally::rebuild(&one.core.db, chrono_tz::UTC, today, today)
+    recount::rebuild(&one.core.db, chrono_tz::UTC, today, today)
         .await
         .unwrap();
     assert_eq!(
@@ -1091,7 +1112,7 @@ async fn two_instances_count_every_click_once_seconds_after_it_is_stored() {
 async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
     let app = spawn_app_with(&["--timezone", "UTC", "--stats-interval", "3600"]).await;
     let link = create_link(&app, "https://example.com/upgraded").await.link;
-    app.state.analytics.sink().record(page_view(
+    app.state.clicks.sink().record(page_view(
         link.compression_code.as_str(),
         link.id,
         inklink::db::now(),
@@ -1100,9 +1121,12 @@ async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
     wait_written(&app, 1).await;
     let db = &app.core.db;
     let backend = db.get_database_backend();
-    let row = inklink::analytics::stored::all(db).await.unwrap().remove(0);
+    let row = inklink::clickstore::stored::all(db)
+        .await
+        .unwrap()
+        .remove(0);
     let (visitor, address) = (row.unique_identity.to_string(), row.client_ip.to_string());
-    let today = aggregate::today(chrono_tz::UTC);
+    let today = days::today(chrono_tz::UTC);
     let (three, four) = (today - Duration::days(3), today - Duration::days(4));
     // Three days ago: today's visitor and another; four days ago: a third one, twice the
     // same address as today's, and a set per referrer (which cannot be turned and is dropped).
@@ -1132,7 +1156,7 @@ async fn visitor_sets_of_earlier_versions_keep_counting_each_visitor_once() {
             .unwrap();
         }
     }
-    tally::rebuild(db, chrono_tz::UTC, today, today)
+    recount::rebuild(db, chrono_tz::UTC, today, today)
         .await
         .unwrap();
     for scope in [Scope::Link(link.id), Scope::All] {
@@ -1198,7 +1222,7 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
     let two = crate::support::spawn_on(db.clone(), &extra).await;
     let link = create_link(&one, "https://example.com/late").await.link;
     let other = create_link(&one, "https://example.com/other").await.link;
-    let today = aggregate::today(chrono_tz::UTC);
+    let today = days::today(chrono_tz::UTC);
     let day = |back: i64| today - Duration::days(back);
     // Visitors 1–3 three days ago, 2–4 two days ago, 4 and 5 today; 6 on the other link.
     let clicks = [
@@ -1213,7 +1237,7 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
         click_on(&other, day(1), 6),
     ];
     for click in &clicks {
-        one.state.analytics.sink().record(click.clone());
+        one.state.clicks.sink().record(click.clone());
     }
     wait_written(&one, clicks.len() as u64).await;
     tally::drain(&one.core.db, chrono_tz::UTC).await.unwrap();
@@ -1229,14 +1253,8 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
     }
 
     // Two days ago, counted by the other instance: a new visitor, and one seen today.
-    two.state
-        .analytics
-        .sink()
-        .record(click_on(&link, day(2), 7));
-    two.state
-        .analytics
-        .sink()
-        .record(click_on(&link, day(2), 5));
+    two.state.clicks.sink().record(click_on(&link, day(2), 7));
+    two.state.clicks.sink().record(click_on(&link, day(2), 5));
     wait_written(&two, 2).await;
     tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
     assert_eq!(uv_ip(&one, Scope::Link(link.id), from, to).await, (6, 6));
@@ -1254,7 +1272,7 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
     assert_eq!(uv, 7);
 
     // Counting the days again from their events gives the same figures, from each instance.
-    tally::rebuild(&two.core.db, chrono_tz::UTC, from, to)
+    recount::rebuild(&two.core.db, chrono_tz::UTC, from, to)
         .await
         .unwrap();
     assert_eq!(uv_ip(&one, Scope::Link(link.id), from, to).await, (6, 6));
@@ -1271,10 +1289,7 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
     );
     // The same visitor again: no bitmap changes, only the page views.
     for _ in 0..10 {
-        two.state
-            .analytics
-            .sink()
-            .record(click_on(&other, day(1), 6));
+        two.state.clicks.sink().record(click_on(&other, day(1), 6));
     }
     wait_written(&two, 12).await;
     tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
@@ -1293,10 +1308,7 @@ async fn finished_days_kept_between_requests_stay_exact_when_another_instance_co
     );
     assert!(first.is_some() && first < second, "the other link first");
     // A range that ends before today is kept whole: a late click on its last day shows too.
-    two.state
-        .analytics
-        .sink()
-        .record(click_on(&other, day(1), 30));
+    two.state.clicks.sink().record(click_on(&other, day(1), 30));
     wait_written(&two, 13).await;
     tally::drain(&two.core.db, chrono_tz::UTC).await.unwrap();
     let (_, uv, _, _, _) = stored_range(&one, Scope::All, from, day(1)).await;
@@ -1334,7 +1346,7 @@ async fn campaign_values_with_control_characters_are_counted_without_them() {
     wait_written(&app, 3).await;
     let counted = tally::drain(&app.core.db, chrono_tz::UTC).await.unwrap();
     assert_eq!(counted, 3);
-    let today = aggregate::today(chrono_tz::UTC);
+    let today = days::today(chrono_tz::UTC);
     let breakdown = stored_breakdown(&app).await;
     let source = |value: &str| breakdown.get(&(today, link.id, "utm_source".into(), value.into()));
     assert_eq!(source("abc"), Some(&(1, 1)));

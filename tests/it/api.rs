@@ -356,8 +356,8 @@ async fn stats_show_real_numbers_once_visits_are_aggregated() {
         assert_eq!(response.status().as_u16(), 302);
     }
     crate::analytics::wait_written(&app, 2).await;
-    let today = inklink::analytics::aggregate::today(app.core.settings.timezone);
-    inklink::analytics::tally::recompute_day(&app.core.db, app.core.settings.timezone, today)
+    let today = inklink::stats::days::today(app.core.settings.timezone);
+    inklink::stats::recount::recompute_day(&app.core.db, app.core.settings.timezone, today)
         .await
         .unwrap();
     let stats = api

@@ -73,7 +73,7 @@ async fn create(api: &Api<'_>, body: Value) -> Value {
 
 /// The stored outcome (`failure_reason`) and target rule of every click of a code.
 async fn recorded(app: &TestApp, code: &str) -> Vec<(String, Option<String>, Option<String>)> {
-    inklink::analytics::stored::all(&app.core.db)
+    inklink::clickstore::stored::all(&app.core.db)
         .await
         .unwrap()
         .into_iter()
@@ -627,14 +627,14 @@ async fn a_link_opens_at_its_valid_from_time_and_a_fallback_replaces_the_410_pag
 
 #[test]
 fn every_outcome_fits_the_event_columns() {
-    for outcome in inklink::analytics::Outcome::ALL {
+    for outcome in inklink::rules::Outcome::ALL {
         assert!(
             outcome.reason().is_none_or(|reason| reason.len() <= 16),
             "{outcome:?}"
         );
         assert!(outcome.status().len() <= 16);
         assert_eq!(
-            inklink::analytics::Outcome::from_letter(outcome.letter()),
+            inklink::rules::Outcome::from_letter(outcome.letter()),
             Some(outcome)
         );
     }

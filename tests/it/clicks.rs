@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 async fn query_strings(db: &sea_orm::DatabaseConnection) -> Vec<String> {
-    inklink::analytics::stored::all(db)
+    inklink::clickstore::stored::all(db)
         .await
         .unwrap()
         .into_iter()
@@ -69,7 +69,7 @@ async fn clicks_during_a_database_outage_are_kept_and_arrive_when_it_returns() {
         click(&app, &code, n).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let metrics = app.state.analytics.metrics();
+    let metrics = app.state.clicks.metrics();
     let hold_until = match db.backend {
         Backend::Sqlite => Duration::from_secs(13),
         _ => Duration::from_secs(7),
@@ -282,7 +282,7 @@ async fn a_geoip_database_that_appears_later_is_picked_up_without_a_restart() {
     visit().await;
     wait_written(&app, 2).await;
     let conn = &app.core.db;
-    let countries: Vec<Option<String>> = inklink::analytics::stored::all(conn)
+    let countries: Vec<Option<String>> = inklink::clickstore::stored::all(conn)
         .await
         .unwrap()
         .into_iter()
@@ -302,7 +302,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
         .and_hms_opt(23, 30, 0)
         .unwrap();
     for i in 0..3u8 {
-        app.state.analytics.sink().record(page_view(
+        app.state.clicks.sink().record(page_view(
             link.link.compression_code.as_str(),
             link.link.id,
             at,
@@ -326,9 +326,9 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
     )
     .await;
     assert!(ok(run).contains("recomputed 3 days"));
-    let days = inklink::analytics::report::daily(
+    let days = inklink::stats::report::daily(
         &app.core.db,
-        inklink::analytics::report::Scope::Link(link.link.id),
+        inklink::stats::report::Scope::Link(link.link.id),
         chrono::NaiveDate::from_ymd_opt(2026, 3, 14).unwrap(),
         chrono::NaiveDate::from_ymd_opt(2026, 3, 16).unwrap(),
     )
@@ -368,7 +368,7 @@ async fn stats_rebuild_recomputes_a_range_from_the_command_line() {
 #[test]
 fn report_periods_are_parsed_with_clear_errors() {
     use chrono::NaiveDate;
-    use inklink::analytics::report::{Period, PeriodError};
+    use inklink::stats::report::{Period, PeriodError};
     let today = NaiveDate::from_ymd_opt(2026, 11, 21).unwrap();
     let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
     let span = |p: Period| (p.from.to_string(), p.to.to_string(), p.days());
@@ -420,7 +420,7 @@ fn report_periods_are_parsed_with_clear_errors() {
 #[test]
 fn days_begin_at_local_midnight_even_across_clock_changes() {
     use chrono::NaiveDate;
-    use inklink::analytics::aggregate::day_range;
+    use inklink::stats::days::day_range;
     let at = |s: &str| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
     let shanghai: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
     let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
@@ -491,12 +491,12 @@ async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are
     // bytes.
     let long = "x".repeat(70_000);
     let too_long = format!("{long}\0");
-    let sink = app.state.analytics.sink();
+    let sink = app.state.clicks.sink();
     sink.record(event(&code));
     sink.record(event(&too_long));
     sink.record(event(&code));
     let refusing = db.backend != Backend::Sqlite;
-    let metrics = app.state.analytics.metrics();
+    let metrics = app.state.clicks.metrics();
     let started = Instant::now();
     while metrics.events_written.load(Relaxed) + metrics.events_rejected.load(Relaxed) < 3 {
         assert!(
@@ -507,7 +507,7 @@ async fn an_event_the_database_refuses_is_set_aside_and_the_clicks_behind_it_are
     }
     click(&app, &code, 4).await;
     wait_written(&app, if refusing { 3 } else { 4 }).await;
-    let stored = inklink::analytics::stored::count(&app.core.db)
+    let stored = inklink::clickstore::stored::count(&app.core.db)
         .await
         .unwrap() as i64;
     let rejected_file = std::fs::read_dir(db.spool_dir())
@@ -571,9 +571,9 @@ async fn clicks_that_overflow_to_the_spool_are_stored_as_those_held_in_memory() 
 
     // Assert: one went through the spool, and both rows say the same but for their key,
     // time and query.
-    let spooled = |app: &TestApp| app.state.analytics.metrics().events_spooled.load(Relaxed);
+    let spooled = |app: &TestApp| app.state.clicks.metrics().events_spooled.load(Relaxed);
     assert_eq!((spooled(&held), spooled(&spooling)), (0, 1));
-    let mut rows = inklink::analytics::stored::all(&held.core.db)
+    let mut rows = inklink::clickstore::stored::all(&held.core.db)
         .await
         .unwrap();
     assert_eq!(rows.len(), 2);

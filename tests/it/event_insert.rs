@@ -5,13 +5,14 @@
 use crate::analytics::GEOIP;
 use crate::support::{TestDb, create_link_in, settings};
 use chrono::{NaiveDate, NaiveDateTime};
-use inklink::analytics::enrich::Enricher;
-use inklink::analytics::event::EventRow;
-use inklink::analytics::geoip::GeoIp;
-use inklink::analytics::insert::{
+use inklink::clicks::ClickEvent;
+use inklink::clicks::enrich::Enricher;
+use inklink::clicks::geoip::GeoIp;
+use inklink::clickstore::insert::{
     Packed, address_text, from_micros, hex_text, insert_rows, micros,
 };
-use inklink::analytics::{ClickEvent, Outcome};
+use inklink::clickstore::row::EventRow;
+use inklink::rules::Outcome;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use std::net::IpAddr;
@@ -124,7 +125,7 @@ async fn count_between(db: &DatabaseConnection, from: NaiveDateTime, to: NaiveDa
 
 /// Every stored row, as the writer enriched it, ordered by time.
 async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
-    inklink::analytics::stored::all(db).await.unwrap()
+    inklink::clickstore::stored::all(db).await.unwrap()
 }
 
 /// Rows in a table.
@@ -255,7 +256,7 @@ async fn assert_recount_gives_the_same_rows(
     day: NaiveDate,
     counted: &[String],
 ) {
-    inklink::analytics::tally::rebuild(db, chrono_tz::UTC, day, day)
+    inklink::stats::recount::rebuild(db, chrono_tz::UTC, day, day)
         .await
         .unwrap();
     assert_eq!(
@@ -267,7 +268,7 @@ async fn assert_recount_gives_the_same_rows(
 
 #[actix_web::test]
 async fn a_batch_written_twice_is_counted_once() {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/twice").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
@@ -293,7 +294,7 @@ async fn a_batch_written_twice_is_counted_once() {
 /// Stores `rows` as the click writer does: a failed batch (a deadlock, a lock wait) is
 /// written again.
 async fn store_until_written(db: &DatabaseConnection, rows: &[EventRow]) {
-    let store = inklink::analytics::insert::ClickStore::new();
+    let store = inklink::clickstore::insert::ClickStore::new();
     for attempt in 0.. {
         match store.insert(db, rows).await {
             Ok(()) => return,
@@ -309,7 +310,7 @@ async fn store_until_written(db: &DatabaseConnection, rows: &[EventRow]) {
 #[actix_web::test]
 async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_run_are_counted_once()
  {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/at-once").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 2).unwrap();
@@ -340,7 +341,9 @@ async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_
     }
     let db2 = core.db.clone();
     tasks.spawn(async move {
-        tally::forget_day(&db2, utc, day).await.unwrap();
+        inklink::stats::recount::forget_day(&db2, utc, day)
+            .await
+            .unwrap();
     });
     while let Some(done) = tasks.join_next().await {
         done.unwrap();
@@ -348,7 +351,7 @@ async fn clicks_written_by_several_writers_at_once_while_counting_and_a_rebuild_
     // The last writer's part ends at 2,000, the first starts at 0: every click is stored.
     tally::drain(&core.db, utc).await.unwrap();
     assert_eq!(
-        inklink::analytics::stored::count(&core.db).await.unwrap(),
+        inklink::clickstore::stored::count(&core.db).await.unwrap(),
         2000
     );
     assert_day_counted(&core.db, day, link, &batch).await;
@@ -443,7 +446,7 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
         .map(Result::unwrap)
         .next()
         .expect("four instances");
-    let moved = inklink::analytics::stored::read(&core.db, "1 = 1", vec![], None)
+    let moved = inklink::clickstore::stored::read(&core.db, "1 = 1", vec![], None)
         .await
         .unwrap();
     assert_eq!(moved.len(), 3);
@@ -483,7 +486,7 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
     );
     // Only the click that was not counted is counted now.
     assert_eq!(
-        inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+        inklink::stats::tally::drain(&core.db, chrono_tz::UTC)
             .await
             .unwrap(),
         1
@@ -494,7 +497,7 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
         .await
         .unwrap();
     assert_eq!(
-        inklink::analytics::stored::count(&again.db).await.unwrap(),
+        inklink::clickstore::stored::count(&again.db).await.unwrap(),
         3
     );
 }
@@ -542,7 +545,7 @@ async fn a_purge_deletes_the_stored_texts_only_purged_clicks_used() {
         .unwrap();
 
     let before = (now - chrono::Duration::days(10)).date();
-    let purged = inklink::analytics::retention::purge(&core.db, chrono_tz::UTC, before)
+    let purged = inklink::stats::retention::purge(&core.db, chrono_tz::UTC, before)
         .await
         .unwrap();
     assert_eq!(purged.events, 30);
@@ -593,7 +596,7 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
     let writes = batches.iter().map(|batch| {
         let db = core.db.clone();
         async move {
-            inklink::analytics::insert::ClickStore::new()
+            inklink::clickstore::insert::ClickStore::new()
                 .insert(&db, batch)
                 .await
         }
@@ -632,7 +635,7 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
 
 #[actix_web::test]
 async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/pages").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 3).unwrap();
@@ -659,7 +662,7 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
 /// counts each once.
 #[actix_web::test]
 async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/fails").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
@@ -689,7 +692,7 @@ async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
 /// takes it off the list, so that counting does not take a turn every second for ever.
 #[actix_web::test]
 async fn a_waiting_entry_without_its_click_is_dropped_and_the_clicks_behind_it_are_counted() {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/orphan").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
@@ -770,7 +773,7 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
     let core = inklink::startup::open(settings(&db, "127.0.0.1:0", &[]))
         .await
         .unwrap();
-    let stored = inklink::analytics::stored::read(&core.db, "1 = 1", vec![], None)
+    let stored = inklink::clickstore::stored::read(&core.db, "1 = 1", vec![], None)
         .await
         .unwrap();
     assert_eq!(stored.len(), 3);
@@ -788,7 +791,7 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
         assert_eq!(click.counted, i == 1, "click {i}");
     }
     assert_eq!(rows_in(&core.db, "click_waiting").await, 2);
-    let waiting = inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+    let waiting = inklink::stats::tally::drain(&core.db, chrono_tz::UTC)
         .await
         .unwrap();
     assert_eq!(
@@ -805,7 +808,7 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
     let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
     let batch = rows(50, day.and_hms_opt(7, 0, 0).unwrap(), link);
     insert_rows(&core.db, &batch[..30]).await.unwrap();
-    inklink::analytics::tally::drain(&core.db, chrono_tz::UTC)
+    inklink::stats::tally::drain(&core.db, chrono_tz::UTC)
         .await
         .unwrap();
     insert_rows(&core.db, &batch[30..]).await.unwrap();
@@ -833,14 +836,14 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
     Migrator::up(&core.db, None).await.unwrap();
     assert_eq!(rows_in(&core.db, "click_waiting").await, 20);
     assert_eq!(
-        inklink::analytics::stored::count(&core.db).await.unwrap(),
+        inklink::clickstore::stored::count(&core.db).await.unwrap(),
         50
     );
 }
 
 #[actix_web::test]
 async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_has_changed() {
-    use inklink::analytics::tally;
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/ahead").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
@@ -874,7 +877,9 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
     // A recount of the day is taken between (it forgets the day and lists its clicks again).
     insert_rows(&core.db, &batch[800..]).await.unwrap();
     let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
-    tally::forget_day(&core.db, utc, day).await.unwrap();
+    inklink::stats::recount::forget_day(&core.db, utc, day)
+        .await
+        .unwrap();
     counted += tally::tally_worked_out(&core.db, utc, 300, ahead)
         .await
         .unwrap();

@@ -10,7 +10,7 @@ use actix_session::storage::SessionStore;
 use chrono::NaiveDate;
 use futures_util::future::join_all;
 use inklink::admin::session_store::DbSessionStore;
-use inklink::analytics::spool::{Spool, Spooled, append_rows};
+use inklink::clicks::spool::{Spool, Spooled, append_rows};
 use inklink::db::entities::admin_sessions;
 use inklink::db::entities::url_map::{self, LinkStatus};
 use inklink::rules::KeyName;
@@ -77,7 +77,7 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
     let clicks: Vec<_> = (0..3u8)
         .map(|i| {
             let mut click = crate::support::page_view("mixed", 7, start, [10, 0, 0, i].into());
-            click.key = Some(inklink::analytics::event::EventKey(u128::from(i) + 1));
+            click.key = Some(inklink::clickstore::row::EventKey(u128::from(i) + 1));
             click.referer = Some("https://www.baidu.com/s?wd=短链接\tx".into());
             click
         })
@@ -86,7 +86,7 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
     let mut spool = Spool::open(&path).unwrap();
     spool.append_clicks(&clicks[..1]).unwrap();
     let mut line = Vec::new();
-    inklink::analytics::journal::line::encode(&clicks[1], &mut line);
+    inklink::clicks::journal::line::encode(&clicks[1], &mut line);
     append_half(&path, &line);
 
     // Act: the next run appends after it and reads everything back.
@@ -814,7 +814,7 @@ async fn operators_changes_succeed_while_clicks_are_stored_and_counted() {
     crate::analytics::wait_written(&app, 1).await;
     let written = || {
         app.state
-            .analytics
+            .clicks
             .metrics()
             .events_written
             .load(Ordering::Relaxed)

@@ -28,6 +28,7 @@ const INTERNAL: &[&str] = &[
     "argon2id with default parameters hashes any secret",
     "the semaphore is never closed",
     "argon2 does not panic",
+    "a failure has a reason",
     "a valid name",
     "database error: {0}",
     "SELECT id, compression_code, long_url FROM url_map WHERE id IN ({})",
@@ -101,7 +102,7 @@ fn code_messages() -> Vec<(String, String)> {
         .iter()
         .flat_map(|dir| files(dir, "rs"))
         .collect();
-    sources.push(root().join("src/analytics/report.rs"));
+    sources.push(root().join("src/stats/report.rs"));
     let mut out = Vec::new();
     for path in sources {
         let text = std::fs::read_to_string(&path).unwrap();

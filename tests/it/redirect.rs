@@ -288,7 +288,7 @@ async fn only_get_or_head_of_one_segment_is_a_redirect() {
             .unwrap();
         assert_eq!(response.status().as_u16(), 404, "{method}");
     }
-    let metrics = app.state.analytics.metrics();
+    let metrics = app.state.clicks.metrics();
     assert_eq!(
         metrics.events_queued.get(),
         1,

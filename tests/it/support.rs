@@ -450,8 +450,8 @@ pub fn page_view(
     link_id: i64,
     at: chrono::NaiveDateTime,
     client_ip: std::net::IpAddr,
-) -> inklink::analytics::ClickEvent {
-    inklink::analytics::ClickEvent {
+) -> inklink::clicks::ClickEvent {
+    inklink::clicks::ClickEvent {
         at,
         code: code.into(),
         link_id: Some(link_id),
@@ -462,7 +462,7 @@ pub fn page_view(
         ),
         referer: None,
         query: None,
-        outcome: inklink::analytics::Outcome::Redirected,
+        outcome: inklink::rules::Outcome::Redirected,
         head: false,
         key: None,
         generation: 0,

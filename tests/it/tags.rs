@@ -6,9 +6,9 @@ use crate::admin::{csrf_in, signed_in};
 use crate::analytics::wait_written;
 use crate::api::Api;
 use crate::support::spawn_app;
-use inklink::analytics::{aggregate, tally};
 use inklink::rules::{KeyName, Role, Tag};
 use inklink::services::{Actor, api_keys, tags};
+use inklink::stats::{days, recount};
 use sea_orm::EntityTrait;
 use serde_json::json;
 
@@ -98,8 +98,8 @@ async fn links_carry_tags_that_filter_lists_and_count_together_on_a_dashboard() 
     }
     wait_written(&app, 4).await;
     let tz = app.core.settings.timezone;
-    let today = aggregate::today(tz);
-    tally::rebuild(&app.core.db, tz, today, today)
+    let today = days::today(tz);
+    recount::rebuild(&app.core.db, tz, today, today)
         .await
         .unwrap();
     let mut browser = signed_in(&app).await;

@@ -1,0 +1,16 @@
+//! The click store: the only module that names the click tables. It defines what a stored
+//! click is (`row`, `insert::COLUMNS`) and the dictionaries its texts are kept in, writes
+//! batches with one writer per backend, reads clicks back (`stored`) for counting, recounts and
+//! the tests, purges them (`purge`), and moves the clicks of the old wide table on upgrade.
+//!
+//! Ingest (`crate::clicks`) writes through it; statistics (`crate::stats`) read and purge
+//! through it; neither knows its tables.
+
+pub mod dictionary;
+pub mod insert;
+pub mod purge;
+pub mod row;
+pub mod stored;
+pub mod upgrade;
+
+pub use row::{EventKey, EventRow, Text};

@@ -1,0 +1,458 @@
+//! Who visited on each day, kept as compressed bitmaps (`roaring`) of dense numbers.
+//!
+//! Every visitor identity and every client address gets a number the first time it is
+//! counted: per kind, counted up from 0 (`stats_tally.next_visitor`, `next_address`), and
+//! found again through a 64-bit hash of it (`visit_key`). A day's set of one link (or of all
+//! links) is a bitmap of those numbers in `visit_day_bits`; for the dimensions one visitor can
+//! have several values of in a day (referrer, hour, campaign parameters) there is a bitmap of
+//! visitors per value. Numbers handed out together sit together, so a day's new visitors
+//! compress to a few runs, and a range's UV is the size of the union of its days' bitmaps:
+//! a few kilobytes read per day, however many clicks the day had.
+//!
+//! Only counting writes here, holding the `stats_tally` lock row, so numbers are handed out
+//! and bitmaps rewritten by one transaction at a time.
+
+use super::dimension::Dimension;
+use crate::clickstore::row::Text;
+use crate::db::sql::statement;
+use chrono::NaiveDate;
+use roaring::RoaringBitmap;
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// The set of visitor identities.
+pub const VISITORS: &str = "v";
+/// The set of client addresses.
+pub const ADDRESSES: &str = "i";
+
+/// A stored kind letter as one of ours (`None`: a kind this version does not know).
+fn known_kind(stored: &str) -> Option<&'static str> {
+    [VISITORS, ADDRESSES]
+        .into_iter()
+        .chain(Dimension::SHOWN.into_iter().filter_map(Dimension::set_kind))
+        .chain(Dimension::Hour.set_kind())
+        .find(|kind| *kind == stored)
+}
+
+/// Distinct values a load names in its condition at most.
+const MAX_VALUES_ASKED: usize = 300;
+
+/// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
+pub type SetKey = (NaiveDate, i64, &'static str, Text);
+
+/// The number of `who` of `kind` (`VISITORS` or `ADDRESSES`) is found by this hash. Two of
+/// 2^64 colliding would count two visitors as one: about one in 37 over a billion visitors.
+fn hash(kind: &str, who: &str) -> i64 {
+    let digest = Sha256::digest(format!("{kind}\n{who}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_le_bytes(first)
+}
+
+/// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
+pub async fn numbers(
+    txn: &impl ConnectionTrait,
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+) -> Result<foldhash::HashMap<(&'static str, Text), u32>, DbErr> {
+    let (numbers, new) = look_up_numbers(txn, wanted).await?;
+    new.store(txn).await?;
+    Ok(numbers)
+}
+
+/// The numbers of `wanted`, with the new ones worked out but not yet handed out: they are
+/// the caller's once it has stored [`NewNumbers`] in a turn that nobody else's came between.
+pub async fn look_up_numbers(
+    txn: &impl ConnectionTrait,
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+) -> Result<(foldhash::HashMap<(&'static str, Text), u32>, NewNumbers), DbErr> {
+    let backend = txn.get_database_backend();
+    let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
+    for (kind, who) in wanted {
+        hashes
+            .entry(hash(kind, &who))
+            .or_default()
+            .push((kind, who));
+    }
+    let keys: Vec<i64> = hashes.keys().copied().collect();
+    let mut found: HashMap<i64, u32> = HashMap::new();
+    for chunk in keys.chunks(500) {
+        let sql = format!(
+            "SELECT hash, id FROM visit_key WHERE hash IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let values = chunk.iter().map(|h| Value::from(*h)).collect();
+        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+            let id: i64 = row.try_get_by_index(1)?;
+            found.insert(row.try_get_by_index(0)?, number(id)?);
+        }
+    }
+    let new: Vec<(i64, &'static str)> = hashes
+        .iter()
+        .filter(|(h, _)| !found.contains_key(h))
+        .map(|(h, whos)| (*h, whos[0].0))
+        .collect();
+    let mut handed = NewNumbers::default();
+    if !new.is_empty() {
+        let sql = "SELECT next_visitor, next_address FROM stats_tally WHERE id = 1";
+        let row = txn
+            .query_one_raw(statement(backend, sql, vec![]))
+            .await?
+            .ok_or_else(|| DbErr::Custom("the stats_tally row is missing".into()))?;
+        let mut next: HashMap<&str, i64> = HashMap::from([
+            (VISITORS, row.try_get_by_index(0)?),
+            (ADDRESSES, row.try_get_by_index(1)?),
+        ]);
+        for (h, kind) in new {
+            let id = next.get_mut(kind).map_or(0, |n| {
+                *n += 1;
+                *n - 1
+            });
+            found.insert(h, number(id)?);
+            handed.rows.push((h, id));
+        }
+        handed.next = Some((next[VISITORS], next[ADDRESSES]));
+    }
+    let mut out = foldhash::HashMap::default();
+    for (h, whos) in hashes {
+        for who in whos {
+            out.insert(who, found[&h]);
+        }
+    }
+    Ok((out, handed))
+}
+
+/// Numbers worked out for visitors and addresses not seen before, to be stored.
+#[derive(Default)]
+pub struct NewNumbers {
+    /// Hash and number.
+    rows: Vec<(i64, i64)>,
+    /// The next visitor's and address's number afterwards.
+    next: Option<(i64, i64)>,
+}
+
+impl NewNumbers {
+    pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+        let Some((visitor, address)) = self.next else {
+            return Ok(());
+        };
+        let backend = txn.get_database_backend();
+        for chunk in self.rows.chunks(500) {
+            let sql = format!(
+                "INSERT INTO visit_key (hash, id) VALUES {}",
+                vec!["(?, ?)"; chunk.len()].join(", ")
+            );
+            let values = chunk
+                .iter()
+                .flat_map(|(h, id)| [Value::from(*h), Value::from(*id)])
+                .collect();
+            txn.execute_raw(statement(backend, &sql, values)).await?;
+        }
+        let sql = "UPDATE stats_tally SET next_visitor = ?, next_address = ? WHERE id = 1";
+        let values = vec![visitor.into(), address.into()];
+        txn.execute_raw(statement(backend, sql, values)).await?;
+        Ok(())
+    }
+}
+
+fn number(id: i64) -> Result<u32, DbErr> {
+    u32::try_from(id).map_err(|_| DbErr::Custom(format!("visitor number {id} out of range")))
+}
+
+fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
+    RoaringBitmap::deserialize_from(bytes)
+        .map_err(|err| DbErr::Custom(format!("a stored visitor set is damaged: {err}")))
+}
+
+/// The day sets a batch touches, loaded once, changed in memory, stored once.
+#[derive(Default)]
+pub struct DaySets {
+    sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)>,
+}
+
+impl DaySets {
+    /// Loads the stored sets among `keys` (the others start empty).
+    pub async fn load(
+        txn: &impl ConnectionTrait,
+        keys: impl IntoIterator<Item = SetKey>,
+    ) -> Result<Self, DbErr> {
+        let backend = txn.get_database_backend();
+        let mut sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)> = keys
+            .into_iter()
+            .map(|key| (key, (RoaringBitmap::new(), false)))
+            .collect();
+        // Per day, the links and the values asked for: a day of a busy link holds a set per
+        // hour and per referrer, and a turn needs a few of them.
+        let mut wanted: BTreeMap<NaiveDate, (HashSet<i64>, HashSet<&str>)> = BTreeMap::new();
+        for (day, scope, _, value) in sets.keys() {
+            let (scopes, values) = wanted.entry(*day).or_default();
+            scopes.insert(*scope);
+            values.insert(&**value);
+        }
+        let mut found = Vec::new();
+        for (day, (scopes, values)) in wanted {
+            let scopes: Vec<i64> = scopes.into_iter().collect();
+            // Beyond this many distinct values the condition costs more than it saves.
+            let values: Vec<&str> = match values.len() <= MAX_VALUES_ASKED {
+                true => values.into_iter().collect(),
+                false => Vec::new(),
+            };
+            let on_values = match values.is_empty() {
+                true => String::new(),
+                false => format!(" AND value IN ({})", vec!["?"; values.len()].join(", ")),
+            };
+            for chunk in scopes.chunks(500) {
+                let sql = format!(
+                    "SELECT url_map_id, kind, value, members FROM visit_day_bits \
+                     WHERE stat_date = ? AND url_map_id IN ({}){on_values}",
+                    vec!["?"; chunk.len()].join(", ")
+                );
+                let mut params = vec![Value::from(day)];
+                params.extend(chunk.iter().map(|id| Value::from(*id)));
+                params.extend(values.iter().map(|value| Value::from(*value)));
+                for row in txn.query_all_raw(statement(backend, &sql, params)).await? {
+                    let scope: i64 = row.try_get_by_index(0)?;
+                    let kind: String = row.try_get_by_index(1)?;
+                    let value: String = row.try_get_by_index(2)?;
+                    let Some(kind) = known_kind(&kind) else {
+                        continue;
+                    };
+                    let key = (day, scope, kind, Text::from(value));
+                    // Only the sets asked for.
+                    if sets.contains_key(&key) {
+                        let members: Vec<u8> = row.try_get_by_index(3)?;
+                        found.push((key, decode(&members)?));
+                    }
+                }
+            }
+        }
+        for (key, set) in found {
+            sets.insert(key, (set, false));
+        }
+        Ok(Self { sets })
+    }
+
+    /// Adds `number` to the set `key`; true when it was not there (a first visit).
+    pub fn insert(&mut self, key: &SetKey, number: u32) -> bool {
+        // Looked up before it is cloned: nearly every key was loaded.
+        let (set, changed) = match self.sets.get_mut(key) {
+            Some(entry) => entry,
+            None => self.sets.entry(key.clone()).or_default(),
+        };
+        let new = set.insert(number);
+        *changed |= new;
+        new
+    }
+
+    /// Stores every set that changed, and stamps the days whose visitors or addresses changed
+    /// with the counting turn (see `kept`).
+    pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
+        let backend = txn.get_database_backend();
+        let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
+        let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
+        for (key, (mut set, dirty)) in self.sets {
+            if !dirty {
+                continue;
+            }
+            if [VISITORS, ADDRESSES].contains(&key.2) {
+                stamped.insert((key.1, key.0));
+            }
+            set.optimize();
+            let mut bytes = Vec::with_capacity(set.serialized_size());
+            set.serialize_into(&mut bytes)
+                .map_err(|err| DbErr::Custom(err.to_string()))?;
+            changed.push((key, bytes));
+        }
+        // In key order, so that two writers never wait for each other's rows in a circle.
+        changed.sort_by(|a, b| a.0.cmp(&b.0));
+        let tail = match backend {
+            DbBackend::MySql => "ON DUPLICATE KEY UPDATE members = VALUES(members)",
+            _ => {
+                "ON CONFLICT (url_map_id, kind, value, stat_date) \
+                 DO UPDATE SET members = excluded.members"
+            }
+        };
+        let mut rest = changed.as_slice();
+        while !rest.is_empty() {
+            // At most 200 sets and about 1 MB a statement (MariaDB's packets are bounded).
+            let mut take = 0;
+            let mut bytes = 0;
+            while take < rest.len() && take < 200 && (take == 0 || bytes < 1 << 20) {
+                bytes += rest[take].1.len();
+                take += 1;
+            }
+            let (chunk, after) = rest.split_at(take);
+            rest = after;
+            let sql = format!(
+                "INSERT INTO visit_day_bits (url_map_id, kind, value, stat_date, members) \
+                 VALUES {} {tail}",
+                vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+            );
+            let mut values = Vec::with_capacity(chunk.len() * 5);
+            for ((day, scope, kind, value), members) in chunk {
+                values.extend([
+                    Value::from(*scope),
+                    Value::from(*kind),
+                    Value::from(&**value),
+                    Value::from(*day),
+                    Value::from(members.clone()),
+                ]);
+            }
+            txn.execute_raw(statement(backend, &sql, values)).await?;
+        }
+        stamp(txn, turn, stamped).await
+    }
+}
+
+/// Marks `days` (link or all links, day) as changed by the counting turn `turn` (see `kept`).
+pub async fn stamp(
+    txn: &impl ConnectionTrait,
+    turn: i64,
+    days: BTreeSet<(i64, NaiveDate)>,
+) -> Result<(), DbErr> {
+    if days.is_empty() {
+        return Ok(());
+    }
+    let backend = txn.get_database_backend();
+    let tail = match backend {
+        DbBackend::MySql => "ON DUPLICATE KEY UPDATE turn = VALUES(turn)",
+        _ => "ON CONFLICT (url_map_id, stat_date) DO UPDATE SET turn = excluded.turn",
+    };
+    let days: Vec<_> = days.into_iter().collect();
+    for chunk in days.chunks(300) {
+        let sql = format!(
+            "INSERT INTO visit_day_stamp (url_map_id, stat_date, turn) VALUES {} {tail}",
+            vec!["(?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 3);
+        for (scope, day) in chunk {
+            values.extend([Value::from(*scope), Value::from(*day), Value::from(turn)]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// The visitors and addresses of the rows `rows` (a condition on `url_map_id` with one
+/// value) over the days from `from` to `to`: the union of all their bitmaps, and with
+/// `per_day` the size of each day's union.
+#[derive(Default)]
+pub struct Union {
+    pub visitors: RoaringBitmap,
+    pub addresses: RoaringBitmap,
+    pub days: BTreeMap<NaiveDate, (u64, u64)>,
+}
+
+pub async fn union(
+    db: &impl ConnectionTrait,
+    rows: &str,
+    value: Value,
+    from: NaiveDate,
+    to: NaiveDate,
+    per_day: bool,
+) -> Result<Union, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!(
+        "SELECT stat_date, kind, members FROM visit_day_bits WHERE {rows} AND kind IN (?, ?) \
+         AND value = '' AND stat_date >= ? AND stat_date <= ?"
+    );
+    let values = vec![
+        value,
+        VISITORS.into(),
+        ADDRESSES.into(),
+        from.into(),
+        to.into(),
+    ];
+    let mut all = Union::default();
+    let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
+    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+        let day: NaiveDate = row.try_get_by_index(0)?;
+        let kind: String = row.try_get_by_index(1)?;
+        let members: Vec<u8> = row.try_get_by_index(2)?;
+        let set = decode(&members)?;
+        let visitors = kind == VISITORS;
+        if per_day {
+            let both = days.entry(day).or_default();
+            match visitors {
+                true => both.0 |= &set,
+                false => both.1 |= &set,
+            }
+        }
+        match visitors {
+            true => all.visitors |= set,
+            false => all.addresses |= set,
+        }
+    }
+    all.days = days
+        .into_iter()
+        .map(|(day, (v, i))| (day, (v.len(), i.len())))
+        .collect();
+    Ok(all)
+}
+
+/// Forgets the sets of `day` (to count it again).
+pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    for sql in [
+        "DELETE FROM visit_day_bits WHERE stat_date = ?",
+        "DELETE FROM visit_day_stamp WHERE stat_date = ?",
+    ] {
+        txn.execute_raw(statement(backend, sql, vec![day.into()]))
+            .await?;
+    }
+    Ok(())
+}
+
+/// The earliest day with sets kept by versions before the bitmaps (`visit_day_set`), if any.
+pub async fn oldest_old_set_day(db: &DatabaseConnection) -> Result<Option<NaiveDate>, DbErr> {
+    let sql = "SELECT MIN(stat_date) FROM visit_day_set";
+    Ok(db
+        .query_one_raw(statement(db.get_database_backend(), sql, vec![]))
+        .await?
+        .map(|row| row.try_get_by_index::<Option<NaiveDate>>(0))
+        .transpose()?
+        .flatten())
+}
+
+/// Turns the visitor and address rows of `visit_day_set` for `day` into bitmaps and deletes
+/// the day's rows. Its sets per value hold hashes of value and visitor that cannot be turned
+/// into numbers: they are dropped (yesterday and today are counted again after the upgrade; a
+/// late click on an earlier day may count its visitor again under a referrer, hour or
+/// campaign value). The caller holds the counting turn `turn`.
+pub async fn adopt_old_day(
+    txn: &impl ConnectionTrait,
+    turn: i64,
+    day: NaiveDate,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = "SELECT url_map_id, kind, who FROM visit_day_set \
+               WHERE stat_date = ? AND kind IN (?, ?)";
+    let values = vec![day.into(), VISITORS.into(), ADDRESSES.into()];
+    let mut members: Vec<(i64, &'static str, Text)> = Vec::new();
+    for row in txn.query_all_raw(statement(backend, sql, values)).await? {
+        let kind: String = row.try_get_by_index(1)?;
+        let kind = if kind == VISITORS {
+            VISITORS
+        } else {
+            ADDRESSES
+        };
+        let who: String = row.try_get_by_index(2)?;
+        members.push((row.try_get_by_index(0)?, kind, who.into()));
+    }
+    let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
+    let numbers = numbers(txn, wanted).await?;
+    let keys = members
+        .iter()
+        .map(|(scope, kind, _)| (day, *scope, *kind, Text::from("")));
+    let mut sets = DaySets::load(txn, keys.collect::<HashSet<_>>()).await?;
+    for (scope, kind, who) in &members {
+        let key = (day, *scope, *kind, Text::from(""));
+        sets.insert(&key, numbers[&(*kind, who.clone())]);
+    }
+    sets.store(txn, turn).await?;
+    let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";
+    txn.execute_raw(statement(backend, sql, vec![day.into()]))
+        .await?;
+    Ok(())
+}
