@@ -347,7 +347,7 @@ pub async fn batch(
 
 async fn find(state: &AppState, code: &str) -> Result<url_map::Model, ApiError> {
     let not_found = || ApiError::NotFound(format!("there is no link with the code '{code}'"));
-    let code = ShortCode::parse(code).map_err(|_| not_found())?;
+    let code = ShortCode::to_find(code).map_err(|_| not_found())?;
     links::find_by_code(&state.core.db, &code)
         .await?
         .ok_or_else(not_found)
@@ -479,7 +479,7 @@ pub async fn update(
             ),
         });
     }
-    let short = ShortCode::parse(&link.compression_code).expect("a stored code parses");
+    let short = link.compression_code.clone();
     let content_changes = patch.url.is_some()
         || patch.description.is_some()
         || patch.expires_at.is_some()
@@ -583,7 +583,7 @@ pub async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let link = find(&state, &code).await?;
     links::may_change(&caller.actor(), &link)?;
-    let short = ShortCode::parse(&link.compression_code).expect("a stored code parses");
+    let short = link.compression_code.clone();
     let link = match link.url_status {
         LinkStatus::Disabled => link,
         LinkStatus::Active => {

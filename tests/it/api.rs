@@ -987,3 +987,48 @@ async fn key_names_differing_only_in_case_are_one_name_on_every_database() {
         .collect();
     assert_eq!(names, vec!["crm".to_owned()]);
 }
+
+/// A link whose code a later version reserved (here `Metrics`, set in the database as an
+/// older version could have stored it) is still read, edited and revoked through the API.
+#[actix_web::test]
+async fn a_link_whose_code_was_reserved_later_stays_reachable() {
+    use sea_orm::ConnectionTrait;
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "crm", Role::Admin).await;
+    let link = create_link(&app, "https://example.com/older").await;
+    let backend = app.core.db.get_database_backend();
+    app.core
+        .db
+        .execute_raw(inklink::db::sql::statement(
+            backend,
+            "UPDATE url_map SET compression_code = ? WHERE id = ?",
+            vec!["Metrics".into(), link.link.id.into()],
+        ))
+        .await
+        .unwrap();
+    let read = api.call("GET", "/api/v1/links/Metrics", None).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["url"], "https://example.com/older");
+    let version = read.body["version"].clone();
+    let edited = api
+        .call(
+            "PATCH",
+            "/api/v1/links/Metrics",
+            Some(json!({"version": version, "description": "kept"})),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(edited.body["description"], "kept");
+    let revoked = api.call("DELETE", "/api/v1/links/Metrics", None).await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    assert_eq!(revoked.body["status"], "disabled");
+    // A new link still cannot take a reserved word.
+    let refused = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/new", "code": "metrics"})),
+        )
+        .await;
+    assert_error(&refused, 422, "invalid_code", Some("code"));
+}
