@@ -81,9 +81,17 @@ pub async fn add(
     make_default: bool,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainError> {
-    let txn = db::begin_write(db).await?;
-    let added = add_in(&txn, host, protocol, make_default, actor).await;
-    db::finish(txn, added).await
+    // Instances starting together on a new MySQL database all add the first domain: InnoDB
+    // may pick one of them as a deadlock's victim; run again, it finds the domain there.
+    let mut attempt = 0;
+    loop {
+        let txn = db::begin_write(db).await?;
+        let added = add_in(&txn, host, protocol, make_default, actor).await;
+        match db::finish(txn, added).await {
+            Err(DomainError::Db(err)) if db::is_retryable(&err) && attempt < 5 => attempt += 1,
+            done => return done,
+        }
+    }
 }
 
 async fn add_in(
