@@ -12,5 +12,3 @@ pub mod purge;
 pub mod row;
 pub mod stored;
 pub mod upgrade;
-
-pub use row::{EventKey, EventRow, Text};
