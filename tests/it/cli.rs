@@ -15,7 +15,7 @@ pub struct Run {
     pub stderr: String,
 }
 
-fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
+pub fn inklink_with(db: &TestDb, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_inklink"));
     command
         .args(args)

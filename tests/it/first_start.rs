@@ -1,27 +1,20 @@
 //! A newcomer's first minutes: the mistakes of a first start get a message that says what to
 //! do, and a failed start leaves nothing behind.
 
-use crate::cli::Run;
+use crate::cli::{Run, inklink_with};
 use crate::support::{Backend, ENV_URL, TestDb};
 use std::process::{Command, Stdio};
 
+/// The binary as `cli::inklink_with` runs it, with its spool beside the test database and no
+/// configured admin password.
 fn run(db: &TestDb, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_inklink"));
-    command
-        .args(args)
-        .current_dir(std::env::temp_dir())
-        .env("INKLINK_DATABASE_URL", &db.url)
-        .env("INKLINK_SPOOL_DIR", db.spool_dir())
-        .env_remove("INKLINK_CONFIG")
-        .env_remove("INKLINK_ADMIN_PASSWORD")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null());
-    let out = command.output().expect("the inklink binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let spool = db.spool_dir().display().to_string();
+    let mut all = vec![
+        ("INKLINK_SPOOL_DIR", spool.as_str()),
+        ("INKLINK_ADMIN_PASSWORD", ""),
+    ];
+    all.extend_from_slice(env);
+    inklink_with(db, args, None, &all)
 }
 
 /// Whether the database has any table at all (SQLite: any byte in its file).
