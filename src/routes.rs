@@ -1,7 +1,7 @@
 //! The one route table: which front end answers which path. Each front end keeps the table of
 //! its own paths; only this module puts them together.
 
-use crate::admin::{self, session_store::DbSessionStore};
+use crate::admin::{self, access::session_store::DbSessionStore};
 use crate::net::hosts::AdminHosts;
 use crate::{api, public, redirect};
 use actix_web::cookie::Key;

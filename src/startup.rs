@@ -1,7 +1,7 @@
 //! Start-up: opening the core (database, migrations, secret, first domain) for every command,
 //! and building the server with every background task it runs.
 
-use crate::admin::session_store::DbSessionStore;
+use crate::admin::access::session_store::DbSessionStore;
 use crate::clicks::Ingest;
 use crate::config::Settings;
 use crate::db::{self, allocator::BlockAllocator};

@@ -1,9 +1,9 @@
 //! A readable page for the REST API, listing the operations of the OpenAPI document itself
 //! (so it cannot disagree with it).
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;

@@ -1,10 +1,10 @@
 //! The audit log (admins only): who did what, when, newest first, with filters.
 
-use super::auth::AdminUser;
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::AdminUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use crate::services::audit::{self, AuditFilter};
-use crate::services::listing;
+use crate::services::links::listing;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -66,7 +66,7 @@ pub async fn list(
     let rows = entries
         .into_iter()
         .map(|e| Row {
-            at: super::pages::human_time(e.at, user.0.tz),
+            at: crate::admin::pages::human_time(e.at, user.0.tz),
             actor: e.actor,
             actor_kind: e.actor_kind,
             action: e.action,

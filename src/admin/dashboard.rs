@@ -1,9 +1,9 @@
 //! Visit dashboards: every link together, and one link. They read the daily aggregates only,
 //! so a page costs a handful of indexed queries however many clicks are stored.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::rules::ShortCode;
 use crate::services::links;
@@ -269,7 +269,7 @@ fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse
         .into_inner()
         .map_err(|err| AdminError::BadRequest(err.to_string()))?;
     let body = String::from_utf8(body).map_err(|err| AdminError::BadRequest(err.to_string()))?;
-    Ok(super::download::attachment(&body, name))
+    Ok(crate::admin::download::attachment(&body, name))
 }
 
 pub async fn global_csv(

@@ -1,10 +1,10 @@
 //! The domains page (admins only): add, make default, disable, enable, and rotate a blocked
 //! domain to a new one.
 
-use super::auth::AdminUser;
-use super::error::AdminError;
-use super::pages::see_other;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::AdminUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::see_other;
+use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
 use crate::rules::{DomainHost, Protocol};
 use crate::services::domains::{self, DomainChangeError, DomainError};
@@ -163,7 +163,7 @@ async fn confirmation(
         .unwrap_or(0);
     let frame = Frame::new(&user.0, None, "domains");
     let page = match action {
-        "disable" => super::pages::Confirm {
+        "disable" => crate::admin::pages::Confirm {
             frame,
             heading: format!("Disable {}?", domain.host),
             lines: vec![format!(
@@ -179,7 +179,7 @@ async fn confirmation(
             let Some(next) = replacement.and_then(|r| all.iter().find(|d| d.id == r)) else {
                 return Ok(None);
             };
-            super::pages::Confirm {
+            crate::admin::pages::Confirm {
                 frame,
                 heading: format!("Replace {} by {}?", domain.host, next.host),
                 lines: vec![

@@ -1,7 +1,7 @@
 //! What can go wrong on an admin page, mapped once to a response: a page for people, never a
 //! bare status.
 
-use super::pages::render_message;
+use crate::admin::pages::render_message;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
@@ -65,14 +65,14 @@ impl ResponseError for AdminError {
 
     fn error_response(&self) -> HttpResponse {
         match self {
-            Self::SignedOut => super::pages::see_other("/admin/login"),
-            Self::SignedOutFrom(path) => match super::pages::local_next(path) {
+            Self::SignedOut => crate::admin::pages::see_other("/admin/login"),
+            Self::SignedOutFrom(path) => match crate::admin::pages::local_next(path) {
                 Some(path) if path != "/admin/links" && path != "/admin" && path != "/admin/" => {
                     let next: String =
                         url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
-                    super::pages::see_other(&format!("/admin/login?next={next}"))
+                    crate::admin::pages::see_other(&format!("/admin/login?next={next}"))
                 }
-                _ => super::pages::see_other("/admin/login"),
+                _ => crate::admin::pages::see_other("/admin/login"),
             },
             other => {
                 if let Self::Db(err) = other {

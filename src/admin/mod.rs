@@ -1,33 +1,27 @@
 //! The admin web UI under `/admin`: server-rendered pages behind a database-backed session.
 
-pub mod account;
+pub mod access;
 pub mod api_docs;
 pub mod audit;
-pub mod auth;
-pub mod bulk;
 pub mod dashboard;
 pub mod domains;
 pub mod download;
 pub mod error;
-pub mod keys;
-pub mod link_page;
 pub mod links;
 pub mod pages;
-pub mod qr;
-pub mod selection;
-pub mod session_store;
 pub mod sms;
 pub mod tags;
-pub mod users;
 
 use crate::net::hosts::AdminHosts;
+use access::session_store::DbSessionStore;
+use access::{account, auth, keys, users};
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
 use actix_web::cookie::{Key, SameSite};
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{HttpResponse, web};
-use session_store::DbSessionStore;
+use links::{bulk, page as link_page, selection};
 
 /// A session unused for this long ends.
 pub const IDLE_TIMEOUT: actix_web::cookie::time::Duration =

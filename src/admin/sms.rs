@@ -2,9 +2,9 @@
 //! (static/sms.js), and create the link; the server counts the same on submit, so the page
 //! works without JavaScript too.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use crate::rules::sms::{CountRule, LINK_PLACEHOLDER, SmsCount};
 use crate::services::links::{self, LinkError};
 use crate::services::sms::{self as composer, MAX_SEGMENTS, SmsDraft, SmsError};

@@ -1,9 +1,9 @@
 //! The tags page: every campaign with its number of links, a link to its dashboard and its
 //! links, and the UTM preset the new-link form fills in for it.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render, see_other};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render, see_other};
 use crate::rules::Tag;
 use crate::services::tags::{self, Utm};
 use crate::state::AppState;

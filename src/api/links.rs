@@ -15,10 +15,10 @@ use crate::rules::{
     TargetUrl, UrlRules,
 };
 use crate::services::domains;
+use crate::services::links::listing::{self, LinkFilter, Order, Paging};
 use crate::services::links::{
     self, Campaign, CampaignEdit, LinkChanges, LinkEdit, NewLink, Outcome,
 };
-use crate::services::listing::{self, LinkFilter, Order, Paging};
 use crate::state::AppState;
 use crate::stats::days::today;
 use crate::stats::report::{self, Period, Scope};
@@ -738,7 +738,7 @@ pub async fn bulk(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     use super::model::BulkActionName;
-    use crate::services::many::{self, BulkAction, BulkError, Selection};
+    use crate::services::links::many::{self, BulkAction, BulkError, Selection};
     let request: BulkRequest = parse_json(&read_body(payload, BATCH_BODY_LIMIT).await?)?;
     let tags = tag_list(request.tags.as_deref().unwrap_or_default())?;
     let needs_tags = matches!(request.action, BulkActionName::Tag | BulkActionName::Untag);

@@ -5,7 +5,7 @@ use super::{ApikeyAction, DomainAction, LinkAction, ListStatus, UserAction};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::entities::url_map::{self, LinkState};
 use crate::rules::{DomainHost, KeyName, ShortCode, Username};
-use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
+use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
 use crate::services::users::UserChange;
 use crate::services::{Actor, api_keys, domains, links, users};
 use crate::state::Inklink;

@@ -9,7 +9,7 @@ use crate::rules::{
     Username, VisitLimit,
 };
 use crate::rules::{RedirectStatus, Role};
-use crate::services::bulk;
+use crate::services::links::bulk;
 use crate::services::links::{self, Campaign, NewLink, Outcome};
 use crate::services::{Actor, domains, users};
 use crate::startup::{self, Application};

@@ -2,11 +2,8 @@
 
 pub mod api_keys;
 pub mod audit;
-pub mod bulk;
 pub mod domains;
 pub mod links;
-pub mod listing;
-pub mod many;
 pub mod secret;
 pub mod signin;
 pub mod sms;

@@ -1335,9 +1335,11 @@ async fn dates_are_shown_and_typed_in_the_configured_time_zone() {
     let edit = browser.get("/admin/links/tz-link/edit").await;
     assert!(edit.body.contains("value=\"2099-01-01T08:00\""));
     // CSV expiries without an offset are read in the same zone.
-    let when =
-        inklink::services::bulk::parse_expiry("2099-01-01 08:00", app.core.settings.timezone)
-            .unwrap();
+    let when = inklink::services::links::bulk::parse_expiry(
+        "2099-01-01 08:00",
+        app.core.settings.timezone,
+    )
+    .unwrap();
     assert_eq!(when.to_rfc3339(), "2099-01-01T00:00:00+00:00");
 
     let ny = crate::support::spawn_app_with(&["--timezone", "America/New_York"]).await;

@@ -9,7 +9,7 @@ use crate::support::{
 use actix_session::storage::SessionStore;
 use chrono::NaiveDate;
 use futures_util::future::join_all;
-use inklink::admin::session_store::DbSessionStore;
+use inklink::admin::access::session_store::DbSessionStore;
 use inklink::clicks::spool::{Spool, Spooled, append_rows};
 use inklink::db::entities::admin_sessions;
 use inklink::db::entities::url_map::{self, LinkStatus};
@@ -18,9 +18,10 @@ use inklink::rules::{
     DomainHost, OwnHost, Password, Protocol, Role, ShortCode, TargetUrl, TargetUrlError, UrlRules,
     Username,
 };
+use inklink::services::links::{self, listing};
 use inklink::services::signin::{NEW_ADDRESS_LIMIT, PAIR_LIMIT};
 use inklink::services::users::{self, UserChange};
-use inklink::services::{Actor, Principal, api_keys, domains, links, listing};
+use inklink::services::{Actor, Principal, api_keys, domains};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use std::collections::HashMap;

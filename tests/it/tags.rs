@@ -223,7 +223,7 @@ async fn a_tags_utm_preset_fills_the_new_link_and_tags_travel_in_csv_files() {
     assert!(bad_tags.body.contains("longer than 32 characters"));
 
     // CSV: a tags column in, a tags column out.
-    let report = inklink::services::bulk::import(
+    let report = inklink::services::links::bulk::import(
         &app.core,
         b"url,code,tags,length\nhttps://example.com/1,csv1,spring;autumn,\nhttps://example.com/2,,winter,5\nhttps://example.com/3,,\"a,b|c\",\n",
         &Actor::Cli,

@@ -1,12 +1,12 @@
 //! CSV in and out: importing many links at once (admin UI and CLI) and exporting the list.
 //! Each imported row stands alone: a bad row is reported and the good ones are created.
 
-use super::audit::Actor;
-use super::domains;
-use super::links::{self, NewLink};
-use super::listing::{self, LinkFilter, Order, Paging};
 use crate::db::entities::url_map::LinkStatus;
 use crate::rules::{CodeLength, DomainHost, ShortCode, Tag, TargetUrl, UrlRules};
+use crate::services::audit::Actor;
+use crate::services::domains;
+use crate::services::links::listing::{self, LinkFilter, Order, Paging};
+use crate::services::links::{self, NewLink};
 use crate::state::Inklink;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
@@ -309,7 +309,7 @@ async fn export_rows(
     rows: &mut Vec<Vec<String>>,
 ) -> Result<(), DbErr> {
     let ids: Vec<i64> = page.iter().map(|link| link.id).collect();
-    let mut tags = super::tags::tags_of(db, &ids).await?;
+    let mut tags = crate::services::tags::tags_of(db, &ids).await?;
     let mut clicks = crate::stats::report::glance(db, &ids, crate::stats::days::today(tz)).await?;
     let local = |at: NaiveDateTime| {
         use chrono::TimeZone;

@@ -1,9 +1,14 @@
 //! The links pages: list with search and filters, create, disable and enable.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::see_other;
-use super::pages::{Frame, render};
+pub mod bulk;
+pub mod page;
+pub mod qr;
+pub mod selection;
+
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::see_other;
+use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
@@ -11,8 +16,8 @@ use crate::rules::{
     TargetUrl, VisitLimit,
 };
 use crate::services::domains;
+use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
 use crate::services::links::{self, Campaign, LinkChanges, LinkEdit, LinkError, NewLink};
-use crate::services::listing::{self, LinkFilter, Order, Paging, StatusFilter};
 use crate::services::tags::Utm;
 use crate::state::AppState;
 use actix_web::http::{StatusCode, header};
@@ -188,10 +193,10 @@ pub async fn list(
             description: link.description.unwrap_or_default(),
             active: link.url_status == LinkStatus::Active,
             expired: link.expires_at.is_some_and(|at| at <= now),
-            created: super::pages::human_time(link.created_at, tz),
+            created: crate::admin::pages::human_time(link.created_at, tz),
             expires: link
                 .expires_at
-                .map(|at| super::pages::human_time(at, tz))
+                .map(|at| crate::admin::pages::human_time(at, tz))
                 .unwrap_or_default(),
             code: link.compression_code.to_string(),
         })
@@ -351,7 +356,7 @@ async fn parse_common(
         "" => None,
         text => NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
             .map_err(|_| "give a date and time such as 2026-12-31T23:59".to_owned())
-            .and_then(|local| crate::services::bulk::local_to_utc(local, tz))
+            .and_then(|local| crate::services::links::bulk::local_to_utc(local, tz))
             .map_err(|message| errors.insert("expires", message))
             .ok(),
     };
@@ -489,7 +494,7 @@ async fn parse_campaign(
         campaign.valid_from =
             NaiveDateTime::parse_from_str(form.valid_from.trim(), "%Y-%m-%dT%H:%M")
                 .map_err(|_| "give a date and time such as 2026-12-31T09:00".to_owned())
-                .and_then(|local| crate::services::bulk::local_to_utc(local, tz))
+                .and_then(|local| crate::services::links::bulk::local_to_utc(local, tz))
                 .map_err(|message| note("valid_from", message))
                 .ok();
     }
@@ -637,7 +642,7 @@ fn edit_page(
         errors,
         creator: link.creator.clone().unwrap_or_default(),
         timezone: tz.name().to_owned(),
-        created: super::pages::human_time(link.created_at, tz),
+        created: crate::admin::pages::human_time(link.created_at, tz),
         lengths: Vec::new(),
         password_set: link.password_hash.is_some(),
     }
@@ -654,7 +659,7 @@ pub async fn edit_form(
         description: link.description.clone().unwrap_or_default(),
         expires: link
             .expires_at
-            .map(|at| super::pages::input_time(at, user.tz))
+            .map(|at| crate::admin::pages::input_time(at, user.tz))
             .unwrap_or_default(),
         redirect_status: link
             .redirect_status
@@ -668,7 +673,7 @@ pub async fn edit_form(
         max_visits: link.max_visits.map(|n| n.to_string()).unwrap_or_default(),
         valid_from: link
             .valid_from
-            .map(|at| super::pages::input_time(at, user.tz))
+            .map(|at| crate::admin::pages::input_time(at, user.tz))
             .unwrap_or_default(),
         fallback_url: link.fallback_url.clone().unwrap_or_default(),
         in_app_page: link.in_app_page.clone().unwrap_or_default(),
@@ -779,7 +784,7 @@ pub async fn qr_svg(
     code: web::Path<String>,
 ) -> Result<HttpResponse, AdminError> {
     let (_, short_url) = find(&state, &code).await?;
-    let svg = super::qr::svg(&short_url).ok_or(AdminError::NotFound)?;
+    let svg = crate::admin::links::qr::svg(&short_url).ok_or(AdminError::NotFound)?;
     Ok(HttpResponse::Ok().content_type("image/svg+xml").body(svg))
 }
 
@@ -791,7 +796,7 @@ pub async fn qr_png(
 ) -> Result<HttpResponse, AdminError> {
     let (link, short_url) = find(&state, &code).await?;
     let scale = query.scale.map(|scale| scale.clamp(1, 40));
-    let png = super::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
+    let png = crate::admin::links::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
     Ok(HttpResponse::Ok()
         .content_type("image/png")
         .insert_header((

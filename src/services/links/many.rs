@@ -3,11 +3,11 @@
 //! service as one at a time, with its own audit entry; links the actor may not change are
 //! counted and left alone.
 
-use super::audit::Actor;
-use super::links::{self, LinkEdit, LinkError};
-use super::listing::{self, LinkFilter, Order, Paging};
 use crate::db::entities::url_map::{self, LinkStatus};
 use crate::rules::{ShortCode, Tag};
+use crate::services::audit::Actor;
+use crate::services::links::listing::{self, LinkFilter, Order, Paging};
+use crate::services::links::{self, LinkEdit, LinkError};
 use crate::state::Inklink;
 use sea_orm::DbErr;
 
@@ -164,7 +164,7 @@ pub async fn apply(
     let found = selected(app, selection, &mut outcome).await?;
     outcome.matched = found.len() as u64;
     let ids: Vec<i64> = found.iter().map(|link| link.id).collect();
-    let mut current_tags = super::tags::tags_of(&app.db, &ids).await?;
+    let mut current_tags = crate::services::tags::tags_of(&app.db, &ids).await?;
     for mut link in found {
         if links::may_change(actor, &link).is_err() {
             outcome.refused += 1;
@@ -203,7 +203,7 @@ pub async fn apply(
                     let Some(fresh) = links::find_by_code(&app.db, &code).await? else {
                         break;
                     };
-                    had = super::tags::tags_of(&app.db, &[fresh.id])
+                    had = crate::services::tags::tags_of(&app.db, &[fresh.id])
                         .await?
                         .remove(&fresh.id)
                         .unwrap_or_default();

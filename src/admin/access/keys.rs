@@ -1,12 +1,12 @@
 //! The API keys page (admins only): create a key (its secret is shown once), see when each was
 //! last used, revoke.
 
-use super::auth::AdminUser;
-use super::error::AdminError;
-use super::pages::{Frame, render, see_other};
+use crate::admin::access::auth::AdminUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render, see_other};
 use crate::rules::{KeyName, Role};
 use crate::services::api_keys::{self, KeyError};
-use crate::services::bulk::parse_expiry;
+use crate::services::links::bulk::parse_expiry;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -59,14 +59,14 @@ async fn page(
             },
             prefix: format!("ik_{}_…", k.prefix),
             role: k.role.to_string(),
-            created: super::pages::human_time(k.created_at, tz),
+            created: crate::admin::pages::human_time(k.created_at, tz),
             expires: k
                 .expires_at
-                .map(|at| super::pages::human_time(at, tz))
+                .map(|at| crate::admin::pages::human_time(at, tz))
                 .unwrap_or_else(|| "never".into()),
             last_used: k
                 .last_used_at
-                .map(|at| super::pages::human_time(at, tz))
+                .map(|at| crate::admin::pages::human_time(at, tz))
                 .unwrap_or_else(|| "never".into()),
             name: k.name,
         })
@@ -168,7 +168,7 @@ pub async fn revoke(
             .into_iter()
             .find(|key| key.id == *id)
             .ok_or(AdminError::NotFound)?;
-        return Ok(super::pages::Confirm {
+        return Ok(crate::admin::pages::Confirm {
             frame: Frame::new(&user.0, None, "keys"),
             heading: format!("Revoke the key {}?", key.name),
             lines: vec![

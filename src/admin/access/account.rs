@@ -1,9 +1,9 @@
 //! The signed-in person's own settings: the language of the pages and the time zone they show
 //! times in.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render, see_other};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render, see_other};
 use crate::services::users;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
@@ -179,7 +179,7 @@ pub async fn set_language(
     )
     .await?;
     let back = crate::i18n::Lang::back_to(&req, "/admin/links");
-    let back = super::pages::local_next(&back).unwrap_or("/admin/links");
+    let back = crate::admin::pages::local_next(&back).unwrap_or("/admin/links");
     let mut response = see_other(back);
     remember(&mut response, Some(lang))?;
     Ok(response)

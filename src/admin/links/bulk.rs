@@ -1,10 +1,10 @@
 //! CSV import (upload → results to download) and export of the filtered list.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::links::FilterForm;
-use super::pages::{Frame, render};
-use crate::services::bulk::{self, ImportError, RowOutcome};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::links::FilterForm;
+use crate::admin::pages::{Frame, render};
+use crate::services::links::bulk::{self, ImportError, RowOutcome};
 use crate::state::AppState;
 use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
@@ -122,7 +122,7 @@ pub async fn upload(
         download: format!(
             "data:text/csv;charset=utf-8;base64,{}",
             base64::engine::general_purpose::STANDARD
-                .encode(super::download::for_excel(&csv).as_bytes())
+                .encode(crate::admin::download::for_excel(&csv).as_bytes())
         ),
     };
     let page = ImportPage {
@@ -143,10 +143,10 @@ pub async fn export(
         "inklink-links-{}.csv",
         chrono::Utc::now().format("%Y%m%d-%H%M")
     );
-    Ok(super::download::attachment(&csv, &name))
+    Ok(crate::admin::download::attachment(&csv, &name))
 }
 
 /// An empty import file with every column and an example row, ready for Excel.
 pub async fn template(_user: CurrentUser) -> HttpResponse {
-    super::download::attachment(&bulk::import_template(), "inklink-import-template.csv")
+    crate::admin::download::attachment(&bulk::import_template(), "inklink-import-template.csv")
 }

@@ -1,9 +1,9 @@
 //! One link whole: its short URL and QR code, status and settings, clicks at a glance, and
 //! its history from the audit log, with edit, disable and enable at hand.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::db::entities::url_map::{LinkState, LinkStatus};
 use crate::rules::{AltTargets, TargetUrl};
@@ -47,10 +47,10 @@ pub async fn show(
     state: web::Data<AppState>,
     code: web::Path<String>,
 ) -> Result<HttpResponse, AdminError> {
-    let (link, short_url) = super::links::find(&state, &code).await?;
+    let (link, short_url) = crate::admin::links::find(&state, &code).await?;
     let db = &state.core.db;
     let tz = user.tz;
-    let time = |at| super::pages::human_time(at, tz);
+    let time = |at| crate::admin::pages::human_time(at, tz);
     let glance = report::glance(db, &[link.id], today(tz))
         .await?
         .remove(&link.id)

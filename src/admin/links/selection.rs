@@ -2,13 +2,13 @@
 //! disable, enable, tag, untag, export or delete, each after a confirmation that says how many
 //! links it changes, through the same service as the API's bulk endpoint.
 
-use super::auth::CurrentUser;
-use super::error::AdminError;
-use super::links::FilterForm;
-use super::pages::{Confirm, Frame, see_other};
+use crate::admin::access::auth::CurrentUser;
+use crate::admin::error::AdminError;
+use crate::admin::links::FilterForm;
+use crate::admin::pages::{Confirm, Frame, see_other};
 use crate::rules::{ShortCode, Tag};
-use crate::services::listing;
-use crate::services::many::{self, BulkAction, BulkError, Selection};
+use crate::services::links::listing;
+use crate::services::links::many::{self, BulkAction, BulkError, Selection};
 use crate::state::AppState;
 use actix_web::{HttpResponse, web};
 
@@ -175,16 +175,16 @@ async fn export(
 ) -> Result<HttpResponse, AdminError> {
     let db = &state.core.db;
     let csv = if posted.all {
-        crate::services::bulk::export_csv(db, &posted.filter.filter(), tz).await?
+        crate::services::links::bulk::export_csv(db, &posted.filter.filter(), tz).await?
     } else {
         let codes: Vec<ShortCode> = posted
             .codes
             .iter()
             .filter_map(|code| ShortCode::parse(code).ok())
             .collect();
-        crate::services::bulk::export_codes_csv(db, &codes, tz).await?
+        crate::services::links::bulk::export_codes_csv(db, &codes, tz).await?
     };
-    Ok(super::download::attachment(
+    Ok(crate::admin::download::attachment(
         &csv,
         "inklink-selected-links.csv",
     ))

@@ -1,10 +1,10 @@
 //! The users page (admins only): add people, disable or enable them, reset passwords, change
 //! roles.
 
-use super::auth::AdminUser;
-use super::error::AdminError;
-use super::pages::see_other;
-use super::pages::{Frame, render};
+use crate::admin::access::auth::AdminUser;
+use crate::admin::error::AdminError;
+use crate::admin::pages::see_other;
+use crate::admin::pages::{Frame, render};
 use crate::rules::{Password, Role, Username};
 use crate::services::users::{self, UserChange, UserChangeError, UserError};
 use crate::state::AppState;
@@ -46,7 +46,7 @@ async fn page(
             disabled: u.disabled,
             last_login: u
                 .last_login_at
-                .map(|at| super::pages::human_time(at, user.0.tz))
+                .map(|at| crate::admin::pages::human_time(at, user.0.tz))
                 .unwrap_or_else(|| "never".into()),
             name: u.username,
         })
@@ -139,7 +139,7 @@ pub async fn change(
         let target = users::by_id(&state.core.db, id)
             .await?
             .ok_or(AdminError::NotFound)?;
-        return Ok(super::pages::Confirm {
+        return Ok(crate::admin::pages::Confirm {
             frame: Frame::new(&user.0, None, "users"),
             heading: format!("Disable {}?", target.username),
             lines: vec![

@@ -1,8 +1,8 @@
 //! Signing in and out (the checks and throttling are `services::signin`), the signed-in user
 //! and CSRF tokens.
 
-use super::error::AdminError;
-use super::pages::{Frame, render};
+use crate::admin::error::AdminError;
+use crate::admin::pages::{Frame, render};
 use crate::i18n::Lang;
 use crate::rules::Role;
 use crate::services::secret::random_hex;
@@ -241,7 +241,7 @@ pub async fn login_form(
             csrf: &token,
             username: "",
             error: None,
-            next: super::pages::local_next(&query.next).unwrap_or(""),
+            next: crate::admin::pages::local_next(&query.next).unwrap_or(""),
         },
     );
     let cookie = login_cookie(&token, &key, state.core.settings.secure_cookie);
@@ -296,8 +296,8 @@ pub async fn login(
             insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
             insert(EPOCH, user.session_epoch.into())?;
             insert(CSRF, fresh_csrf.into())?;
-            let mut response = super::pages::see_other(
-                super::pages::local_next(&form.next).unwrap_or("/admin/links"),
+            let mut response = crate::admin::pages::see_other(
+                crate::admin::pages::local_next(&form.next).unwrap_or("/admin/links"),
             );
             // The language they chose before follows them to every page.
             if let Some(chosen) = user.language.as_deref().and_then(Lang::from_tag) {
@@ -326,7 +326,7 @@ pub async fn login(
                     csrf: &csrf,
                     username: &form.username,
                     error: Some(&message),
-                    next: super::pages::local_next(&form.next).unwrap_or(""),
+                    next: crate::admin::pages::local_next(&form.next).unwrap_or(""),
                 },
             ))
         }
@@ -346,7 +346,7 @@ pub async fn logout(
     user.check_csrf(&form.csrf)?;
     // Deletes the stored session: the old cookie opens nothing any more.
     user.session.purge();
-    Ok(super::pages::see_other("/admin/login"))
+    Ok(crate::admin::pages::see_other("/admin/login"))
 }
 
 impl Frame {

@@ -1,0 +1,7 @@
+//! Who may use the admin UI: signing in and out, sessions, one's own settings, users and API keys.
+
+pub mod account;
+pub mod auth;
+pub mod keys;
+pub mod session_store;
+pub mod users;
