@@ -9,6 +9,30 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// What went wrong, for programs: stable, and written in snake case in the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    CodeTaken,
+    NameTaken,
+    StaleVersion,
+    NoFreeCode,
+    PayloadTooLarge,
+    InvalidUrl,
+    InvalidCode,
+    InvalidValue,
+    ExpiryInPast,
+    UnknownDomain,
+    DomainDisabled,
+    RateLimited,
+    MethodNotAllowed,
+    Unavailable,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// Malformed JSON or parameters.
@@ -24,13 +48,13 @@ pub enum ApiError {
     #[error("{0}")]
     NotFound(String),
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
+    Conflict { code: ErrorCode, message: String },
     #[error("the request body is larger than {0} bytes")]
     TooLarge(usize),
     /// Parsed, but breaks a rule.
     #[error("{message}")]
     Unprocessable {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
         field: Option<String>,
     },
@@ -50,11 +74,8 @@ pub struct ErrorBody {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Stable, machine-readable: bad_request, unauthorized, forbidden, not_found, code_taken,
-    /// stale_version, payload_too_large, invalid_url, invalid_code, invalid_value,
-    /// expiry_in_past, unknown_domain, domain_disabled, rate_limited, method_not_allowed,
-    /// unavailable.
-    pub code: String,
+    /// Stable, machine-readable.
+    pub code: ErrorCode,
     /// For people: what was wrong and what to do.
     pub message: String,
     /// The request field the error is about, when there is one.
@@ -69,7 +90,7 @@ impl ApiError {
         }
     }
 
-    pub fn invalid(code: &'static str, message: impl Into<String>, field: &str) -> Self {
+    pub fn invalid(code: ErrorCode, message: impl Into<String>, field: &str) -> Self {
         Self::Unprocessable {
             code,
             message: message.into(),
@@ -79,23 +100,23 @@ impl ApiError {
 
     pub fn detail(&self) -> ErrorDetail {
         ErrorDetail {
-            code: self.code().to_owned(),
+            code: self.code(),
             message: self.to_string(),
             field: self.field(),
         }
     }
 
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         match self {
-            Self::BadRequest { .. } => "bad_request",
-            Self::Unauthorized(_) => "unauthorized",
-            Self::Forbidden(_) => "forbidden",
-            Self::NotFound(_) => "not_found",
-            Self::Conflict { code, .. } | Self::Unprocessable { code, .. } => code,
-            Self::TooLarge(_) => "payload_too_large",
-            Self::RateLimited(_) => "rate_limited",
-            Self::MethodNotAllowed { .. } => "method_not_allowed",
-            Self::Unavailable(_) => "unavailable",
+            Self::BadRequest { .. } => ErrorCode::BadRequest,
+            Self::Unauthorized(_) => ErrorCode::Unauthorized,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::Conflict { code, .. } | Self::Unprocessable { code, .. } => *code,
+            Self::TooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::RateLimited(_) => ErrorCode::RateLimited,
+            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            Self::Unavailable(_) => ErrorCode::Unavailable,
         }
     }
 
@@ -128,11 +149,11 @@ impl From<KeyError> for ApiError {
             KeyError::Db(db) => Self::Unavailable(db),
             KeyError::NotFound => Self::NotFound(err.to_string()),
             KeyError::NameTaken(_) => Self::Conflict {
-                code: "name_taken",
+                code: ErrorCode::NameTaken,
                 message: err.to_string(),
             },
             KeyError::ExpiryInPast(_) => {
-                Self::invalid("expiry_in_past", err.to_string(), "expires_at")
+                Self::invalid(ErrorCode::ExpiryInPast, err.to_string(), "expires_at")
             }
         }
     }
@@ -146,26 +167,36 @@ impl From<LinkError> for ApiError {
             LinkError::NotFound(_) => Self::NotFound(message),
             LinkError::NotYours(_) => Self::Forbidden(message),
             LinkError::CodeTaken(_) => Self::Conflict {
-                code: "code_taken",
+                code: ErrorCode::CodeTaken,
                 message,
             },
             LinkError::Stale(_) => Self::Conflict {
-                code: "stale_version",
+                code: ErrorCode::StaleVersion,
                 message,
             },
-            LinkError::UnknownDomain(_) => Self::invalid("unknown_domain", message, "domain"),
-            LinkError::DomainDisabled(_) => Self::invalid("domain_disabled", message, "domain"),
-            LinkError::NoDefaultDomain => Self::invalid("unknown_domain", message, "domain"),
-            LinkError::ExpiryInPast(_) => Self::invalid("expiry_in_past", message, "expires_at"),
-            LinkError::OpensAfterExpiry(_) => Self::invalid("invalid_value", message, "valid_from"),
-            LinkError::DescriptionTooLong(_) => {
-                Self::invalid("invalid_value", message, "description")
+            LinkError::UnknownDomain(_) => {
+                Self::invalid(ErrorCode::UnknownDomain, message, "domain")
             }
-            LinkError::InvalidUrl(_) => Self::invalid("invalid_url", message, "url"),
-            LinkError::CustomWithoutCode => Self::invalid("invalid_code", message, "code"),
-            LinkError::InvalidCode(_) => Self::invalid("invalid_code", message, "code"),
+            LinkError::DomainDisabled(_) => {
+                Self::invalid(ErrorCode::DomainDisabled, message, "domain")
+            }
+            LinkError::NoDefaultDomain => {
+                Self::invalid(ErrorCode::UnknownDomain, message, "domain")
+            }
+            LinkError::ExpiryInPast(_) => {
+                Self::invalid(ErrorCode::ExpiryInPast, message, "expires_at")
+            }
+            LinkError::OpensAfterExpiry(_) => {
+                Self::invalid(ErrorCode::InvalidValue, message, "valid_from")
+            }
+            LinkError::DescriptionTooLong(_) => {
+                Self::invalid(ErrorCode::InvalidValue, message, "description")
+            }
+            LinkError::InvalidUrl(_) => Self::invalid(ErrorCode::InvalidUrl, message, "url"),
+            LinkError::CustomWithoutCode => Self::invalid(ErrorCode::InvalidCode, message, "code"),
+            LinkError::InvalidCode(_) => Self::invalid(ErrorCode::InvalidCode, message, "code"),
             LinkError::Exhausted(_) | LinkError::NoFreeCode => Self::Conflict {
-                code: "no_free_code",
+                code: ErrorCode::NoFreeCode,
                 message,
             },
         }

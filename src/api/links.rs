@@ -2,7 +2,7 @@
 
 use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::model::{
     AltTarget, BatchRequest, BatchResponse, BatchResult, BulkRequest, BulkResult, CodeStrategy,
     CreateLink, DayStats, Link, LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats,
@@ -11,13 +11,12 @@ use super::model::{
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus, Strategy};
 use crate::rules::{
-    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, Tag, TargetRule,
-    TargetUrl, UrlRules,
+    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, Tag, TargetUrl, UrlRules,
 };
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging};
 use crate::services::links::{
-    self, Campaign, CampaignEdit, LinkChanges, LinkEdit, NewLink, Outcome,
+    self, CampaignEdit, Field, LinkChanges, LinkEdit, LinkInput, NewLink, Outcome, TagInput,
 };
 use crate::state::AppState;
 use crate::stats::days::today;
@@ -105,97 +104,87 @@ pub fn view(link: &url_map::Model, domains: &Domains, tags: &Tags, state: &AppSt
     }
 }
 
+/// A field's refusal, with the error code every API client sees for that field.
+fn refused(field: Field, err: impl std::fmt::Display) -> ApiError {
+    let code = match field {
+        Field::Url | Field::FallbackUrl => ErrorCode::InvalidUrl,
+        Field::Code => ErrorCode::InvalidCode,
+        Field::Domain => ErrorCode::UnknownDomain,
+        _ => ErrorCode::InvalidValue,
+    };
+    ApiError::invalid(code, err.to_string(), field.name())
+}
+
 fn password(input: &str) -> Result<LinkPassword, ApiError> {
-    LinkPassword::parse(input)
-        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "password"))
+    LinkPassword::parse(input).map_err(|err| refused(Field::Password, err))
 }
 
 fn tag_list(tags: &[String]) -> Result<Vec<Tag>, ApiError> {
-    Tag::parse_each(tags.iter().map(String::as_str))
-        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "tags"))
+    Tag::parse_each(tags.iter().map(String::as_str)).map_err(|err| refused(Field::Tags, err))
 }
 
 fn fallback(input: &str, rules: &UrlRules<'_>) -> Result<TargetUrl, ApiError> {
-    TargetUrl::parse(input, rules)
-        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "fallback_url"))
+    TargetUrl::parse(input, rules).map_err(|err| refused(Field::FallbackUrl, err))
 }
 
 fn in_app(apps: &[String]) -> Result<InAppApps, ApiError> {
-    InAppApps::parse(&apps.join(","))
-        .map_err(|err| ApiError::invalid("invalid_value", err.to_string(), "in_app_page"))
+    InAppApps::parse(&apps.join(",")).map_err(|err| refused(Field::InAppPage, err))
+}
+
+/// The targets as the `RULE=URL` entries every front end gives.
+fn target_entries(targets: &[AltTarget]) -> Vec<String> {
+    targets
+        .iter()
+        .map(|target| format!("{}={}", target.rule, target.url))
+        .collect()
 }
 
 fn alt_targets(targets: &[AltTarget], rules: &UrlRules<'_>) -> Result<AltTargets, ApiError> {
-    let invalid = |err: crate::rules::CampaignError| {
-        ApiError::invalid("invalid_value", err.to_string(), "targets")
-    };
-    let mut parsed = Vec::with_capacity(targets.len());
-    for target in targets {
-        let rule = TargetRule::parse(&target.rule).map_err(invalid)?;
-        let url = TargetUrl::parse(&target.url, rules).map_err(|error| {
-            invalid(crate::rules::CampaignError::TargetUrl {
-                rule: rule.as_str(),
-                error,
-            })
-        })?;
-        parsed.push((rule, url));
-    }
-    AltTargets::new(parsed).map_err(invalid)
+    let entries = target_entries(targets);
+    AltTargets::parse_lines(entries.iter().map(String::as_str), rules)
+        .map_err(|err| refused(Field::Targets, err))
 }
 
 async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, ApiError> {
     Ok(links::parse_target(&state.core, url).await?)
 }
 
-/// Checks one create request against the rules (no database needed beyond `rules`).
+/// Checks one create request against the rules (no database needed beyond `rules`). The
+/// JSON has typed its numbers and times already; the rest is read as every front end reads it.
 fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError> {
-    let target = crate::rules::TargetUrl::parse(&input.url, rules)
-        .map_err(|err| ApiError::invalid("invalid_url", err.to_string(), "url"))?;
-    let custom_code = input
-        .code
-        .as_deref()
-        .map(|code| {
-            ShortCode::parse(code)
-                .map_err(|err| ApiError::invalid("invalid_code", err.to_string(), "code"))
-        })
-        .transpose()?;
-    let domain = input
-        .domain
-        .as_deref()
-        .map(|host| {
-            DomainHost::parse(host)
-                .map_err(|err| ApiError::invalid("unknown_domain", err.to_string(), "domain"))
-        })
-        .transpose()?;
-    Ok(NewLink {
-        custom_code,
-        domain,
-        description: input.description.filter(|d| !d.trim().is_empty()),
-        expires_at: input.expires_at.map(|at| at.0),
-        redirect_status: input.redirect_status.map(|code| code.0),
+    let given = LinkInput {
+        url: input.url,
+        code: input.code,
+        domain: input.domain,
+        description: input.description,
+        expires_at: input.expires_at.map(|at| at.0.to_rfc3339()),
+        valid_from: input.valid_from.map(|at| at.0.to_rfc3339()),
+        redirect_status: input.redirect_status.map(|code| code.0.code().to_string()),
+        length: input.length.map(|length| length.0.get().to_string()),
         strategy: match input.strategy {
             Some(CodeStrategy::Hash) => Strategy::Hash,
             _ => Strategy::Sequence,
         },
         reuse: input.reuse.unwrap_or(false),
-        length: input.length.map(|length| length.0),
-        campaign: Campaign {
-            password: input.password.as_deref().map(password).transpose()?,
-            max_visits: input.max_visits.map(|count| count.0),
-            valid_from: input.valid_from.map(|at| at.0),
-            fallback: input
-                .fallback_url
-                .as_deref()
-                .map(|url| fallback(url, rules))
-                .transpose()?,
-            in_app: input.in_app_page.as_deref().map(in_app).transpose()?,
-            targets: match &input.targets {
-                Some(targets) => alt_targets(targets, rules)?,
-                None => AltTargets::default(),
-            },
-        },
-        tags: tag_list(input.tags.as_deref().unwrap_or_default())?,
-        ..NewLink::to(target)
+        password: input.password,
+        max_visits: input.max_visits.map(|count| count.0.get().to_string()),
+        fallback_url: input.fallback_url,
+        in_app_page: input.in_app_page.map(|apps| apps.join(",")),
+        targets: target_entries(&input.targets.unwrap_or_default()),
+        tags: TagInput::Each(input.tags.unwrap_or_default()),
+    };
+    given.parse(rules, chrono_tz::UTC).map_err(|errors| {
+        let first = errors
+            .into_iter()
+            .next()
+            .expect("a refused input names a field");
+        let code = match first.field {
+            Field::Url | Field::FallbackUrl => ErrorCode::InvalidUrl,
+            Field::Code => ErrorCode::InvalidCode,
+            Field::Domain => ErrorCode::UnknownDomain,
+            _ => ErrorCode::InvalidValue,
+        };
+        ApiError::invalid(code, first.message, first.field.name())
     })
 }
 
@@ -472,7 +461,7 @@ pub async fn update(
     links::may_change(&caller.actor(), &link)?;
     if patch.version != link.version {
         return Err(ApiError::Conflict {
-            code: "stale_version",
+            code: ErrorCode::StaleVersion,
             message: format!(
                 "the link is at version {}, not {}; read it again and make your change on that",
                 link.version, patch.version
@@ -681,7 +670,11 @@ fn link_filter(
         None => None,
         Some(host) => {
             let host = DomainHost::parse(host).map_err(|err| {
-                ApiError::invalid("unknown_domain", err.to_string(), field.unwrap_or("domain"))
+                ApiError::invalid(
+                    ErrorCode::UnknownDomain,
+                    err.to_string(),
+                    field.unwrap_or("domain"),
+                )
             })?;
             Some(
                 domains
@@ -690,7 +683,7 @@ fn link_filter(
                     .map(|d| d.id)
                     .ok_or_else(|| {
                         ApiError::invalid(
-                            "unknown_domain",
+                            ErrorCode::UnknownDomain,
                             format!("there is no domain '{host}'"),
                             field.unwrap_or("domain"),
                         )
@@ -701,7 +694,11 @@ fn link_filter(
     let tag = match given(tag) {
         None => None,
         Some(tag) => Some(Tag::parse(tag).map_err(|err| {
-            ApiError::invalid("invalid_value", err.to_string(), field.unwrap_or("tag"))
+            ApiError::invalid(
+                ErrorCode::InvalidValue,
+                err.to_string(),
+                field.unwrap_or("tag"),
+            )
         })?),
     };
     Ok(LinkFilter {
@@ -744,7 +741,7 @@ pub async fn bulk(
     let needs_tags = matches!(request.action, BulkActionName::Tag | BulkActionName::Untag);
     if needs_tags && tags.is_empty() {
         return Err(ApiError::invalid(
-            "invalid_value",
+            ErrorCode::InvalidValue,
             "tag and untag need the tags to add or remove",
             "tags",
         ));
@@ -761,8 +758,9 @@ pub async fn bulk(
             codes
                 .iter()
                 .map(|code| {
-                    ShortCode::parse(code)
-                        .map_err(|err| ApiError::invalid("invalid_code", err.to_string(), "codes"))
+                    ShortCode::parse(code).map_err(|err| {
+                        ApiError::invalid(ErrorCode::InvalidCode, err.to_string(), "codes")
+                    })
                 })
                 .collect::<Result<_, _>>()?,
         ),
@@ -776,7 +774,7 @@ pub async fn bulk(
         )?),
         _ => {
             return Err(ApiError::invalid(
-                "invalid_value",
+                ErrorCode::InvalidValue,
                 "give either codes or a filter (not both)",
                 "codes",
             ));
@@ -787,7 +785,7 @@ pub async fn bulk(
         .map_err(|err| match err {
             BulkError::Db(err) => ApiError::Unavailable(err),
             err @ BulkError::TooMany(_) => {
-                ApiError::invalid("invalid_value", err.to_string(), "codes")
+                ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), "codes")
             }
         })?;
     Ok(HttpResponse::Ok().json(BulkResult {

@@ -81,11 +81,9 @@ pub struct Timestamp(pub DateTime<Utc>);
 impl TryFrom<String> for Timestamp {
     type Error = String;
     fn try_from(text: String) -> Result<Self, String> {
-        DateTime::parse_from_rfc3339(text.trim())
-            .map(|at| Self(at.with_timezone(&Utc)))
-            .map_err(|_| {
-                format!("'{text}' is not an RFC 3339 date-time such as 2026-12-31T23:59:59+08:00")
-            })
+        crate::rules::time::rfc3339(&text)
+            .map(Self)
+            .map_err(|err| err.to_string())
     }
 }
 

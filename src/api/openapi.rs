@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations and the models' types.
 
-use super::error::{ErrorBody, ErrorDetail};
+use super::error::{ErrorBody, ErrorCode, ErrorDetail};
 use super::model;
 use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -56,7 +56,8 @@ use utoipa::{Modify, OpenApi};
         model::LinkState,
         model::SetState,
         ErrorBody,
-        ErrorDetail
+        ErrorDetail,
+        ErrorCode
     )),
     modifiers(&BearerKey),
     tags(

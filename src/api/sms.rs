@@ -2,7 +2,7 @@
 
 use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::links::{all_domains_of, view};
 use super::model::{SmsCountView, SmsRequest, SmsResult};
 use crate::rules::TargetUrl;
@@ -20,12 +20,14 @@ impl From<SmsError> for ApiError {
         match err {
             SmsError::Link(err) => err.into(),
             SmsError::Db(err) => Self::Unavailable(err),
-            SmsError::Segments => Self::invalid("invalid_value", message, "segments"),
-            SmsError::NoActiveDomain => Self::invalid("unknown_domain", message, "domain"),
+            SmsError::Segments => Self::invalid(ErrorCode::InvalidValue, message, "segments"),
+            SmsError::NoActiveDomain => Self::invalid(ErrorCode::UnknownDomain, message, "domain"),
             SmsError::NoPlaceholder
             | SmsError::SeveralPlaceholders(_)
             | SmsError::TooLong(_)
-            | SmsError::DoesNotFit { .. } => Self::invalid("invalid_value", message, "message"),
+            | SmsError::DoesNotFit { .. } => {
+                Self::invalid(ErrorCode::InvalidValue, message, "message")
+            }
         }
     }
 }
@@ -35,7 +37,7 @@ fn rule(text: Option<&str>) -> Result<CountRule, ApiError> {
         None => Ok(CountRule::Standard),
         Some(text) => CountRule::parse(text).ok_or_else(|| {
             ApiError::invalid(
-                "invalid_value",
+                ErrorCode::InvalidValue,
                 format!("'{text}' is not a counting rule; use standard or china"),
                 "rule",
             )

@@ -4,13 +4,10 @@
 use crate::config::{self, ConfigError, Settings};
 use crate::db::entities::url_map::LinkStatus;
 use crate::db::entities::url_map::Strategy;
-use crate::rules::{
-    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, Password, Protocol, ShortCode,
-    Username, VisitLimit,
-};
+use crate::rules::{DomainHost, Password, Protocol, ShortCode, Username};
 use crate::rules::{RedirectStatus, Role};
 use crate::services::links::bulk;
-use crate::services::links::{self, Campaign, NewLink, Outcome};
+use crate::services::links::{self, Field, LinkInput, Outcome, TagInput};
 use crate::services::{Actor, domains, users};
 use crate::startup::{self, Application};
 use crate::state::Inklink;
@@ -132,7 +129,8 @@ pub enum ApikeyAction {
         name: String,
         #[arg(long, value_enum)]
         role: Role,
-        /// Expiry as an RFC 3339 date-time, e.g. 2027-06-30T00:00:00Z (default: never)
+        /// Expiry as an RFC 3339 date-time, e.g. 2027-06-30T00:00:00Z, or a date and time in
+        /// INKLINK_TIMEZONE, e.g. "2027-06-30 00:00" (default: never)
         #[arg(long)]
         expires: Option<String>,
     },
@@ -215,7 +213,8 @@ pub enum LinkAction {
         /// Domain to serve the link on (default: the default domain)
         #[arg(long)]
         domain: Option<String>,
-        /// Expiry as an RFC 3339 date-time, e.g. 2026-12-31T23:59:59+08:00
+        /// Expiry as an RFC 3339 date-time, e.g. 2026-12-31T23:59:59+08:00, or a date and
+        /// time in INKLINK_TIMEZONE, e.g. "2026-12-31 23:59" (a date alone: its end)
         #[arg(long)]
         expires: Option<String>,
         /// A note for the people who manage the link (shown in the admin UI and exports)
@@ -233,7 +232,7 @@ pub enum LinkAction {
         /// Length of the generated code, 4-12 (default: INKLINK_CODE_LENGTH); shorter codes
         /// only with --code
         #[arg(long)]
-        length: Option<u64>,
+        length: Option<String>,
         /// Visitors must enter this password (4-128 characters) before they are sent on;
         /// give "-" to read it from standard input
         #[arg(long)]
@@ -241,8 +240,8 @@ pub enum LinkAction {
         /// Send visitors on at most this many times (over all instances); then the link
         /// answers like an expired one
         #[arg(long)]
-        max_visits: Option<i64>,
-        /// Before this RFC 3339 date-time the link answers 403 "not open yet"
+        max_visits: Option<String>,
+        /// Before this time the link answers 403 "not open yet" (written as --expires is)
         #[arg(long)]
         valid_from: Option<String>,
         /// Where to send visitors once the link is disabled, expired or used up (instead of
@@ -503,78 +502,38 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             targets,
             tags,
         } => {
-            let target = links::parse_target(core, &url).await?;
-            let rules_hosts = crate::services::domains::own_hosts(&core.db).await?;
-            let rules = crate::rules::UrlRules {
-                max_length: core.settings.max_url_length as usize,
-                own_hosts: &rules_hosts,
-            };
             let password = match password.as_deref() {
                 Some("-") => Some(read_line_secret()?),
                 other => other.map(str::to_owned),
             };
-            let campaign = Campaign {
-                password: password
-                    .as_deref()
-                    .map(LinkPassword::parse)
-                    .transpose()
-                    .context("--password")?,
-                max_visits: max_visits
-                    .map(VisitLimit::new)
-                    .transpose()
-                    .context("--max-visits")?,
-                valid_from: valid_from
-                    .map(|value| {
-                        chrono::DateTime::parse_from_rfc3339(&value)
-                            .map(|at| at.to_utc())
-                            .map_err(|_| {
-                                anyhow!(
-                                    "--valid-from '{value}' is not an RFC 3339 date-time such as 2026-12-31T09:00:00+08:00"
-                                )
-                            })
-                    })
-                    .transpose()?,
-                fallback: fallback
-                    .as_deref()
-                    .map(|url| crate::rules::TargetUrl::parse(url, &rules))
-                    .transpose()
-                    .context("--fallback")?,
-                in_app: in_app_page
-                    .as_deref()
-                    .map(InAppApps::parse)
-                    .transpose()
-                    .context("--in-app-page")?,
-                targets: AltTargets::parse_lines(targets.iter().map(String::as_str), &rules)
-                    .context("--target")?,
-            };
-            let expires_at = expires
-                .map(|value| {
-                    chrono::DateTime::parse_from_rfc3339(&value)
-                        .map(|at| at.to_utc())
-                        .map_err(|_| {
-                            anyhow!(
-                                "--expires '{value}' is not an RFC 3339 date-time such as 2026-12-31T23:59:59+08:00"
-                            )
-                        })
-                })
-                .transpose()?;
-            let new = NewLink {
-                custom_code: code.as_deref().map(ShortCode::parse).transpose()?,
-                domain: domain.as_deref().map(DomainHost::parse).transpose()?,
+            let input = LinkInput {
+                url,
+                code,
+                domain,
                 description,
-                expires_at,
-                redirect_status,
+                expires_at: expires,
+                valid_from,
+                redirect_status: redirect_status.map(|status| status.code().to_string()),
+                length,
                 strategy,
                 reuse,
-                length: length
-                    .map(CodeLength::new)
-                    .transpose()
-                    .context("--length")?,
-                campaign,
-                tags: crate::rules::Tag::parse_each(tags.iter().map(String::as_str))
-                    .context("--tag")?,
-                ..NewLink::to(target)
+                password,
+                max_visits,
+                fallback_url: fallback,
+                in_app_page,
+                targets,
+                tags: TagInput::Each(tags),
             };
+            let new = input
+                .read(core, core.settings.timezone)
+                .await?
+                .map_err(|errors| {
+                    let lines: Vec<String> = errors
+                        .iter()
+                        .map(|err| format!("{}: {}", flag(err.field), err.message))
+                        .collect();
+                    anyhow!("{}", lines.join("\n"))
+                })?;
             let saved = links::create(core, new, &Actor::Cli).await?;
             if saved.outcome == Outcome::Reused {
                 eprintln!("reusing the existing link {}", saved.link.compression_code);
@@ -658,15 +617,36 @@ async fn apikey(core: &Inklink, action: ApikeyAction) -> anyhow::Result<()> {
     let name = crate::rules::KeyName::parse(&name)?;
     let expires = expires
         .map(|text| {
-            chrono::DateTime::parse_from_rfc3339(text.trim())
-                .map(|at| at.with_timezone(&chrono::Utc))
-                .map_err(|_| {
-                    anyhow!("--expires '{text}' is not an RFC 3339 date-time such as 2027-06-30T00:00:00Z")
-                })
+            crate::rules::time::parse(
+                &text,
+                core.settings.timezone,
+                crate::rules::time::DateAlone::Ends,
+            )
+            .context("--expires")
         })
         .transpose()?;
     let issued =
         crate::services::api_keys::create(&core.db, &name, role, expires, &Actor::Cli).await?;
     say!("{}", issued.token.as_str());
     Ok(())
+}
+
+/// The `link add` flag a field is given with.
+fn flag(field: Field) -> &'static str {
+    match field {
+        Field::Url => "URL",
+        Field::Code => "--code",
+        Field::Domain => "--domain",
+        Field::Description => "--description",
+        Field::ExpiresAt => "--expires",
+        Field::ValidFrom => "--valid-from",
+        Field::RedirectStatus => "--redirect-status",
+        Field::Length => "--length",
+        Field::Password => "--password",
+        Field::MaxVisits => "--max-visits",
+        Field::FallbackUrl => "--fallback",
+        Field::InAppPage => "--in-app-page",
+        Field::Targets => "--target",
+        Field::Tags => "--tag",
+    }
 }

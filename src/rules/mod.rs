@@ -12,6 +12,7 @@ pub mod redirect_status;
 pub mod sms;
 pub mod tag;
 pub mod target_url;
+pub mod time;
 
 pub use account::{Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};

@@ -1335,9 +1335,10 @@ async fn dates_are_shown_and_typed_in_the_configured_time_zone() {
     let edit = browser.get("/admin/links/tz-link/edit").await;
     assert!(edit.body.contains("value=\"2099-01-01T08:00\""));
     // CSV expiries without an offset are read in the same zone.
-    let when = inklink::services::links::bulk::parse_expiry(
+    let when = inklink::rules::time::parse(
         "2099-01-01 08:00",
         app.core.settings.timezone,
+        inklink::rules::time::DateAlone::Ends,
     )
     .unwrap();
     assert_eq!(when.to_rfc3339(), "2099-01-01T00:00:00+00:00");

@@ -4,9 +4,9 @@
 use crate::admin::access::auth::AdminUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
+use crate::rules::time::{self, DateAlone};
 use crate::rules::{KeyName, Role};
 use crate::services::api_keys::{self, KeyError};
-use crate::services::links::bulk::parse_expiry;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -115,7 +115,9 @@ pub async fn add(
         .and_then(|name| form.role.parse::<Role>().map(|role| (name, role)))
         .and_then(|(name, role)| match form.expires.trim() {
             "" => Ok((name, role, None)),
-            text => parse_expiry(text, tz).map(|at| (name, role, Some(at))),
+            text => time::parse(text, tz, DateAlone::Ends)
+                .map(|at| (name, role, Some(at)))
+                .map_err(|err| err.to_string()),
         });
     let outcome = match parsed {
         Err(message) => Err(message),

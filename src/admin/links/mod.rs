@@ -1,6 +1,7 @@
 //! The links pages: list with search and filters, create, disable and enable.
 
 pub mod bulk;
+pub mod form;
 pub mod page;
 pub mod qr;
 pub mod selection;
@@ -10,20 +11,16 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf;
-use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{
-    AltTargets, CodeLength, DomainHost, InAppApps, LinkPassword, RedirectStatus, ShortCode, Tag,
-    TargetUrl, VisitLimit,
-};
+use crate::db::entities::url_map::{self, LinkStatus};
+use crate::rules::{ShortCode, Tag, TargetUrl};
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
-use crate::services::links::{self, Campaign, LinkChanges, LinkEdit, LinkError, NewLink};
-use crate::services::tags::Utm;
+use crate::services::links::{self, LinkChanges, LinkEdit, LinkError, NewLink};
 use crate::state::AppState;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use chrono::{DateTime, NaiveDateTime, Utc};
+use form::{Errors, LinkForm, campaign_edit, field_of, with_utm};
 use std::collections::HashMap;
 
 const PAGE_SIZE: u64 = 50;
@@ -221,56 +218,6 @@ pub async fn list(
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(serde::Deserialize, Default, Clone)]
-pub struct LinkForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    url: String,
-    #[serde(default)]
-    code: String,
-    #[serde(default)]
-    domain: String,
-    #[serde(default)]
-    description: String,
-    /// `YYYY-MM-DDTHH:MM` from a datetime-local input, in UTC.
-    #[serde(default)]
-    expires: String,
-    #[serde(default)]
-    redirect_status: String,
-    /// Tags separated by commas.
-    #[serde(default)]
-    tags: String,
-    /// Campaign settings (the new-link form only).
-    #[serde(default)]
-    length: String,
-    #[serde(default)]
-    password: String,
-    #[serde(default)]
-    max_visits: String,
-    #[serde(default)]
-    valid_from: String,
-    #[serde(default)]
-    fallback_url: String,
-    #[serde(default)]
-    in_app_page: String,
-    #[serde(default)]
-    targets: String,
-    #[serde(default)]
-    utm_source: String,
-    #[serde(default)]
-    utm_medium: String,
-    #[serde(default)]
-    utm_campaign: String,
-    #[serde(default)]
-    utm_term: String,
-    #[serde(default)]
-    utm_content: String,
-    /// The edit form: remove the visitor password.
-    #[serde(default)]
-    remove_password: String,
-}
-
 #[derive(Template)]
 #[template(path = "admin/link_form.html")]
 struct FormPage {
@@ -327,214 +274,6 @@ pub async fn new_form(
     Ok(render(StatusCode::OK, &page))
 }
 
-/// The fields create and edit share, read into domain types; each mistake is kept per field.
-struct Parsed {
-    target: Option<TargetUrl>,
-    tags: Vec<Tag>,
-    description: Option<String>,
-    expires_at: Option<DateTime<Utc>>,
-    redirect_status: Option<RedirectStatus>,
-    errors: HashMap<&'static str, String>,
-}
-
-async fn parse_common(
-    state: &AppState,
-    form: &LinkForm,
-    tz: chrono_tz::Tz,
-) -> Result<Parsed, AdminError> {
-    let mut errors: HashMap<&'static str, String> = HashMap::new();
-    let typed = TargetUrl::with_default_scheme(&form.url);
-    let target = match links::parse_target(&state.core, &typed).await {
-        Ok(target) => Some(target),
-        Err(LinkError::Db(err)) => return Err(err.into()),
-        Err(err) => {
-            errors.insert("url", err.to_string());
-            None
-        }
-    };
-    let expires_at = match form.expires.trim() {
-        "" => None,
-        text => NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
-            .map_err(|_| "give a date and time such as 2026-12-31T23:59".to_owned())
-            .and_then(|local| crate::services::links::bulk::local_to_utc(local, tz))
-            .map_err(|message| errors.insert("expires", message))
-            .ok(),
-    };
-    let redirect_status = match form.redirect_status.trim() {
-        "" => None,
-        text => text
-            .parse::<RedirectStatus>()
-            .map_err(|err| errors.insert("redirect_status", err.to_string()))
-            .ok(),
-    };
-    let tags = Tag::parse_list(&form.tags)
-        .map_err(|err| errors.insert("tags", err.to_string()))
-        .unwrap_or_default();
-    Ok(Parsed {
-        target,
-        tags,
-        description: Some(form.description.trim().to_owned()).filter(|d| !d.is_empty()),
-        expires_at,
-        redirect_status,
-        errors,
-    })
-}
-
-/// The edit form's campaign fields as a change of what differs from `link`: an emptied field
-/// removes the setting; the password stays unless a new one is typed or its removal ticked.
-fn campaign_edit(
-    form: &LinkForm,
-    campaign: Campaign,
-    link: &url_map::Model,
-) -> links::CampaignEdit {
-    let changed = |now: Option<String>, stored: &Option<String>| now != *stored;
-    links::CampaignEdit {
-        password: match (form.remove_password == "yes", campaign.password) {
-            (true, _) if link.password_hash.is_some() => Some(None),
-            (_, Some(password)) => Some(Some(password)),
-            _ => None,
-        },
-        max_visits: (campaign.max_visits.map(VisitLimit::get) != link.max_visits)
-            .then_some(campaign.max_visits),
-        valid_from: (campaign.valid_from.map(crate::db::to_stored) != link.valid_from)
-            .then_some(campaign.valid_from),
-        fallback: changed(
-            campaign.fallback.as_ref().map(ToString::to_string),
-            &link.fallback_url,
-        )
-        .then_some(campaign.fallback),
-        in_app: changed(
-            campaign.in_app.map(|apps| apps.to_string()),
-            &link.in_app_page,
-        )
-        .then_some(campaign.in_app),
-        targets: changed(campaign.targets.to_stored(), &link.alt_targets)
-            .then_some(campaign.targets),
-    }
-}
-
-/// The UTM builder: the parameters filled in are written into the target URL (replacing a
-/// value the URL already has for the same parameter). When none is filled in, the preset of
-/// the first of the link's tags that has one applies.
-async fn with_utm(
-    state: &AppState,
-    target: TargetUrl,
-    form: &LinkForm,
-    tags: &[Tag],
-    errors: &mut HashMap<&'static str, String>,
-) -> Result<Option<TargetUrl>, AdminError> {
-    let typed = Utm {
-        source: form.utm_source.clone(),
-        medium: form.utm_medium.clone(),
-        campaign: form.utm_campaign.clone(),
-        term: form.utm_term.clone(),
-        content: form.utm_content.clone(),
-    };
-    let utm = match typed.is_empty() {
-        false => typed,
-        true => match crate::services::tags::preset_for(&state.core.db, tags).await? {
-            Some(preset) => preset,
-            None => return Ok(Some(target)),
-        },
-    };
-    let pairs = utm.pairs();
-    let mut url = url::Url::parse(target.as_str()).expect("a target URL parses");
-    let kept: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(key, _)| !pairs.iter().any(|(name, _)| key == name))
-        .map(|(key, value)| (key.into_owned(), value.into_owned()))
-        .collect();
-    url.query_pairs_mut()
-        .clear()
-        .extend_pairs(kept)
-        .extend_pairs(pairs);
-    match links::parse_target(&state.core, url.as_str()).await {
-        Ok(target) => Ok(Some(target)),
-        Err(LinkError::Db(err)) => Err(err.into()),
-        Err(err) => {
-            errors.insert("url", err.to_string());
-            Ok(None)
-        }
-    }
-}
-
-/// The campaign fields of the new-link form; each mistake is kept per field.
-async fn parse_campaign(
-    state: &AppState,
-    form: &LinkForm,
-    tz: chrono_tz::Tz,
-    errors: &mut HashMap<&'static str, String>,
-) -> Result<(Option<CodeLength>, Campaign), AdminError> {
-    let rules_hosts = domains::own_hosts(&state.core.db).await?;
-    let rules = crate::rules::UrlRules {
-        max_length: state.core.settings.max_url_length as usize,
-        own_hosts: &rules_hosts,
-    };
-    let mut note = |field: &'static str, message: String| {
-        errors.insert(field, message);
-    };
-    let length = match form.length.trim() {
-        "" => None,
-        text => CodeLength::parse(text)
-            .map_err(|err| note("length", err.to_string()))
-            .ok(),
-    };
-    let mut campaign = Campaign::default();
-    if !form.password.is_empty() {
-        campaign.password = LinkPassword::parse(&form.password)
-            .map_err(|err| note("password", err.to_string()))
-            .ok();
-    }
-    if !form.max_visits.trim().is_empty() {
-        campaign.max_visits = VisitLimit::parse(&form.max_visits)
-            .map_err(|err| note("max_visits", err.to_string()))
-            .ok();
-    }
-    if !form.valid_from.trim().is_empty() {
-        campaign.valid_from =
-            NaiveDateTime::parse_from_str(form.valid_from.trim(), "%Y-%m-%dT%H:%M")
-                .map_err(|_| "give a date and time such as 2026-12-31T09:00".to_owned())
-                .and_then(|local| crate::services::links::bulk::local_to_utc(local, tz))
-                .map_err(|message| note("valid_from", message))
-                .ok();
-    }
-    if !form.fallback_url.trim().is_empty() {
-        campaign.fallback = TargetUrl::parse(form.fallback_url.trim(), &rules)
-            .map_err(|err| note("fallback_url", err.to_string()))
-            .ok();
-    }
-    match form.in_app_page.trim() {
-        "" | "domain" => {}
-        text => {
-            campaign.in_app = InAppApps::parse(text)
-                .map_err(|err| note("in_app_page", err.to_string()))
-                .ok();
-        }
-    }
-    campaign.targets = AltTargets::parse_lines(form.targets.lines(), &rules)
-        .map_err(|err| note("targets", err.to_string()))
-        .unwrap_or_default();
-    Ok((length, campaign))
-}
-
-/// Which field a service error belongs to; database failures are not the user's.
-fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
-    let field = match err {
-        LinkError::NotFound(_) | LinkError::Db(_) => return Err(err.into()),
-        LinkError::CodeTaken(_) | LinkError::InvalidCode(_) | LinkError::CustomWithoutCode => {
-            "code"
-        }
-        LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
-            "domain"
-        }
-        LinkError::ExpiryInPast(_) => "expires",
-        LinkError::OpensAfterExpiry(_) => "valid_from",
-        LinkError::DescriptionTooLong(_) => "description",
-        _ => "url",
-    };
-    Ok((field, err.to_string()))
-}
-
 pub async fn create(
     user: CurrentUser,
     state: web::Data<AppState>,
@@ -542,38 +281,19 @@ pub async fn create(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let mut parsed = parse_common(&state, &form, user.tz).await?;
-    let code = match form.code.trim() {
-        "" => None,
-        code => ShortCode::parse(code)
-            .map_err(|err| parsed.errors.insert("code", err.to_string()))
-            .ok(),
+    let mut errors = Errors::new();
+    let new = match form.read(&state, user.tz).await? {
+        Ok(new) => {
+            let target =
+                with_utm(&state, new.target.clone(), &form, &new.tags, &mut errors).await?;
+            target.map(|target| NewLink { target, ..new })
+        }
+        Err(found) => {
+            errors = found;
+            None
+        }
     };
-    let domain = match form.domain.trim() {
-        "" => None,
-        host => DomainHost::parse(host)
-            .map_err(|err| parsed.errors.insert("domain", err.to_string()))
-            .ok(),
-    };
-    let target = match parsed.target.clone() {
-        Some(target) => with_utm(&state, target, &form, &parsed.tags, &mut parsed.errors).await?,
-        None => None,
-    };
-    let (length, campaign) = parse_campaign(&state, &form, user.tz, &mut parsed.errors).await?;
-    if let (Some(target), true) = (target, parsed.errors.is_empty()) {
-        let new = NewLink {
-            custom_code: code,
-            domain,
-            description: parsed.description.clone(),
-            expires_at: parsed.expires_at,
-            redirect_status: parsed.redirect_status,
-            strategy: Strategy::Sequence,
-            reuse: false,
-            length,
-            campaign,
-            tags: parsed.tags.clone(),
-            ..NewLink::to(target)
-        };
+    if let Some(new) = new {
         match links::create(&state.core, new, &user.actor()).await {
             Ok(saved) => {
                 user.flash(format!("Created {}", saved.short_url()));
@@ -581,11 +301,11 @@ pub async fn create(
             }
             Err(err) => {
                 let (field, message) = field_of(err)?;
-                parsed.errors.insert(field, message);
+                errors.insert(field, message);
             }
         }
     }
-    let page = form_page(&state, &user, form, parsed.errors).await?;
+    let page = form_page(&state, &user, form, errors).await?;
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 
@@ -701,37 +421,38 @@ pub async fn update(
     user.check_csrf(&form.fields.csrf)?;
     let (link, short_url) = find(&state, &code).await?;
     let EditForm { fields, version } = form.into_inner();
-    let mut parsed = parse_common(&state, &fields, user.tz).await?;
-    let (_, campaign) = parse_campaign(&state, &fields, user.tz, &mut parsed.errors).await?;
-    if let (Some(target), true) = (parsed.target.clone(), parsed.errors.is_empty()) {
-        let changes = LinkChanges {
-            target,
-            description: parsed.description.clone(),
-            expires_at: parsed.expires_at,
-            redirect_status: parsed.redirect_status,
-        };
-        let code = ShortCode::parse(&link.compression_code).map_err(|_| AdminError::NotFound)?;
-        let edit = LinkEdit {
-            changes: Some(changes),
-            tags: Some(parsed.tags.clone()),
-            campaign: campaign_edit(&fields, campaign, &link),
-            ..LinkEdit::default()
-        };
-        match links::edit(&state.core, &code, Some(version), edit, &user.actor()).await {
-            Ok(_) => {
-                user.flash(format!("Saved {short_url}"));
-                return Ok(see_other("/admin/links"));
-            }
-            Err(err @ LinkError::Stale(_)) => {
-                parsed.errors.insert("form", err.to_string());
-            }
-            Err(err) => {
-                let (field, message) = field_of(err)?;
-                parsed.errors.insert(field, message);
+    let mut errors = Errors::new();
+    match fields.read(&state, user.tz).await? {
+        Err(found) => errors = found,
+        Ok(new) => {
+            let edit = LinkEdit {
+                campaign: campaign_edit(&fields, new.campaign, &link),
+                changes: Some(LinkChanges {
+                    target: new.target,
+                    description: new.description,
+                    expires_at: new.expires_at,
+                    redirect_status: new.redirect_status,
+                }),
+                tags: Some(new.tags),
+                ..LinkEdit::default()
+            };
+            let code = &link.compression_code;
+            match links::edit(&state.core, code, Some(version), edit, &user.actor()).await {
+                Ok(_) => {
+                    user.flash(format!("Saved {short_url}"));
+                    return Ok(see_other("/admin/links"));
+                }
+                Err(err @ LinkError::Stale(_)) => {
+                    errors.insert("form", err.to_string());
+                }
+                Err(err) => {
+                    let (field, message) = field_of(err)?;
+                    errors.insert(field, message);
+                }
             }
         }
     }
-    let page = edit_page(&user, &link, short_url, fields, parsed.errors, user.tz);
+    let page = edit_page(&user, &link, short_url, fields, errors, user.tz);
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 

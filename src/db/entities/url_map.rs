@@ -31,9 +31,12 @@ impl LinkState {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, EnumIter, DeriveActiveEnum, clap::ValueEnum,
+)]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum Strategy {
+    #[default]
     #[sea_orm(string_value = "sequence")]
     Sequence,
     #[sea_orm(string_value = "hash")]

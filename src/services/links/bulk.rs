@@ -2,13 +2,13 @@
 //! Each imported row stands alone: a bad row is reported and the good ones are created.
 
 use crate::db::entities::url_map::LinkStatus;
-use crate::rules::{CodeLength, DomainHost, ShortCode, Tag, TargetUrl, UrlRules};
+use crate::rules::{ShortCode, UrlRules};
 use crate::services::audit::Actor;
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging};
-use crate::services::links::{self, NewLink};
+use crate::services::links::{self, LinkInput, NewLink, TagInput};
 use crate::state::Inklink;
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -96,43 +96,6 @@ fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 7])>, ImportError> {
     Ok(rows)
 }
 
-/// RFC 3339, or `YYYY-MM-DD HH:MM` / `YYYY-MM-DD` in the time zone `tz` (a date alone means
-/// the end of that day).
-pub fn parse_expiry(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
-    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
-        return Ok(at.to_utc());
-    }
-    let local = ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]
-        .iter()
-        .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
-        .or_else(|| {
-            NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .ok()
-                .and_then(|day| day.and_hms_opt(23, 59, 59))
-        })
-        .ok_or_else(|| {
-            format!(
-                "expires_at '{text}' is not a date such as 2026-12-31 or 2026-12-31T23:59:00+08:00"
-            )
-        })?;
-    local_to_utc(local, tz)
-}
-
-/// A wall-clock time in `tz` as UTC. In a repeated hour the earlier one counts; a time the
-/// clocks skip does not exist and is refused.
-pub fn local_to_utc(local: NaiveDateTime, tz: Tz) -> Result<DateTime<Utc>, String> {
-    use chrono::TimeZone;
-    tz.from_local_datetime(&local)
-        .earliest()
-        .map(|at| at.to_utc())
-        .ok_or_else(|| {
-            format!(
-                "{} does not exist in {tz} (the clocks skip it)",
-                local.format("%Y-%m-%d %H:%M")
-            )
-        })
-}
-
 /// Creates a link for every good row; returns every row's short URL or error, in file order.
 /// Times without an offset are read in `tz` (the importing person's time zone).
 pub async fn import(
@@ -143,10 +106,7 @@ pub async fn import(
 ) -> Result<Vec<RowOutcome>, ImportError> {
     let rows = read_rows(bytes)?;
     let own_hosts = domains::own_hosts(&app.db).await?;
-    let rules = UrlRules {
-        max_length: app.settings.max_url_length as usize,
-        own_hosts: &own_hosts,
-    };
+    let rules = links::url_rules(app, &own_hosts);
     // Rows that parse are created together (in bulk where they can be); the others carry
     // their parse error. Outcomes keep the file's order.
     let mut parsed = Vec::with_capacity(rows.len());
@@ -180,29 +140,25 @@ pub async fn import(
     Ok(outcomes)
 }
 
+/// A row as a new link. A mistake quotes the value it is about.
 fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
-    let [url, code, description, expires_at, domain, length, tags] = input;
-    let target = TargetUrl::parse(url, rules).map_err(|err| err.to_string())?;
-    let custom_code = (!code.is_empty())
-        .then(|| ShortCode::parse(code).map_err(|err| err.to_string()))
-        .transpose()?;
-    let domain = (!domain.is_empty())
-        .then(|| DomainHost::parse(domain).map_err(|err| err.to_string()))
-        .transpose()?;
-    let expires_at = (!expires_at.is_empty())
-        .then(|| parse_expiry(expires_at, tz))
-        .transpose()?;
-    let length = (!length.is_empty())
-        .then(|| CodeLength::parse(length).map_err(|err| format!("length '{length}': {err}")))
-        .transpose()?;
-    Ok(NewLink {
-        custom_code,
-        domain,
-        description: Some(description.clone()).filter(|d| !d.is_empty()),
-        expires_at,
-        length,
-        tags: Tag::parse_list(tags).map_err(|err| err.to_string())?,
-        ..NewLink::to(target)
+    let [url, code, description, expires_at, domain, length, tags] = input.clone();
+    let input = LinkInput {
+        url,
+        code: Some(code),
+        domain: Some(domain),
+        description: Some(description),
+        expires_at: Some(expires_at),
+        length: Some(length),
+        tags: TagInput::List(tags),
+        ..LinkInput::default()
+    };
+    input.parse(rules, tz).map_err(|errors| {
+        errors
+            .iter()
+            .map(|err| err.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
     })
 }
 

@@ -3,11 +3,13 @@
 pub mod bulk;
 mod create;
 mod edit;
+pub mod input;
 pub mod listing;
 pub mod many;
 
 pub use create::{create, create_many};
 pub use edit::{edit, set_status, update};
+pub use input::{Field, InputError, LinkInput, TagInput};
 
 use super::audit::{self, Actor, Entry};
 use super::domains;
@@ -185,11 +187,16 @@ impl SavedLink {
 /// never on one of our own domains.
 pub async fn parse_target(app: &Inklink, input: &str) -> Result<TargetUrl, LinkError> {
     let own_hosts = domains::own_hosts(&app.db).await?;
-    let rules = UrlRules {
+    Ok(TargetUrl::parse(input, &url_rules(app, &own_hosts))?)
+}
+
+/// The rules every target URL follows: the configured length limit, and none of `own_hosts`
+/// (from [`domains::own_hosts`]).
+pub fn url_rules<'a>(app: &Inklink, own_hosts: &'a [crate::rules::OwnHost]) -> UrlRules<'a> {
+    UrlRules {
         max_length: app.settings.max_url_length as usize,
-        own_hosts: &own_hosts,
-    };
-    Ok(TargetUrl::parse(input, &rules)?)
+        own_hosts,
+    }
 }
 
 pub fn url_digest(url: &str) -> String {
@@ -313,6 +320,7 @@ pub async fn find_by_code(
         .await
 }
 
+/// What an edit may change. The code is the link's identity and stays.
 #[derive(Clone, Debug)]
 pub struct LinkChanges {
     pub target: TargetUrl,
@@ -339,8 +347,6 @@ pub struct LinkEdit {
     /// A new set of tags; `None` keeps them.
     pub tags: Option<Vec<Tag>>,
 }
-
-/// Applies `changes` if the link is still at `version` (optimistic locking): two people
 
 /// Soft-deletes a link: it disappears from lists and answers 404, and its code is never
 /// issued again (a code that was once sent out must not lead somewhere new).

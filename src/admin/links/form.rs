@@ -1,0 +1,208 @@
+//! The new-link and edit forms: what they send, read through the one [`LinkInput`] every front
+//! end shares, each mistake kept beside its field.
+
+use crate::admin::error::AdminError;
+use crate::db::entities::url_map;
+use crate::rules::{Tag, TargetUrl, VisitLimit};
+use crate::services::links::{self, Campaign, Field, LinkError, LinkInput, NewLink, TagInput};
+use crate::services::tags::Utm;
+use crate::state::AppState;
+use std::collections::HashMap;
+
+/// A message per form field.
+pub type Errors = HashMap<&'static str, String>;
+
+#[derive(serde::Deserialize, Default, Clone)]
+pub struct LinkForm {
+    #[serde(default)]
+    pub csrf: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub code: String,
+    #[serde(default)]
+    pub domain: String,
+    #[serde(default)]
+    pub description: String,
+    /// `YYYY-MM-DDTHH:MM` from a datetime-local input, in the person's time zone.
+    #[serde(default)]
+    pub expires: String,
+    #[serde(default)]
+    pub redirect_status: String,
+    /// Tags separated by commas.
+    #[serde(default)]
+    pub tags: String,
+    /// Campaign settings (the new-link form only).
+    #[serde(default)]
+    pub length: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default)]
+    pub max_visits: String,
+    #[serde(default)]
+    pub valid_from: String,
+    #[serde(default)]
+    pub fallback_url: String,
+    #[serde(default)]
+    pub in_app_page: String,
+    #[serde(default)]
+    pub targets: String,
+    #[serde(default)]
+    pub utm_source: String,
+    #[serde(default)]
+    pub utm_medium: String,
+    #[serde(default)]
+    pub utm_campaign: String,
+    #[serde(default)]
+    pub utm_term: String,
+    #[serde(default)]
+    pub utm_content: String,
+    /// The edit form: remove the visitor password.
+    #[serde(default)]
+    pub remove_password: String,
+}
+
+impl LinkForm {
+    /// The fields as given; the domain's choice (`domain`) for the in-app page is no setting.
+    fn input(&self) -> LinkInput {
+        let text = |value: &str| Some(value.to_owned());
+        LinkInput {
+            url: TargetUrl::with_default_scheme(&self.url).into_owned(),
+            code: text(&self.code),
+            domain: text(&self.domain),
+            description: text(self.description.trim()),
+            expires_at: text(&self.expires),
+            valid_from: text(&self.valid_from),
+            redirect_status: text(&self.redirect_status),
+            length: text(&self.length),
+            password: text(&self.password),
+            max_visits: text(&self.max_visits),
+            fallback_url: text(&self.fallback_url),
+            in_app_page: match self.in_app_page.trim() {
+                "" | "domain" => None,
+                apps => text(apps),
+            },
+            targets: self.targets.lines().map(str::to_owned).collect(),
+            tags: TagInput::List(self.tags.clone()),
+            ..LinkInput::default()
+        }
+    }
+
+    /// The link the form describes, or each field's mistake. Times are in `tz`.
+    pub async fn read(
+        &self,
+        state: &AppState,
+        tz: chrono_tz::Tz,
+    ) -> Result<Result<NewLink, Errors>, AdminError> {
+        Ok(self.input().read(&state.core, tz).await?.map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|err| (form_field(err.field), err.message))
+                .collect()
+        }))
+    }
+}
+
+/// The form's name for a field (the expiry is `expires` here).
+fn form_field(field: Field) -> &'static str {
+    match field {
+        Field::ExpiresAt => "expires",
+        other => other.name(),
+    }
+}
+
+/// The edit form's campaign fields as a change of what differs from `link`: an emptied field
+/// removes the setting; the password stays unless a new one is typed or its removal ticked.
+pub fn campaign_edit(
+    form: &LinkForm,
+    campaign: Campaign,
+    link: &url_map::Model,
+) -> links::CampaignEdit {
+    let changed = |now: Option<String>, stored: &Option<String>| now != *stored;
+    links::CampaignEdit {
+        password: match (form.remove_password == "yes", campaign.password) {
+            (true, _) if link.password_hash.is_some() => Some(None),
+            (_, Some(password)) => Some(Some(password)),
+            _ => None,
+        },
+        max_visits: (campaign.max_visits.map(VisitLimit::get) != link.max_visits)
+            .then_some(campaign.max_visits),
+        valid_from: (campaign.valid_from.map(crate::db::to_stored) != link.valid_from)
+            .then_some(campaign.valid_from),
+        fallback: changed(
+            campaign.fallback.as_ref().map(ToString::to_string),
+            &link.fallback_url,
+        )
+        .then_some(campaign.fallback),
+        in_app: changed(
+            campaign.in_app.map(|apps| apps.to_string()),
+            &link.in_app_page,
+        )
+        .then_some(campaign.in_app),
+        targets: changed(campaign.targets.to_stored(), &link.alt_targets)
+            .then_some(campaign.targets),
+    }
+}
+
+/// The UTM builder: the parameters filled in are written into the target URL (replacing a
+/// value the URL already has for the same parameter). When none is filled in, the preset of
+/// the first of the link's tags that has one applies.
+pub async fn with_utm(
+    state: &AppState,
+    target: TargetUrl,
+    form: &LinkForm,
+    tags: &[Tag],
+    errors: &mut Errors,
+) -> Result<Option<TargetUrl>, AdminError> {
+    let typed = Utm {
+        source: form.utm_source.clone(),
+        medium: form.utm_medium.clone(),
+        campaign: form.utm_campaign.clone(),
+        term: form.utm_term.clone(),
+        content: form.utm_content.clone(),
+    };
+    let utm = match typed.is_empty() {
+        false => typed,
+        true => match crate::services::tags::preset_for(&state.core.db, tags).await? {
+            Some(preset) => preset,
+            None => return Ok(Some(target)),
+        },
+    };
+    let pairs = utm.pairs();
+    let mut url = url::Url::parse(target.as_str()).expect("a target URL parses");
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(key, _)| !pairs.iter().any(|(name, _)| key == name))
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
+        .collect();
+    url.query_pairs_mut()
+        .clear()
+        .extend_pairs(kept)
+        .extend_pairs(pairs);
+    match links::parse_target(&state.core, url.as_str()).await {
+        Ok(target) => Ok(Some(target)),
+        Err(LinkError::Db(err)) => Err(err.into()),
+        Err(err) => {
+            errors.insert("url", err.to_string());
+            Ok(None)
+        }
+    }
+}
+
+/// Which field a service error belongs to; database failures are not the user's.
+pub fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
+    let field = match err {
+        LinkError::NotFound(_) | LinkError::Db(_) => return Err(err.into()),
+        LinkError::CodeTaken(_) | LinkError::InvalidCode(_) | LinkError::CustomWithoutCode => {
+            "code"
+        }
+        LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
+            "domain"
+        }
+        LinkError::ExpiryInPast(_) => "expires",
+        LinkError::OpensAfterExpiry(_) => "valid_from",
+        LinkError::DescriptionTooLong(_) => "description",
+        _ => "url",
+    };
+    Ok((field, err.to_string()))
+}
