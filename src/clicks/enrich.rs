@@ -5,8 +5,7 @@ use super::agent::{Agent, parse_agent};
 use super::capture::clip;
 use super::event::ClickEvent;
 use super::geoip::{GeoIp, Place};
-use crate::clickstore::row::{EventKey, EventRow, Text};
-use crate::rules::outcome::{FAILURE, SUCCESS};
+use crate::clickstore::row::{Address, Digest, EventKey, EventRow, Text};
 use siphasher::sip128::{Hasher128, SipHasher24};
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -35,13 +34,8 @@ pub struct Enricher {
     instance: u64,
     sequence: u64,
     agents: HashMap<Text, Agent>,
-    places: HashMap<IpAddr, (Text, Place)>,
+    places: HashMap<IpAddr, (Address, Place)>,
     hosts: HashMap<Text, ()>,
-    success: Text,
-    failure: Text,
-    reasons: HashMap<&'static str, Text>,
-    /// One shared text per target rule, in `TargetRule::ALL` order.
-    rules: [Text; 4],
     /// Keep only the network of each address (INKLINK_KEEP_ADDRESSES=network).
     networks_only: bool,
 }
@@ -73,10 +67,6 @@ impl Enricher {
             agents: HashMap::new(),
             places: HashMap::new(),
             hosts: HashMap::new(),
-            success: Text::from(SUCCESS),
-            failure: Text::from(FAILURE),
-            reasons: HashMap::new(),
-            rules: crate::rules::TargetRule::ALL.map(|rule| Text::from(rule.as_str())),
             networks_only: false,
         }
     }
@@ -95,7 +85,7 @@ impl Enricher {
     }
 
     /// The same visitor (address and user agent) gets the same identity on every instance.
-    pub fn visitor(&self, ip: IpAddr, user_agent: Option<&str>) -> Text {
+    pub fn visitor(&self, ip: IpAddr, user_agent: Option<&str>) -> Digest {
         let mut hasher = SipHasher24::new_with_key(&self.visitor_key);
         match ip {
             IpAddr::V4(v4) => hasher.write(&v4.octets()),
@@ -103,7 +93,7 @@ impl Enricher {
         }
         hasher.write_u8(0);
         hasher.write(user_agent.unwrap_or_default().as_bytes());
-        hex(hasher.finish128().as_u128())
+        Digest::of(hasher.finish128().as_u128())
     }
 
     pub fn enrich(&mut self, event: ClickEvent) -> EventRow {
@@ -112,7 +102,7 @@ impl Enricher {
             // A stripe number the journal never gives out.
             EventKey::new(self.instance, usize::from(u8::MAX), self.sequence)
         });
-        let event_key = hex(key.0);
+        let event_key = Digest::of(key.0);
         // What is stored and counted; GeoIP below reads the whole address, which stays here.
         let kept_ip = match self.networks_only {
             true => network_of(event.client_ip),
@@ -136,7 +126,7 @@ impl Enricher {
                     self.places.clear();
                 }
                 let found = (
-                    Text::from(kept_ip.to_string()),
+                    Address::Ip(kept_ip),
                     clipped(self.geo.lookup(event.client_ip)),
                 );
                 self.places.insert(event.client_ip, found.clone());
@@ -146,17 +136,6 @@ impl Enricher {
         let host = event
             .host
             .map(|host| interned(&mut self.hosts, host, |_| ()).0);
-        let (transform_status, failure_reason) = match event.outcome.reason() {
-            None => (self.success.clone(), None),
-            Some(reason) => {
-                let reason = self
-                    .reasons
-                    .entry(reason)
-                    .or_insert_with(|| Text::from(reason))
-                    .clone();
-                (self.failure.clone(), Some(reason))
-            }
-        };
         EventRow {
             event_key,
             record_time: event.at,
@@ -178,12 +157,7 @@ impl Enricher {
             os_version: agent.os_version,
             device: agent.device,
             is_bot: agent.is_bot,
-            transform_status,
-            failure_reason,
-            target_rule: event
-                .outcome
-                .target_rule()
-                .map(|rule| self.rules[rule as usize].clone()),
+            outcome: event.outcome,
             generation: event.generation,
         }
     }
@@ -219,10 +193,4 @@ fn clipped(place: Place) -> Place {
         province: clip_name(place.province),
         city: clip_name(place.city),
     }
-}
-
-/// 32 lower-case hex digits.
-fn hex(value: u128) -> Text {
-    let digits = crate::digest::hex128(value);
-    Text::from(std::str::from_utf8(&digits).expect("hex digits are ASCII"))
 }

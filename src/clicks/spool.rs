@@ -163,8 +163,9 @@ impl Spool {
 /// One line of the spool.
 #[derive(Debug, PartialEq)]
 pub enum Spooled {
-    /// Enriched, ready to store.
-    Row(EventRow),
+    /// Enriched, ready to store (boxed: the memory queue holds mostly clicks, which are less
+    /// than half a row's size).
+    Row(Box<EventRow>),
     /// As taken on the redirect path: to be enriched.
     Click(ClickEvent),
 }
@@ -172,7 +173,9 @@ pub enum Spooled {
 impl Spooled {
     fn parse(text: &[u8]) -> Option<Self> {
         match text.first()? {
-            b'{' => serde_json::from_slice(text).ok().map(Self::Row),
+            b'{' => serde_json::from_slice(text)
+                .ok()
+                .map(|row| Self::Row(Box::new(row))),
             _ => line::decode(text).map(Self::Click),
         }
     }

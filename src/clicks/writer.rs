@@ -417,7 +417,7 @@ impl Writer {
                 // Spooled rows stay in the spool; rows from memory go back to its front.
                 if spool_offset.is_none() {
                     for row in rows.iter().rev() {
-                        self.memory.push_front(Spooled::Row(row.clone()));
+                        self.memory.push_front(Spooled::Row(Box::new(row.clone())));
                     }
                     self.memory_since.get_or_insert_with(Instant::now);
                 }

@@ -122,11 +122,7 @@ impl Slot {
                 let all = [row.country.clone(), row.province.clone(), row.city.clone()];
                 all.iter().any(Option::is_some).then(|| values(all))
             }
-            Self::Outcome => Some(values([
-                Some(row.transform_status.clone()),
-                row.failure_reason.clone(),
-                row.target_rule.clone(),
-            ])),
+            Self::Outcome => Some(values(outcome_texts(row.outcome))),
         }
     }
 }
@@ -302,11 +298,11 @@ async fn add(
                 .query_all_raw(statement(backend, &select, params))
                 .await?
             {
-                let id: i32 = row.try_get_by_index(0)?;
-                let digest: i64 = row.try_get_by_index(1)?;
+                let id: i32 = row.try_get("", "id")?;
+                let digest: i64 = row.try_get("", "digest")?;
                 let mut texts = Vec::with_capacity(width);
-                for i in 0..width {
-                    texts.push(row.try_get_by_index::<Option<String>>(i + 2)?);
+                for column in &dictionary.columns[..width] {
+                    texts.push(row.try_get::<Option<String>>("", column)?);
                 }
                 stored.insert(digest, (id, texts));
             }
@@ -346,4 +342,27 @@ pub async fn purge(db: &impl ConnectionTrait, day: i64) -> Result<u64, DbErr> {
         deleted += delete_in_batches(db, dictionary.table, "seen", day, PURGE_BATCH).await?;
     }
     Ok(deleted)
+}
+
+/// The texts an outcome is kept as, each made once (a row's are reference counts).
+fn outcome_texts(outcome: crate::rules::Outcome) -> [Option<Text>; 3] {
+    static TEXTS: std::sync::LazyLock<Vec<(crate::rules::Outcome, [Option<Text>; 3])>> =
+        std::sync::LazyLock::new(|| {
+            crate::rules::Outcome::ALL
+                .into_iter()
+                .map(|outcome| {
+                    let texts = [
+                        Some(Text::from(outcome.status())),
+                        outcome.reason().map(Text::from),
+                        outcome.target_rule().map(|rule| Text::from(rule.as_str())),
+                    ];
+                    (outcome, texts)
+                })
+                .collect()
+        });
+    TEXTS
+        .iter()
+        .find(|(known, _)| *known == outcome)
+        .map(|(_, texts)| texts.clone())
+        .expect("every outcome is in Outcome::ALL")
 }

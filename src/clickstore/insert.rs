@@ -22,11 +22,10 @@
 //! (`sqlite`, `mysql`, `postgres`) writes those columns its own way.
 
 use super::dictionary::{Dictionaries, Ids, Slot};
-use super::row::EventRow;
+use super::row::{EventRow, Packed};
 use chrono::NaiveDateTime;
 use sea_orm::sqlx;
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, RuntimeErr};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 mod mysql;
@@ -59,71 +58,6 @@ pub struct Click {
     pub visitor: Option<Packed>,
 }
 
-/// A short binary value: a key, a visitor or an address in as few bytes as hold it (an old
-/// value that is not what it should be is kept as its text).
-#[derive(Clone, Copy, Debug)]
-pub struct Packed {
-    len: u8,
-    bytes: [u8; Packed::MAX],
-}
-
-impl Packed {
-    /// The most bytes a packed value keeps (the old text columns held at most 64).
-    pub const MAX: usize = 64;
-
-    fn of(raw: &[u8]) -> Self {
-        let len = raw.len().min(Self::MAX);
-        let mut bytes = [0; Self::MAX];
-        bytes[..len].copy_from_slice(&raw[..len]);
-        Self {
-            len: len as u8,
-            bytes,
-        }
-    }
-
-    /// 32 hex digits (as the enricher writes keys and visitors) as their 16 bytes; anything
-    /// else as its text.
-    pub fn hex(text: &str) -> Self {
-        match crate::digest::from_hex128(text.as_bytes()) {
-            Some(value) => Self::of(&value.to_be_bytes()),
-            None => Self::of(text.as_bytes()),
-        }
-    }
-
-    /// An address as its 4 or 16 bytes; anything else as its text.
-    pub fn address(text: &str) -> Self {
-        match text.parse::<IpAddr>() {
-            Ok(IpAddr::V4(v4)) => Self::of(&v4.octets()),
-            Ok(IpAddr::V6(v6)) => Self::of(&v6.octets()),
-            Err(_) => Self::of(text.as_bytes()),
-        }
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
-    }
-}
-
-/// The text of a stored key or visitor: 16 bytes as 32 lowercase hex digits (as the enricher
-/// writes them), anything else as it was.
-pub fn hex_text(bytes: &[u8]) -> String {
-    match <[u8; 16]>::try_from(bytes) {
-        Ok(value) => format!("{:032x}", u128::from_be_bytes(value)),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-    }
-}
-
-/// The text of a stored address.
-pub fn address_text(bytes: &[u8]) -> String {
-    if let Ok(v4) = <[u8; 4]>::try_from(bytes) {
-        return IpAddr::from(v4).to_string();
-    }
-    if let Ok(v6) = <[u8; 16]>::try_from(bytes) {
-        return IpAddr::from(v6).to_string();
-    }
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// A time as stored: microseconds since 1970, UTC.
 pub fn micros(at: NaiveDateTime) -> i64 {
     at.and_utc().timestamp_micros()
@@ -148,11 +82,9 @@ impl Click {
             ids,
             bot: row.is_bot,
             counted: false,
-            key: Packed::hex(&row.event_key),
-            ip: Packed::address(&row.client_ip),
-            visitor: Some(&row.unique_identity)
-                .filter(|v| !v.is_empty())
-                .map(|v| Packed::hex(v)),
+            key: row.event_key.packed(),
+            ip: row.client_ip.packed(),
+            visitor: Some(row.unique_identity.packed()).filter(|v| !v.as_bytes().is_empty()),
         }
     }
 }

@@ -3,8 +3,8 @@
 //! clicks through here.
 
 use super::dictionary::{AGENTS, Dictionary, OUTCOMES, PLACES, REFERERS, TEXTS};
-use super::insert::{TABLE, WAITING, address_text, from_micros, hex_text, micros};
-use super::row::{EventRow, Text};
+use super::insert::{TABLE, WAITING, from_micros, micros};
+use super::row::{Address, Digest, EventRow, Identity, Text};
 use crate::db::sql::statement;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -21,10 +21,15 @@ pub struct Stored {
 }
 
 /// What is read of a click: `w` is its entry in the waiting list, if it has one.
-const SELECT: &str = "SELECT c.at, c.event_key, w.at, c.link, k.value, h.value, c.ip, \
-     c.visitor, a.user_agent, r.referer, r.referer_host, q.value, p.country, p.province, \
-     p.city, a.browser, a.browser_version, a.os, a.os_version, a.device, c.bot, \
-     o.transform_status, o.failure_reason, o.target_rule";
+/// Columns are named as [`EventRow::read`] reads them.
+const SELECT: &str = "SELECT c.at AS at, c.event_key AS event_key, w.at AS waiting, \
+     c.link AS url_map_id, k.value AS compression_code, h.value AS host, c.ip AS ip, \
+     c.visitor AS visitor, a.user_agent AS user_agent, r.referer AS referer, \
+     r.referer_host AS referer_host, q.value AS query_string, p.country AS country, \
+     p.province AS province, p.city AS city, a.browser AS browser, \
+     a.browser_version AS browser_version, a.os AS os, a.os_version AS os_version, \
+     a.device AS device, c.bot AS is_bot, o.transform_status AS transform_status, \
+     o.failure_reason AS failure_reason, o.target_rule AS target_rule";
 
 /// The dictionaries a click's ids point into.
 const DICTIONARIES: &str = "JOIN click_text k ON k.id = c.code \
@@ -80,8 +85,10 @@ pub struct Waiting {
 }
 
 /// What is read of a waiting click (`c`, keyed by `w`).
-const SELECT_WAITING: &str = "SELECT w.at, w.event_key, c.link, c.ip, c.visitor, c.bot, \
-     c.outcome, c.agent, c.referer, c.query, c.place";
+/// Columns are named as [`Waiting`]'s fields.
+const SELECT_WAITING: &str = "SELECT w.at AS at, w.event_key AS event_key, c.link AS link, \
+     c.ip AS ip, c.visitor AS visitor, c.bot AS bot, c.outcome AS outcome, c.agent AS agent, \
+     c.referer AS referer, c.query AS query, c.place AS place";
 
 /// The oldest `limit` clicks waiting to be counted, in the order they are keyed, taken off the
 /// waiting list in the caller's transaction (a rollback puts them back).
@@ -147,7 +154,7 @@ pub async fn take_front(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> R
         return Ok(false);
     }
     for (row, (at, key)) in rows.iter().zip(keys) {
-        let listed: (i64, Vec<u8>) = (row.try_get_by_index(0)?, row.try_get_by_index(1)?);
+        let listed: (i64, Vec<u8>) = (row.try_get("", "at")?, row.try_get("", "event_key")?);
         if listed.0 != *at || listed.1 != *key {
             return Ok(false);
         }
@@ -226,17 +233,17 @@ async fn pages(
         let full = rows.len() as u64 == want;
         for row in &rows {
             clicks.push(Waiting {
-                at: row.try_get_by_index(0)?,
-                key: row.try_get_by_index(1)?,
-                link: row.try_get_by_index(2)?,
-                ip: row.try_get_by_index(3)?,
-                visitor: row.try_get_by_index(4)?,
-                bot: row.try_get_by_index(5)?,
-                outcome: row.try_get_by_index(6)?,
-                agent: row.try_get_by_index(7)?,
-                referer: row.try_get_by_index(8)?,
-                query: row.try_get_by_index(9)?,
-                place: row.try_get_by_index(10)?,
+                at: row.try_get("", "at")?,
+                key: row.try_get("", "event_key")?,
+                link: row.try_get("", "link")?,
+                ip: row.try_get("", "ip")?,
+                visitor: row.try_get("", "visitor")?,
+                bot: row.try_get("", "bot")?,
+                outcome: row.try_get("", "outcome")?,
+                agent: row.try_get("", "agent")?,
+                referer: row.try_get("", "referer")?,
+                query: row.try_get("", "query")?,
+                place: row.try_get("", "place")?,
             });
         }
         if !full {
@@ -297,24 +304,22 @@ async fn look_up<const N: usize>(
     ids: BTreeSet<i32>,
 ) -> Result<HashMap<i32, [Option<Text>; N]>, DbErr> {
     debug_assert!(columns.iter().all(|c| dictionary.columns.contains(c)));
-    let (table, columns) = (dictionary.table, columns.join(", "));
+    let (table, names) = (dictionary.table, columns.join(", "));
     let backend = db.get_database_backend();
     let ids: Vec<i32> = ids.into_iter().collect();
     let mut out = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
         let sql = format!(
-            "SELECT id, {columns} FROM {table} WHERE id IN ({})",
+            "SELECT id, {names} FROM {table} WHERE id IN ({})",
             vec!["?"; chunk.len()].join(", ")
         );
         let values = chunk.iter().map(|id| Value::from(*id)).collect();
         for row in db.query_all_raw(statement(backend, &sql, values)).await? {
             let mut texts: [Option<Text>; N] = std::array::from_fn(|_| None);
-            for (i, text) in texts.iter_mut().enumerate() {
-                *text = row
-                    .try_get_by_index::<Option<String>>(i + 1)?
-                    .map(Text::from);
+            for (text, column) in texts.iter_mut().zip(columns) {
+                *text = row.try_get::<Option<String>>("", column)?.map(Text::from);
             }
-            out.insert(row.try_get_by_index(0)?, texts);
+            out.insert(row.try_get("", "id")?, texts);
         }
     }
     Ok(out)
@@ -364,54 +369,31 @@ pub async fn all(db: &impl ConnectionTrait) -> Result<Vec<EventRow>, DbErr> {
 /// How many clicks are stored.
 pub async fn count(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
-    let sql = format!("SELECT COUNT(*) FROM {TABLE}");
+    let sql = format!("SELECT COUNT(*) AS clicks FROM {TABLE}");
     let row = db.query_one_raw(statement(backend, &sql, vec![])).await?;
     let count: i64 = match row {
-        Some(row) => row.try_get_by_index(0)?,
+        Some(row) => row.try_get("", "clicks")?,
         None => 0,
     };
     Ok(count as u64)
 }
 
 fn decode(row: &QueryResult) -> Result<Stored, DbErr> {
-    let text = |i: usize| -> Result<Option<Text>, DbErr> {
-        Ok(row.try_get_by_index::<Option<String>>(i)?.map(Text::from))
-    };
-    let at: i64 = row.try_get_by_index(0)?;
-    let key: Vec<u8> = row.try_get_by_index(1)?;
-    let ip: Vec<u8> = row.try_get_by_index(6)?;
-    let visitor: Option<Vec<u8>> = row.try_get_by_index(7)?;
-    let event = EventRow {
-        event_key: hex_text(&key).into(),
+    let at: i64 = row.try_get("", "at")?;
+    let key: Vec<u8> = row.try_get("", "event_key")?;
+    let ip: Vec<u8> = row.try_get("", "ip")?;
+    let visitor: Option<Vec<u8>> = row.try_get("", "visitor")?;
+    let identity = Identity {
+        event_key: Digest::stored(&key),
         record_time: from_micros(at),
-        compression_code: text(4)?.unwrap_or_default(),
-        url_map_id: row.try_get_by_index(3)?,
-        host: text(5)?,
-        client_ip: address_text(&ip).into(),
-        unique_identity: visitor.map(|v| hex_text(&v)).unwrap_or_default().into(),
-        user_agent: text(8)?,
-        referer: text(9)?,
-        referer_host: text(10)?,
-        query_string: text(11)?,
-        country: text(12)?,
-        province: text(13)?,
-        city: text(14)?,
-        browser: text(15)?,
-        browser_version: text(16)?,
-        os: text(17)?,
-        os_version: text(18)?,
-        device: text(19)?,
-        is_bot: row.try_get_by_index(20)?,
-        transform_status: text(21)?.unwrap_or_default(),
-        failure_reason: text(22)?,
-        target_rule: text(23)?,
-        generation: 0,
+        client_ip: Address::stored(&ip),
+        unique_identity: visitor.map(|v| Digest::stored(&v)).unwrap_or_default(),
     };
     Ok(Stored {
         at,
         key,
-        counted: row.try_get_by_index::<Option<i64>>(2)?.is_none(),
-        row: event,
+        counted: row.try_get::<Option<i64>>("", "waiting")?.is_none(),
+        row: EventRow::read(row, identity)?,
     })
 }
 
@@ -420,12 +402,12 @@ pub async fn span(
     db: &impl ConnectionTrait,
 ) -> Result<Option<(chrono::NaiveDateTime, chrono::NaiveDateTime)>, DbErr> {
     let backend = db.get_database_backend();
-    let sql = &format!("SELECT MIN(at), MAX(at) FROM {TABLE}");
+    let sql = &format!("SELECT MIN(at) AS first, MAX(at) AS last FROM {TABLE}");
     let Some(row) = db.query_one_raw(statement(backend, sql, vec![])).await? else {
         return Ok(None);
     };
-    let first: Option<i64> = row.try_get_by_index(0)?;
-    let last: Option<i64> = row.try_get_by_index(1)?;
+    let first: Option<i64> = row.try_get("", "first")?;
+    let last: Option<i64> = row.try_get("", "last")?;
     Ok(first
         .zip(last)
         .map(|(first, last)| (from_micros(first), from_micros(last))))

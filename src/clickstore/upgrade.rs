@@ -8,7 +8,7 @@
 //! from the old table.
 
 use super::insert::ClickStore;
-use super::row::{EventRow, Text};
+use super::row::{Address, Digest, EventRow, Identity, Text};
 use crate::db::sql::statement;
 use migration::SchemaManager;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Value};
@@ -48,45 +48,30 @@ async fn move_batches(db: &DatabaseConnection) -> Result<u64, DbErr> {
         );
         let found = db.query_all_raw(statement(backend, &sql, vec![])).await?;
         let Some(last) = found.last() else { break };
-        let last: i64 = last.try_get_by_index(0)?;
+        let last: i64 = last.try_get("", "id")?;
         let mut rows = Vec::with_capacity(found.len());
         let mut counted = Vec::with_capacity(found.len());
         for row in &found {
-            let text = |i: usize| -> Result<Option<Text>, DbErr> {
-                Ok(row.try_get_by_index::<Option<String>>(i)?.map(Text::from))
+            let text = |column: &str| -> Result<Text, DbErr> {
+                Ok(row
+                    .try_get::<Option<String>>("", column)?
+                    .map(Text::from)
+                    .unwrap_or_default())
             };
-            let id: i64 = row.try_get_by_index(0)?;
-            rows.push(EventRow {
-                // Clicks stored before event keys had none: one made of the old id, never
-                // given to a click otherwise (the high half is an instance's random number).
-                event_key: text(1)?
-                    .filter(|key| !key.is_empty())
-                    .unwrap_or_else(|| format!("{:032x}", id as u128).into()),
-                record_time: row.try_get_by_index(2)?,
-                compression_code: text(3)?.unwrap_or_default(),
-                url_map_id: row.try_get_by_index(4)?,
-                host: text(5)?,
-                client_ip: text(6)?.unwrap_or_default(),
-                unique_identity: text(7)?.unwrap_or_default(),
-                user_agent: text(8)?,
-                referer: text(9)?,
-                referer_host: text(10)?,
-                query_string: text(11)?,
-                country: text(12)?,
-                province: text(13)?,
-                city: text(14)?,
-                browser: text(15)?,
-                browser_version: text(16)?,
-                os: text(17)?,
-                os_version: text(18)?,
-                device: text(19)?,
-                is_bot: row.try_get_by_index(20)?,
-                transform_status: text(21)?.unwrap_or_default(),
-                failure_reason: text(22)?,
-                target_rule: text(23)?,
-                generation: 0,
-            });
-            counted.push(row.try_get_by_index::<bool>(24)?);
+            let id: i64 = row.try_get("", "id")?;
+            // Clicks stored before event keys had none: one made of the old id, never given
+            // to a click otherwise (the high half is an instance's random number).
+            let event_key = Some(text("event_key")?)
+                .filter(|key| !key.is_empty())
+                .map_or(Digest::of(id as u128), |key| Digest::parse(&key));
+            let identity = Identity {
+                event_key,
+                record_time: row.try_get("", "record_time")?,
+                client_ip: Address::parse(&text("client_ip")?),
+                unique_identity: Digest::parse(&text("unique_identity")?),
+            };
+            rows.push(EventRow::read(row, identity)?);
+            counted.push(row.try_get::<bool>("", "counted")?);
         }
         store.insert_counted(db, &rows, &counted).await?;
         let delete = format!("DELETE FROM {OLD} WHERE id <= ?");

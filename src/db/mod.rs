@@ -176,7 +176,7 @@ pub async fn check_not_newer(db: &DatabaseConnection) -> Result<(), DbErr> {
     };
     let mut unknown: Vec<String> = rows
         .iter()
-        .filter_map(|row| row.try_get_by_index::<String>(0).ok())
+        .filter_map(|row| row.try_get::<String>("", "version").ok())
         .filter(|version| !known.contains(version))
         .collect();
     unknown.sort();

@@ -45,7 +45,7 @@ pub async fn delete_in_batches(
     // The last key of the next batch: DELETE … LIMIT is not portable, and MySQL refuses a
     // LIMIT inside `IN (…)`.
     let last = format!(
-        "SELECT MAX({column}) FROM (SELECT {column} FROM {table} WHERE {column} < ? \
+        "SELECT MAX({column}) AS last FROM (SELECT {column} FROM {table} WHERE {column} < ? \
          ORDER BY {column} LIMIT {batch}) batch"
     );
     let delete = format!("DELETE FROM {table} WHERE {column} <= ? AND {column} < ?");
@@ -56,8 +56,8 @@ pub async fn delete_in_batches(
             .await?;
         // MAX of a PostgreSQL INTEGER column (the dictionaries' `seen`) is an int4.
         let last = row.map(|row| {
-            row.try_get_by_index::<Option<i64>>(0).or_else(|_| {
-                row.try_get_by_index::<Option<i32>>(0)
+            row.try_get::<Option<i64>>("", "last").or_else(|_| {
+                row.try_get::<Option<i32>>("", "last")
                     .map(|last| last.map(i64::from))
             })
         });

@@ -107,6 +107,16 @@ impl Outcome {
         }
     }
 
+    /// The outcome that [`Outcome::status`], [`Outcome::reason`] and [`Outcome::target_rule`]
+    /// wrote down, as the click store keeps them.
+    pub fn from_stored(status: &str, reason: Option<&str>, rule: Option<&str>) -> Option<Self> {
+        Self::ALL.into_iter().find(|outcome| {
+            outcome.status() == status
+                && outcome.reason() == reason
+                && outcome.target_rule().map(TargetRule::as_str) == rule
+        })
+    }
+
     pub fn from_letter(letter: u8) -> Option<Self> {
         Self::ALL
             .into_iter()

@@ -84,8 +84,8 @@ pub async fn look_up_numbers(
         );
         let values = chunk.iter().map(|h| Value::from(*h)).collect();
         for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-            let id: i64 = row.try_get_by_index(1)?;
-            found.insert(row.try_get_by_index(0)?, number(id)?);
+            let id: i64 = row.try_get("", "id")?;
+            found.insert(row.try_get("", "hash")?, number(id)?);
         }
     }
     let new: Vec<(i64, &'static str)> = hashes
@@ -101,8 +101,8 @@ pub async fn look_up_numbers(
             .await?
             .ok_or_else(|| DbErr::Custom("the stats_tally row is missing".into()))?;
         let mut next: HashMap<&str, i64> = HashMap::from([
-            (VISITORS, row.try_get_by_index(0)?),
-            (ADDRESSES, row.try_get_by_index(1)?),
+            (VISITORS, row.try_get("", "next_visitor")?),
+            (ADDRESSES, row.try_get("", "next_address")?),
         ]);
         for (h, kind) in new {
             let id = next.get_mut(kind).map_or(0, |n| {
@@ -212,16 +212,16 @@ impl DaySets {
                 params.extend(chunk.iter().map(|id| Value::from(*id)));
                 params.extend(values.iter().map(|value| Value::from(*value)));
                 for row in txn.query_all_raw(statement(backend, &sql, params)).await? {
-                    let scope: i64 = row.try_get_by_index(0)?;
-                    let kind: String = row.try_get_by_index(1)?;
-                    let value: String = row.try_get_by_index(2)?;
+                    let scope: i64 = row.try_get("", "url_map_id")?;
+                    let kind: String = row.try_get("", "kind")?;
+                    let value: String = row.try_get("", "value")?;
                     let Some(kind) = known_kind(&kind) else {
                         continue;
                     };
                     let key = (day, scope, kind, Text::from(value));
                     // Only the sets asked for.
                     if sets.contains_key(&key) {
-                        let members: Vec<u8> = row.try_get_by_index(3)?;
+                        let members: Vec<u8> = row.try_get("", "members")?;
                         found.push((key, decode(&members)?));
                     }
                 }
@@ -367,9 +367,9 @@ pub async fn union(
     let mut all = Union::default();
     let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-        let day: NaiveDate = row.try_get_by_index(0)?;
-        let kind: String = row.try_get_by_index(1)?;
-        let members: Vec<u8> = row.try_get_by_index(2)?;
+        let day: NaiveDate = row.try_get("", "stat_date")?;
+        let kind: String = row.try_get("", "kind")?;
+        let members: Vec<u8> = row.try_get("", "members")?;
         let set = decode(&members)?;
         let visitors = kind == VISITORS;
         if per_day {
@@ -406,11 +406,11 @@ pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), Db
 
 /// The earliest day with sets kept by versions before the bitmaps (`visit_day_set`), if any.
 pub async fn oldest_old_set_day(db: &DatabaseConnection) -> Result<Option<NaiveDate>, DbErr> {
-    let sql = "SELECT MIN(stat_date) FROM visit_day_set";
+    let sql = "SELECT MIN(stat_date) AS oldest FROM visit_day_set";
     Ok(db
         .query_one_raw(statement(db.get_database_backend(), sql, vec![]))
         .await?
-        .map(|row| row.try_get_by_index::<Option<NaiveDate>>(0))
+        .map(|row| row.try_get::<Option<NaiveDate>>("", "oldest"))
         .transpose()?
         .flatten())
 }
@@ -431,14 +431,14 @@ pub async fn adopt_old_day(
     let values = vec![day.into(), VISITORS.into(), ADDRESSES.into()];
     let mut members: Vec<(i64, &'static str, Text)> = Vec::new();
     for row in txn.query_all_raw(statement(backend, sql, values)).await? {
-        let kind: String = row.try_get_by_index(1)?;
+        let kind: String = row.try_get("", "kind")?;
         let kind = if kind == VISITORS {
             VISITORS
         } else {
             ADDRESSES
         };
-        let who: String = row.try_get_by_index(2)?;
-        members.push((row.try_get_by_index(0)?, kind, who.into()));
+        let who: String = row.try_get("", "who")?;
+        members.push((row.try_get("", "url_map_id")?, kind, who.into()));
     }
     let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
     let numbers = numbers(txn, wanted).await?;

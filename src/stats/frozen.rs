@@ -11,7 +11,7 @@ pub async fn purged_before(db: &impl ConnectionTrait) -> Result<Option<NaiveDate
     let backend = db.get_database_backend();
     let sql = "SELECT purged_before FROM event_purge WHERE id = 1";
     match db.query_one_raw(statement(backend, sql, vec![])).await? {
-        Some(row) => Ok(Some(row.try_get_by_index(0)?)),
+        Some(row) => Ok(Some(row.try_get("", "purged_before")?)),
         None => Ok(None),
     }
 }

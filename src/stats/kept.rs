@@ -147,7 +147,7 @@ async fn link_sums(
 ) -> Result<LinkSums, DbErr> {
     let backend = db.get_database_backend();
     let sql = format!(
-        "SELECT url_map_id, {}, {}, {} FROM visit_statistics \
+        "SELECT url_map_id, {} AS pv, {} AS effective, {} AS ineffective FROM visit_statistics \
          WHERE url_map_id > 0 AND stat_date >= ? AND stat_date <= ? GROUP BY url_map_id",
         sum(backend, "pv"),
         sum(backend, "effective"),
@@ -159,11 +159,11 @@ async fn link_sums(
         .await?
     {
         sums.insert(
-            row.try_get_by_index(0)?,
+            row.try_get("", "url_map_id")?,
             (
-                row.try_get_by_index(1)?,
-                row.try_get_by_index(2)?,
-                row.try_get_by_index(3)?,
+                row.try_get("", "pv")?,
+                row.try_get("", "effective")?,
+                row.try_get("", "ineffective")?,
             ),
         );
     }
@@ -184,7 +184,7 @@ async fn mark(
     through: NaiveDate,
 ) -> Result<Mark, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT COUNT(*), MAX(turn) FROM visit_day_stamp \
+    let sql = "SELECT COUNT(*) AS days, MAX(turn) AS turn FROM visit_day_stamp \
                WHERE url_map_id = ? AND stat_date >= ? AND stat_date <= ?";
     let values = vec![Value::from(scope), from.into(), through.into()];
     let Some(row) = db.query_one_raw(statement(backend, sql, values)).await? else {
@@ -194,8 +194,8 @@ async fn mark(
         });
     };
     Ok(Mark {
-        days: row.try_get_by_index(0)?,
-        turn: row.try_get_by_index(1)?,
+        days: row.try_get("", "days")?,
+        turn: row.try_get("", "turn")?,
     })
 }
 

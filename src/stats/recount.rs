@@ -103,7 +103,7 @@ pub(super) async fn recount_after_upgrade(db: &DatabaseConnection, tz: Tz) -> Re
     let backend = db.get_database_backend();
     let sql = "SELECT recounted FROM stats_tally WHERE id = 1";
     let done = match db.query_one_raw(statement(backend, sql, vec![])).await? {
-        Some(row) => row.try_get_by_index::<bool>(0)?,
+        Some(row) => row.try_get::<bool>("", "recounted")?,
         None => true,
     };
     if done {

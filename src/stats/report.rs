@@ -69,7 +69,8 @@ pub async fn daily(
     let backend = db.get_database_backend();
     let (rows, value) = scope.rows();
     let sql = format!(
-        "SELECT stat_date, {pv}, {uv}, {ip}, {effective}, {ineffective} FROM visit_statistics \
+        "SELECT stat_date, {pv} AS pv, {uv} AS uv, {ip} AS ip, {effective} AS effective, \
+         {ineffective} AS ineffective FROM visit_statistics \
          WHERE {rows} AND stat_date >= ? AND stat_date <= ? GROUP BY stat_date",
         pv = sum(backend, "pv"),
         uv = sum(backend, "uv"),
@@ -80,12 +81,12 @@ pub async fn daily(
     let values: Vec<Value> = vec![value.clone(), from.into(), to.into()];
     let mut stored: HashMap<NaiveDate, DayRow> = HashMap::new();
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-        let day: NaiveDate = row.try_get_by_index(0)?;
+        let day: NaiveDate = row.try_get("", "stat_date")?;
         stored.insert(
             day,
             DayRow {
                 day,
-                visits: Visits::read(&row, 1)?,
+                visits: Visits::read(&row)?,
             },
         );
     }
@@ -129,7 +130,8 @@ pub async fn range_totals(
     let backend = db.get_database_backend();
     let (rows, value) = scope.rows();
     let sums = format!(
-        "SELECT {pv}, {effective}, {ineffective} FROM visit_statistics \
+        "SELECT {pv} AS pv, {effective} AS effective, {ineffective} AS ineffective \
+         FROM visit_statistics \
          WHERE {rows} AND stat_date >= ? AND stat_date <= ?",
         pv = sum(backend, "pv"),
         effective = sum(backend, "effective"),
@@ -138,10 +140,11 @@ pub async fn range_totals(
     let range = || -> Vec<Value> { vec![value.clone(), from.into(), to.into()] };
     let mut totals = Visits::default();
     if let Some(row) = db.query_one_raw(statement(backend, &sums, range())).await? {
-        let read = |at: usize| -> Result<i64, DbErr> {
-            Ok(row.try_get_by_index::<Option<i64>>(at)?.unwrap_or(0))
+        let read = |column: &str| -> Result<i64, DbErr> {
+            Ok(row.try_get::<Option<i64>>("", column)?.unwrap_or(0))
         };
-        (totals.pv, totals.effective, totals.ineffective) = (read(0)?, read(1)?, read(2)?);
+        (totals.pv, totals.effective, totals.ineffective) =
+            (read("pv")?, read("effective")?, read("ineffective")?);
     }
     let (uv, ip) = match scope {
         Scope::All => kept.distinct(db, ALL_LINKS, from, to).await?,
@@ -168,7 +171,7 @@ pub async fn breakdown(
     let backend = db.get_database_backend();
     let (rows, value) = scope.rows();
     let sql = format!(
-        "SELECT value, {pv}, {uv} FROM visit_statistics_breakdown \
+        "SELECT value, {pv} AS pv, {uv} AS uv FROM visit_statistics_breakdown \
          WHERE {rows} AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
          GROUP BY value ORDER BY 2 DESC, value LIMIT {limit}",
         pv = sum(backend, "pv"),
@@ -180,9 +183,9 @@ pub async fn breakdown(
         .into_iter()
         .map(|row| {
             Ok(Share {
-                value: row.try_get_by_index(0)?,
-                pv: row.try_get_by_index(1)?,
-                uv: row.try_get_by_index(2)?,
+                value: row.try_get("", "value")?,
+                pv: row.try_get("", "pv")?,
+                uv: row.try_get("", "uv")?,
             })
         })
         .collect()
@@ -237,8 +240,11 @@ pub async fn top_links(
     let mut links: HashMap<i64, (String, String)> = HashMap::new();
     for row in db.query_all_raw(statement(backend, &sql, ids)).await? {
         links.insert(
-            row.try_get_by_index(0)?,
-            (row.try_get_by_index(1)?, row.try_get_by_index(2)?),
+            row.try_get("", "id")?,
+            (
+                row.try_get("", "compression_code")?,
+                row.try_get("", "long_url")?,
+            ),
         );
     }
     Ok(ranked
@@ -386,7 +392,7 @@ pub async fn glance(
         }
         let marks = vec!["?"; chunk.len()].join(", ");
         let totals = format!(
-            "SELECT url_map_id, {pv} FROM visit_statistics WHERE url_map_id IN ({marks}) \
+            "SELECT url_map_id, {pv} AS pv FROM visit_statistics WHERE url_map_id IN ({marks}) \
              GROUP BY url_map_id",
             pv = sum(backend, "pv"),
         );
@@ -395,9 +401,8 @@ pub async fn glance(
             .query_all_raw(statement(backend, &totals, values.clone()))
             .await?
         {
-            let id: i64 = row.try_get_by_index(0)?;
-            found.entry(id).or_default().total =
-                row.try_get_by_index::<Option<i64>>(1)?.unwrap_or(0);
+            let id: i64 = row.try_get("", "url_map_id")?;
+            found.entry(id).or_default().total = row.try_get::<Option<i64>>("", "pv")?.unwrap_or(0);
         }
         let recent = format!(
             "SELECT url_map_id, stat_date, pv FROM visit_statistics \
@@ -409,9 +414,9 @@ pub async fn glance(
             .query_all_raw(statement(backend, &recent, values))
             .await?
         {
-            let id: i64 = row.try_get_by_index(0)?;
-            let day: NaiveDate = row.try_get_by_index(1)?;
-            let pv: i64 = row.try_get_by_index(2)?;
+            let id: i64 = row.try_get("", "url_map_id")?;
+            let day: NaiveDate = row.try_get("", "stat_date")?;
+            let pv: i64 = row.try_get("", "pv")?;
             let glance = found.entry(id).or_default();
             let index = (day - first).num_days();
             if let Ok(index) = usize::try_from(index)

@@ -28,9 +28,10 @@ use super::daysets::{ADDRESSES, DaySets, NewNumbers, SetKey, VISITORS};
 use super::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
 use super::frozen::purged_before;
 use super::visits::Visits;
-use crate::clickstore::insert::{address_text, from_micros, hex_text};
+use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
-use crate::clickstore::stored::Waiting;
+use crate::clickstore::row::{Address, Digest};
+use crate::clickstore::stored::{Meanings, Waiting};
 use crate::db::sql::statement;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
@@ -137,7 +138,7 @@ async fn last_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
     let backend = txn.get_database_backend();
     let sql = "SELECT taken FROM stats_tally WHERE id = 1";
     match txn.query_one_raw(statement(backend, sql, vec![])).await? {
-        Some(row) => row.try_get_by_index(0),
+        Some(row) => row.try_get("", "taken"),
         None => Err(DbErr::Custom("the stats_tally row is missing".into())),
     }
 }
@@ -212,6 +213,9 @@ async fn tally_in(
 }
 
 /// What a turn writes, worked out from its clicks and what counting has stored so far.
+/// The values each link's day already has, per capped dimension.
+type Known = foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<Text>>;
+
 struct Work {
     counted: u64,
     numbers: NewNumbers,
@@ -246,13 +250,39 @@ async fn work_out(
     clicks: Vec<Waiting>,
 ) -> Result<Work, DbErr> {
     let meanings = crate::clickstore::stored::meanings(txn, &clicks).await?;
-    let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
-    let mut queries: HashMap<i32, Vec<(Dimension, Text)>> = HashMap::new();
     // The values many clicks share are shared, not copied.
     let empty = Text::from("");
+    let total = clicks.len() as u64;
+    let mut seen = see(clicks, &meanings, tz, &empty);
+    // Days whose events were purged keep the rows they had: their late events are not counted.
+    seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
+    let known = known_values(txn, &seen).await?;
+    cap_values(&mut seen, known);
+    let numbers = number_visitors(txn, &mut seen).await?;
+    let mut keys: foldhash::HashSet<SetKey> = foldhash::HashSet::default();
+    for s in seen.iter().filter(|s| s.view) {
+        for scope in [s.link, ALL_LINKS] {
+            keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
+        }
+    }
+    let mut sets = DaySets::load(txn, keys).await?;
+    let (stats, breakdown) = add_up(&seen, &mut sets, &empty);
+    Ok(Work {
+        counted: total,
+        numbers,
+        sets,
+        stats,
+        breakdown,
+    })
+}
+
+/// Each click as counting sees it: its day, whether it is a page view, and the values of
+/// its dimensions.
+fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<Seen> {
+    let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
+    let mut queries: HashMap<i32, Vec<(Dimension, Text)>> = HashMap::new();
     let hours: Vec<Text> = (0..100).map(|h| Text::from(format!("{h:02}"))).collect();
     let mut seen = Vec::with_capacity(clicks.len());
-    let total = clicks.len() as u64;
     for click in clicks {
         let at = from_micros(click.at);
         let day = local_day(at, tz);
@@ -297,21 +327,25 @@ async fn work_out(
             link: click.link.unwrap_or(UNKNOWN_LINK),
             success,
             view,
-            visitor: (click.visitor.as_deref().map(hex_text))
-                .filter(|v| !v.is_empty())
-                .map(Text::from),
-            address: Some(address_text(&click.ip))
+            visitor: (click
+                .visitor
+                .as_deref()
+                .map(|v| Digest::stored(v).to_string()))
+            .filter(|v| !v.is_empty())
+            .map(Text::from),
+            address: Some(Address::stored(&click.ip).to_string())
                 .filter(|v| !v.is_empty())
                 .map(Text::from),
             numbers: (None, None),
             values,
         });
     }
-    // Days whose events were purged keep the rows they had: their late events are not counted.
-    seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
+    seen
+}
 
-    let mut known = known_values(txn, &seen).await?;
-    for s in &mut seen {
+/// Values a visitor chooses beyond a link's day's first [`MAX_VALUES`] count as [`OTHER`].
+fn cap_values(seen: &mut [Seen], mut known: Known) {
+    for s in seen {
         for (dimension, value) in &mut s.values {
             if !dimension.is_capped() {
                 continue;
@@ -328,8 +362,14 @@ async fn work_out(
             }
         }
     }
+}
 
-    // The numbers of the batch's visitors and addresses, and the day sets it touches.
+/// Gives the page views' visitors and addresses their numbers in the day sets; returns the
+/// numbers given for the first time.
+async fn number_visitors(
+    txn: &impl ConnectionTrait,
+    seen: &mut [Seen],
+) -> Result<NewNumbers, DbErr> {
     let mut who: foldhash::HashSet<(&'static str, Text)> = foldhash::HashSet::default();
     for s in seen.iter().filter(|s| s.view) {
         who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
@@ -343,16 +383,19 @@ async fn work_out(
         };
         s.numbers = (number(VISITORS, &s.visitor), number(ADDRESSES, &s.address));
     }
-    let mut keys: foldhash::HashSet<SetKey> = foldhash::HashSet::default();
-    for s in seen.iter().filter(|s| s.view) {
-        for scope in [s.link, ALL_LINKS] {
-            keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
-        }
-    }
-    let mut sets = DaySets::load(txn, keys).await?;
+    Ok(new_numbers)
+}
+
+/// The day rows and breakdown rows the clicks add, each visitor, address and value new to
+/// its day's set counted once.
+fn add_up(
+    seen: &[Seen],
+    sets: &mut DaySets,
+    empty: &Text,
+) -> (BTreeMap<(NaiveDate, i64), Visits>, Breakdown) {
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
     let mut breakdown: Breakdown = Breakdown::default();
-    for s in &seen {
+    for s in seen {
         for scope in [s.link, ALL_LINKS] {
             let day = stats.entry((s.day, scope)).or_default();
             match s.success {
@@ -365,7 +408,7 @@ async fn work_out(
             day.pv += 1;
             let mut new_visitor = false;
             let mut new_value: Vec<(Dimension, bool)> = Vec::new();
-            for (what, key, number) in members(s, scope, &empty) {
+            for (what, key, number) in members(s, scope, empty) {
                 let new = sets.insert(&key, number);
                 match what {
                     Role::Visitor => {
@@ -389,13 +432,7 @@ async fn work_out(
             }
         }
     }
-    Ok(Work {
-        counted: total,
-        numbers: new_numbers,
-        sets,
-        stats,
-        breakdown,
-    })
+    (stats, breakdown)
 }
 
 /// What a member of a day's set stands for.
@@ -459,10 +496,7 @@ pub fn query_values(query: &str) -> Vec<(Dimension, String)> {
 }
 
 /// The values already stored for the capped dimensions of the days and links in `seen`.
-async fn known_values(
-    txn: &impl ConnectionTrait,
-    seen: &[Seen],
-) -> Result<foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<Text>>, DbErr> {
+async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known, DbErr> {
     let backend = txn.get_database_backend();
     let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
     for s in seen.iter().filter(|s| s.view) {
@@ -486,12 +520,12 @@ async fn known_values(
             values.extend(dimensions.iter().map(|d| Value::from(d.name())));
             values.extend(chunk.iter().map(|id| Value::from(*id)));
             for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-                let link: i64 = row.try_get_by_index(0)?;
-                let dimension: String = row.try_get_by_index(1)?;
+                let link: i64 = row.try_get("", "url_map_id")?;
+                let dimension: String = row.try_get("", "dimension")?;
                 let Some(dimension) = Dimension::from_name(&dimension) else {
                     continue;
                 };
-                let value: String = row.try_get_by_index(2)?;
+                let value: String = row.try_get("", "value")?;
                 out.entry((day, link, dimension))
                     .or_default()
                     .insert(value.into());

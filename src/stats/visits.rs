@@ -20,15 +20,14 @@ pub struct Visits {
 }
 
 impl Visits {
-    /// Reads the five numbers from the columns `at`, `at + 1`, … of a query result, in the
-    /// order the fields are declared.
-    pub fn read(row: &QueryResult, at: usize) -> Result<Self, DbErr> {
+    /// Reads the five numbers from the columns named as the fields are.
+    pub fn read(row: &QueryResult) -> Result<Self, DbErr> {
         Ok(Self {
-            pv: row.try_get_by_index(at)?,
-            uv: row.try_get_by_index(at + 1)?,
-            ip: row.try_get_by_index(at + 2)?,
-            effective: row.try_get_by_index(at + 3)?,
-            ineffective: row.try_get_by_index(at + 4)?,
+            pv: row.try_get("", "pv")?,
+            uv: row.try_get("", "uv")?,
+            ip: row.try_get("", "ip")?,
+            effective: row.try_get("", "effective")?,
+            ineffective: row.try_get("", "ineffective")?,
         })
     }
 

@@ -840,7 +840,7 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
         let ip = row.client_ip.to_string();
         let country = row.country.as_deref().map(str::to_owned);
         let browser = row.browser.as_deref().map(str::to_owned);
-        let status = row.transform_status.to_string();
+        let status = row.outcome.status().to_owned();
         assert_eq!(ip, expect_ip, "trusted: {trusted:?}");
         assert_eq!(country.as_deref(), expect_country);
         assert_eq!(browser.as_deref(), Some("Chrome"));
@@ -890,8 +890,8 @@ async fn unknown_disabled_and_expired_visits_are_recorded_with_their_reason() {
             (
                 r.compression_code.to_string(),
                 r.url_map_id,
-                r.transform_status.to_string(),
-                text(&r.failure_reason),
+                r.outcome.status().to_owned(),
+                r.outcome.reason().map(str::to_owned),
                 text(&r.query_string),
             )
         })

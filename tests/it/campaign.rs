@@ -80,9 +80,11 @@ async fn recorded(app: &TestApp, code: &str) -> Vec<(String, Option<String>, Opt
         .filter(|row| &*row.compression_code == code)
         .map(|row| {
             (
-                row.transform_status.to_string(),
-                row.failure_reason.as_deref().map(str::to_owned),
-                row.target_rule.as_deref().map(str::to_owned),
+                row.outcome.status().to_owned(),
+                row.outcome.reason().map(str::to_owned),
+                row.outcome
+                    .target_rule()
+                    .map(|rule| rule.as_str().to_owned()),
             )
         })
         .collect()

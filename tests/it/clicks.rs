@@ -17,7 +17,7 @@ async fn query_strings(db: &sea_orm::DatabaseConnection) -> Vec<String> {
         .await
         .unwrap()
         .into_iter()
-        .filter(|row| &*row.transform_status == "success")
+        .filter(|row| row.outcome.status() == "success")
         .map(|row| row.query_string.as_deref().unwrap_or_default().to_owned())
         .collect()
 }

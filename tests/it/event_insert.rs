@@ -8,10 +8,8 @@ use chrono::{NaiveDate, NaiveDateTime};
 use inklink::clicks::ClickEvent;
 use inklink::clicks::enrich::Enricher;
 use inklink::clicks::geoip::GeoIp;
-use inklink::clickstore::insert::{
-    Packed, address_text, from_micros, hex_text, insert_rows, micros,
-};
-use inklink::clickstore::row::EventRow;
+use inklink::clickstore::insert::{from_micros, insert_rows, micros};
+use inklink::clickstore::row::{Address, Digest, EventRow};
 use inklink::rules::Outcome;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
@@ -23,9 +21,9 @@ fn keys_visitors_and_addresses_are_stored_as_bytes_and_read_back_as_they_were() 
         "923fb3064ca90bab0000000000000001",
         "00000000000000000000000000000000",
     ] {
-        let packed = Packed::hex(key);
+        let packed = Digest::parse(key).packed();
         assert_eq!(packed.as_bytes().len(), 16);
-        assert_eq!(hex_text(packed.as_bytes()), key);
+        assert_eq!(Digest::stored(packed.as_bytes()).to_string(), key);
     }
     // Not 32 hex digits (data of an older version): kept as its text.
     for odd in [
@@ -35,17 +33,16 @@ fn keys_visitors_and_addresses_are_stored_as_bytes_and_read_back_as_they_were() 
         "923fb3064ca90bab000000000000000g",
         "+23fb3064ca90bab0000000000000001",
     ] {
-        assert_eq!(hex_text(Packed::hex(odd).as_bytes()), odd);
+        let packed = Digest::parse(odd).packed();
+        assert_eq!(Digest::stored(packed.as_bytes()).to_string(), odd);
     }
     for address in ["1.2.3.4", "2001:db8::1", "::ffff:1.2.3.4", "::"] {
-        let packed = Packed::address(address);
+        let packed = Address::parse(address).packed();
         assert!(matches!(packed.as_bytes().len(), 4 | 16));
-        assert_eq!(address_text(packed.as_bytes()), address);
+        assert_eq!(Address::stored(packed.as_bytes()).to_string(), address);
     }
-    assert_eq!(
-        address_text(Packed::address("unknown").as_bytes()),
-        "unknown"
-    );
+    let unknown = Address::parse("unknown").packed();
+    assert_eq!(Address::stored(unknown.as_bytes()).to_string(), "unknown");
     let at = NaiveDate::from_ymd_opt(2026, 3, 9)
         .unwrap()
         .and_hms_micro_opt(7, 5, 3, 120_005)
@@ -166,10 +163,12 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     assert_eq!(rows_in(&core.db, "click_referer").await, 1);
     let queries = batch.iter().filter(|r| r.query_string.is_some()).count() as i64;
     assert_eq!(rows_in(&core.db, "click_text").await, 2 + queries);
-    assert!(got.iter().any(|row| row.is_bot) && got.iter().any(|row| row.failure_reason.is_some()));
+    assert!(
+        got.iter().any(|row| row.is_bot) && got.iter().any(|row| row.outcome.reason().is_some())
+    );
     assert!(
         got.iter()
-            .any(|row| row.target_rule.as_deref() == Some("android"))
+            .any(|row| row.outcome.target_rule().map(|rule| rule.as_str()) == Some("android"))
     );
 
     // Times compare with bound times as statistics compare them: half-open ranges split
@@ -217,7 +216,7 @@ async fn statistics(db: &DatabaseConnection) -> Vec<String> {
 /// The day's row of `statistics` that `batch`, all of `link` on `day`, gives, as the test
 /// itself counts it.
 fn expected_day(day: NaiveDate, link: i64, batch: &[EventRow]) -> String {
-    let success = batch.iter().filter(|r| &*r.transform_status == "success");
+    let success = batch.iter().filter(|r| r.outcome.status() == "success");
     let views: Vec<&EventRow> = success.clone().filter(|r| !r.is_bot).collect();
     let effective = success.count();
     let distinct = |field: fn(&EventRow) -> String| {
@@ -463,8 +462,8 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
     for (stored, (_, ip, visitor, referer, counted)) in moved.iter().zip(&old) {
         let row = &stored.row;
         assert_eq!(stored.counted, *counted);
-        assert_eq!(&*row.client_ip, *ip);
-        assert_eq!(&*row.unique_identity, *visitor);
+        assert_eq!(row.client_ip.to_string(), *ip);
+        assert_eq!(row.unique_identity.to_string(), *visitor);
         assert_eq!(row.referer.as_deref(), *referer);
         assert_eq!(row.user_agent.as_deref(), Some(ua));
         assert_eq!(row.compression_code.as_ref(), "OldCode");
@@ -473,7 +472,10 @@ async fn clicks_of_the_old_table_move_into_the_lean_store_once_with_their_counte
             (row.country.as_deref(), row.city.as_deref()),
             (Some("中国"), None)
         );
-        assert_eq!(row.target_rule.as_deref(), Some("android"));
+        assert_eq!(
+            row.outcome.target_rule().map(|rule| rule.as_str()),
+            Some("android")
+        );
         assert_eq!(row.query_string.as_deref(), Some("utm_source=sms"));
     }
     assert_eq!(moved[0].row.record_time, at);
@@ -606,7 +608,7 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
     }
     let mut expected: Vec<EventRow> = batches.iter().flatten().map(as_stored).collect();
     let mut got = stored(&core.db).await;
-    let key = |row: &EventRow| (row.record_time, row.event_key.clone());
+    let key = |row: &EventRow| (row.record_time, row.event_key.to_string());
     expected.sort_by_key(key);
     got.sort_by_key(key);
     assert_eq!(got, expected);
@@ -781,10 +783,10 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
         let i = i as u8;
         assert_eq!(click.at, at + i64::from(i));
         assert_eq!(click.key, vec![i; 16]);
-        assert_eq!(&*click.row.client_ip, format!("10.0.0.{i}"));
+        assert_eq!(click.row.client_ip.to_string(), format!("10.0.0.{i}"));
         assert_eq!(
-            &*click.row.unique_identity,
-            hex_text(&[0xa0 + i; 16]).as_str()
+            click.row.unique_identity.to_string(),
+            Digest::stored(&[0xa0 + i; 16]).to_string()
         );
         assert_eq!(&*click.row.compression_code, "abc234");
         assert_eq!(click.row.is_bot, i == 2);

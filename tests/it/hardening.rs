@@ -63,7 +63,10 @@ fn a_spool_line_torn_by_a_crash_does_not_swallow_the_next_event() {
     // Assert: only the torn event is lost.
     assert_eq!(
         read,
-        vec![Spooled::Row(rows[0].clone()), Spooled::Row(rows[2].clone())]
+        vec![
+            Spooled::Row(Box::new(rows[0].clone())),
+            Spooled::Row(Box::new(rows[2].clone()))
+        ]
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -99,7 +102,7 @@ fn a_spool_reads_back_rows_and_clicks_in_the_order_written_and_skips_a_torn_clic
     assert_eq!(
         read,
         vec![
-            Spooled::Row(row),
+            Spooled::Row(Box::new(row)),
             Spooled::Click(clicks[0].clone()),
             Spooled::Click(clicks[2].clone()),
         ]

@@ -102,7 +102,7 @@ async fn store_batch(
     let rows: Arc<[EventRow]> = batch
         .into_iter()
         .map(|held| match held {
-            Spooled::Row(row) => row,
+            Spooled::Row(row) => *row,
             Spooled::Click(click) => enricher.enrich(click),
         })
         .collect();
