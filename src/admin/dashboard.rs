@@ -244,8 +244,18 @@ pub async fn tag(
     .await
 }
 
-/// The daily rows, then one `total` row for the range (UV and IP distinct over the range).
-fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse, AdminError> {
+/// The daily rows of `scope`, then one `total` row for the range (UV and IP distinct over the
+/// range), as the file `inklink-visits-{what}{from}-{to}.csv`.
+async fn daily_csv(
+    state: &AppState,
+    scope: Scope<'_>,
+    period: &Period,
+    what: &str,
+) -> Result<HttpResponse, AdminError> {
+    let db = &state.core.db;
+    let days = report::daily(db, scope, period.from, period.to).await?;
+    let total = report::range_totals(db, &state.core.kept, scope, period.from, period.to).await?;
+    let name = format!("inklink-visits-{what}{}-{}.csv", period.from, period.to);
     let mut out = csv::Writer::from_writer(Vec::new());
     let failed = |err: csv::Error| AdminError::BadRequest(err.to_string());
     out.write_record(["date", "pv", "uv", "ip", "effective", "ineffective"])
@@ -253,7 +263,7 @@ fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse
     let rows = days
         .iter()
         .map(|d| (d.day.to_string(), &d.visits))
-        .chain([("total".to_owned(), total)]);
+        .chain([("total".to_owned(), &total)]);
     for (label, visits) in rows {
         out.write_record([
             label,
@@ -269,7 +279,7 @@ fn daily_csv(days: &[DayRow], total: &Visits, name: &str) -> Result<HttpResponse
         .into_inner()
         .map_err(|err| AdminError::BadRequest(err.to_string()))?;
     let body = String::from_utf8(body).map_err(|err| AdminError::BadRequest(err.to_string()))?;
-    Ok(crate::admin::download::attachment(&body, name))
+    Ok(crate::admin::download::attachment(&body, &name))
 }
 
 pub async fn global_csv(
@@ -278,15 +288,7 @@ pub async fn global_csv(
     query: web::Query<RangeQuery>,
 ) -> Result<HttpResponse, AdminError> {
     let period = query.period(&state)?;
-    let db = &state.core.db;
-    let days = report::daily(db, Scope::All, period.from, period.to).await?;
-    let total =
-        report::range_totals(db, &state.core.kept, Scope::All, period.from, period.to).await?;
-    daily_csv(
-        &days,
-        &total,
-        &format!("inklink-visits-{}-{}.csv", period.from, period.to),
-    )
+    daily_csv(&state, Scope::All, &period, "").await
 }
 
 pub async fn link_csv(
@@ -297,21 +299,7 @@ pub async fn link_csv(
 ) -> Result<HttpResponse, AdminError> {
     let (id, code, _) = find_link(&state, &code).await?;
     let period = query.period(&state)?;
-    let db = &state.core.db;
-    let days = report::daily(db, Scope::Link(id), period.from, period.to).await?;
-    let total = report::range_totals(
-        db,
-        &state.core.kept,
-        Scope::Link(id),
-        period.from,
-        period.to,
-    )
-    .await?;
-    daily_csv(
-        &days,
-        &total,
-        &format!("inklink-visits-{code}-{}-{}.csv", period.from, period.to),
-    )
+    daily_csv(&state, Scope::Link(id), &period, &format!("{code}-")).await
 }
 
 pub async fn tag_csv(
@@ -322,10 +310,6 @@ pub async fn tag_csv(
 ) -> Result<HttpResponse, AdminError> {
     let tag = crate::rules::Tag::parse(&tag).map_err(|_| AdminError::NotFound)?;
     let period = query.period(&state)?;
-    let db = &state.core.db;
-    let scope = Scope::Tag(tag.as_str());
-    let days = report::daily(db, scope, period.from, period.to).await?;
-    let total = report::range_totals(db, &state.core.kept, scope, period.from, period.to).await?;
     let safe: String = tag
         .as_str()
         .chars()
@@ -337,12 +321,6 @@ pub async fn tag_csv(
             }
         })
         .collect();
-    daily_csv(
-        &days,
-        &total,
-        &format!(
-            "inklink-visits-tag-{safe}-{}-{}.csv",
-            period.from, period.to
-        ),
-    )
+    let scope = Scope::Tag(tag.as_str());
+    daily_csv(&state, scope, &period, &format!("tag-{safe}-")).await
 }

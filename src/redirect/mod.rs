@@ -7,7 +7,7 @@ use crate::clicks::capture;
 use crate::db::entities::url_map::LinkState;
 use crate::i18n::Lang;
 use crate::public::pages::{self, Page, PasswordProblem};
-use crate::resolver::{ResolvedLink, take_visit};
+use crate::resolver::{CampaignRules, ResolvedLink, take_visit};
 use crate::rules::Outcome;
 use crate::rules::{App, ShortCode, TargetRule};
 use crate::services::visitors::{self, PasswordCheck};
@@ -121,6 +121,19 @@ async fn answer(
             Some(Outcome::Redirected),
         );
     };
+    campaign_answer(req, state, &link, campaign, posted).await
+}
+
+/// A campaign link's answer: its opening time, its "open in your browser" page, its password
+/// and its visit limit, each of which may stop the visitor; then its target for the visitor's
+/// device and app.
+async fn campaign_answer(
+    req: &HttpRequest,
+    state: &AppState,
+    link: &ResolvedLink,
+    campaign: &CampaignRules,
+    posted: Option<web::Payload>,
+) -> Answer {
     let lang = Lang::of(req);
     let now = crate::db::now();
     if let Some(from) = campaign.valid_from
@@ -164,60 +177,13 @@ async fn answer(
             Some(Outcome::InAppPage),
         );
     }
-    if let Some(hash) = &campaign.password_hash {
-        let Some(payload) = posted else {
-            return (
-                pages::password_form(lang, None),
-                Some(link.id),
-                Some(Outcome::PasswordAsked),
-            );
-        };
-        let candidate = posted_password(payload).await;
-        let ip = state
-            .core
-            .settings
-            .trusted_proxies
-            .client_ip_of(req)
-            .map(|ip| ip.to_string())
-            .unwrap_or_default();
-        let checked =
-            visitors::check_link_password(&state.core.db, link.id, hash, &candidate, &ip).await;
-        let problem = match checked {
-            Ok(PasswordCheck::Right) => None,
-            Ok(PasswordCheck::Wrong) => Some(PasswordProblem::Wrong),
-            Ok(PasswordCheck::Throttled { minutes }) => {
-                Some(PasswordProblem::Throttled { minutes })
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "cannot check a link password");
-                return (pages::fixed(Page::Unavailable, lang), Some(link.id), None);
-            }
-        };
-        if let Some(problem) = problem {
-            return (
-                pages::password_form(lang, Some(problem)),
-                Some(link.id),
-                Some(Outcome::WrongPassword),
-            );
-        }
-    } else if posted.is_some() {
-        return unknown(req);
+    if let Some(stopped) = password_gate(req, state, link, campaign, posted).await {
+        return stopped;
     }
-    if campaign.limited {
-        if link.used_up.load(Ordering::Relaxed) {
-            return turned_away(req, &link, Outcome::UsedUp);
-        }
-        match take_visit(&state.core.db, link.id).await {
-            Ok(true) => {}
-            Ok(false) => {
-                link.used_up.store(true, Ordering::Relaxed);
-                return turned_away(req, &link, Outcome::UsedUp);
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "cannot count a visit of a limited link");
-                return (pages::fixed(Page::Unavailable, lang), Some(link.id), None);
-            }
-        }
+    if campaign.limited
+        && let Some(stopped) = visit_gate(req, state, link).await
+    {
+        return stopped;
     }
     let chosen = agent.as_ref().and_then(|agent| {
         campaign
@@ -230,10 +196,75 @@ async fn answer(
         None => (&link.location, Outcome::Redirected),
     };
     (
-        send_on(req, state, &link, location),
+        send_on(req, state, link, location),
         Some(link.id),
         Some(outcome),
     )
+}
+
+/// The password form, until the visitor posts the right password; `None`: go on. A link
+/// without a password takes no posted form.
+async fn password_gate(
+    req: &HttpRequest,
+    state: &AppState,
+    link: &ResolvedLink,
+    campaign: &CampaignRules,
+    posted: Option<web::Payload>,
+) -> Option<Answer> {
+    let lang = Lang::of(req);
+    let Some(hash) = &campaign.password_hash else {
+        return posted.is_some().then(|| unknown(req));
+    };
+    let Some(payload) = posted else {
+        return Some((
+            pages::password_form(lang, None),
+            Some(link.id),
+            Some(Outcome::PasswordAsked),
+        ));
+    };
+    let candidate = posted_password(payload).await;
+    let ip = state
+        .core
+        .settings
+        .trusted_proxies
+        .client_ip_of(req)
+        .map(|ip| ip.to_string())
+        .unwrap_or_default();
+    let checked =
+        visitors::check_link_password(&state.core.db, link.id, hash, &candidate, &ip).await;
+    let problem = match checked {
+        Ok(PasswordCheck::Right) => return None,
+        Ok(PasswordCheck::Wrong) => PasswordProblem::Wrong,
+        Ok(PasswordCheck::Throttled { minutes }) => PasswordProblem::Throttled { minutes },
+        Err(err) => {
+            tracing::error!(error = %err, "cannot check a link password");
+            return Some((pages::fixed(Page::Unavailable, lang), Some(link.id), None));
+        }
+    };
+    Some((
+        pages::password_form(lang, Some(problem)),
+        Some(link.id),
+        Some(Outcome::WrongPassword),
+    ))
+}
+
+/// Takes one of a limited link's visits; `None`: one was left.
+async fn visit_gate(req: &HttpRequest, state: &AppState, link: &ResolvedLink) -> Option<Answer> {
+    if link.used_up.load(Ordering::Relaxed) {
+        return Some(turned_away(req, link, Outcome::UsedUp));
+    }
+    match take_visit(&state.core.db, link.id).await {
+        Ok(true) => None,
+        Ok(false) => {
+            link.used_up.store(true, Ordering::Relaxed);
+            Some(turned_away(req, link, Outcome::UsedUp))
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "cannot count a visit of a limited link");
+            let page = pages::fixed(Page::Unavailable, Lang::of(req));
+            Some((page, Some(link.id), None))
+        }
+    }
 }
 
 fn unknown(req: &HttpRequest) -> Answer {

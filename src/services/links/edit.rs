@@ -1,6 +1,7 @@
 //! Changing a link: its content, status, campaign settings and tags, with optimistic locking.
 
 use super::*;
+use sea_orm::UpdateMany;
 
 /// Disables or enables a link. Setting the status it already has changes nothing.
 pub async fn set_status(
@@ -57,7 +58,7 @@ async fn change_status_in(
     Ok(updated)
 }
 
-/// What an edit may change. The code is the link's identity and stays.
+/// Applies `changes` if the link is still at `version` (optimistic locking): two people
 /// editing at once cannot silently overwrite each other.
 pub async fn update(
     app: &Inklink,
@@ -163,7 +164,7 @@ async fn update_in(
     changes: &LinkChanges,
     actor: &Actor,
 ) -> Result<url_map::Model, LinkError> {
-    let updated = url_map::Entity::update_many()
+    let update = stamped(link, actor)
         .col_expr(
             url_map::Column::LongUrl,
             Expr::value(changes.target.as_str()),
@@ -183,16 +184,8 @@ async fn update_in(
         .col_expr(
             url_map::Column::RedirectStatus,
             Expr::value(changes.redirect_status.map(|s| s.code() as i16)),
-        )
-        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
-        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
-        .col_expr(url_map::Column::Version, Expr::value(link.version + 1))
-        .filter(url_map::Column::Id.eq(link.id))
-        .filter(url_map::Column::Version.eq(link.version))
-        .filter(url_map::Column::Deleted.eq(false))
-        .exec(txn)
-        .await?;
-    edited(txn, link, updated.rows_affected, actor).await
+        );
+    at_version(txn, update, link, actor).await
 }
 
 /// The tag part of [`edit`]: the link's tags replaced, its version moved on (so that an edit
@@ -243,10 +236,7 @@ async fn campaign_in(
     password_hash: Option<Option<String>>,
     actor: &Actor,
 ) -> Result<url_map::Model, LinkError> {
-    let mut update = url_map::Entity::update_many()
-        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
-        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
-        .col_expr(url_map::Column::Version, Expr::value(link.version + 1));
+    let mut update = stamped(link, actor);
     if let Some(hash) = password_hash {
         update = update.col_expr(url_map::Column::PasswordHash, Expr::value(hash));
     }
@@ -280,6 +270,24 @@ async fn campaign_in(
             Expr::value(targets.to_stored()),
         );
     }
+    at_version(txn, update, link, actor).await
+}
+
+/// An UPDATE of `link` that records who changed it, when, and moves its version on.
+fn stamped(link: &url_map::Model, actor: &Actor) -> UpdateMany<url_map::Entity> {
+    url_map::Entity::update_many()
+        .col_expr(url_map::Column::Editor, Expr::value(actor.name()))
+        .col_expr(url_map::Column::EditedAt, Expr::value(db::now()))
+        .col_expr(url_map::Column::Version, Expr::value(link.version + 1))
+}
+
+/// Runs `update` only while the link is at the version it was read at (and not deleted).
+async fn at_version(
+    txn: &DatabaseTransaction,
+    update: UpdateMany<url_map::Entity>,
+    link: &url_map::Model,
+    actor: &Actor,
+) -> Result<url_map::Model, LinkError> {
     let updated = update
         .filter(url_map::Column::Id.eq(link.id))
         .filter(url_map::Column::Version.eq(link.version))
