@@ -389,3 +389,111 @@ async fn changes_are_audited() {
     .unwrap_err();
     assert_eq!(missing.to_string(), "there is no link with the code 'nope'");
 }
+
+/// One reading of a new link's fields: the same mistake gets the same message from the API,
+/// the admin form, the command line and the CSV import, and creates nothing anywhere.
+#[actix_web::test]
+async fn a_bad_field_gets_the_same_message_from_every_front_end() {
+    let db = std::sync::Arc::new(crate::support::TestDb::create().await);
+    let app = crate::support::spawn_on(db.clone(), &[]).await;
+    let long = "x".repeat(40);
+    let expected = inklink::rules::Tag::parse(&long).unwrap_err().to_string();
+    let target = "https://example.com/same-message";
+
+    let api = crate::api::Api::with_role(&app, "crm", inklink::rules::Role::Admin).await;
+    let reply = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(serde_json::json!({"url": target, "tags": [long]})),
+        )
+        .await;
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], "invalid_value");
+    assert_eq!(reply.body["error"]["field"], "tags");
+    assert_eq!(reply.body["error"]["message"], expected.as_str());
+
+    let mut browser = crate::admin::signed_in_admin(&app).await;
+    let csrf = browser.csrf("/admin/links/new").await;
+    let page = browser
+        .post(
+            "/admin/links",
+            &[("csrf", &csrf), ("url", target), ("tags", &long)],
+        )
+        .await;
+    assert_eq!(page.status, 422);
+    let shown = page.body.replace("&#x27;", "'").replace("&#39;", "'");
+    assert!(shown.contains(&expected), "the form says: {}", page.body);
+
+    let run = crate::cli::inklink(&db, &["link", "add", target, "--tag", &long]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!("--tag: {expected}")),
+        "{}",
+        run.stderr
+    );
+
+    let csv = format!("url,tags\n{target},{long}\n");
+    let rows = links::bulk::import(&app.core, csv.as_bytes(), &Actor::Cli, chrono_tz::UTC)
+        .await
+        .unwrap();
+    assert_eq!(rows[0].result, Err(expected.clone()));
+
+    let made = inklink::db::entities::url_map::Entity::find()
+        .filter(inklink::db::entities::url_map::Column::LongUrl.eq(target))
+        .all(&app.core.db)
+        .await
+        .unwrap();
+    assert!(made.is_empty(), "nothing was created");
+}
+
+/// The command line reads a time without an offset in INKLINK_TIMEZONE, as the admin forms
+/// and the import read it in the person's zone; a date alone is the end of that day.
+#[actix_web::test]
+async fn the_command_line_takes_a_local_expiry() {
+    let db = crate::support::TestDb::create().await;
+    let zone = [("INKLINK_TIMEZONE", "Asia/Shanghai")];
+    let run = crate::cli::inklink_with(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/local-time",
+            "--code",
+            "localtime",
+            "--expires",
+            "2099-12-31 23:59",
+            "--valid-from",
+            "2099-01-01",
+        ],
+        None,
+        &zone,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let shown =
+        crate::cli::inklink_with(&db, &["link", "show", "localtime", "--json"], None, &zone);
+    let link: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(link["expires_at"], "2099-12-31T15:59:00+00:00", "{link}");
+    assert_eq!(link["valid_from"], "2098-12-31T16:00:00+00:00", "{link}");
+
+    let skipped = crate::cli::inklink_with(
+        &db,
+        &[
+            "link",
+            "add",
+            "https://example.com/local-time",
+            "--expires",
+            "2099-03-08 02:30",
+        ],
+        None,
+        &[("INKLINK_TIMEZONE", "America/New_York")],
+    );
+    assert_eq!(skipped.code, 1);
+    assert!(
+        skipped
+            .stderr
+            .contains("--expires: 2099-03-08 02:30 does not exist in America/New_York"),
+        "{}",
+        skipped.stderr
+    );
+}
