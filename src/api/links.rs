@@ -3,24 +3,18 @@
 use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody, ErrorCode};
+use super::link_input::{alt_targets, fallback, in_app, new_link, password, tag_list};
 use super::model::{
-    AltTarget, BatchRequest, BatchResponse, BatchResult, BulkRequest, BulkResult, CodeStrategy,
-    CreateLink, DayStats, Link, LinkPage, LinkState, LinkStats, ListQuery, PatchLink, RangeStats,
-    SetState, StatsQuery, StatusFilter,
+    AltTarget, BatchRequest, BatchResponse, BatchResult, BulkRequest, BulkResult, CreateLink, Link,
+    LinkPage, LinkState, ListQuery, PatchLink, SetState, StatusFilter,
 };
 use crate::db::entities::domain_conf;
-use crate::db::entities::url_map::{self, LinkStatus, Strategy};
-use crate::rules::{
-    AltTargets, DomainHost, InAppApps, LinkPassword, OwnHost, ShortCode, Tag, TargetUrl, UrlRules,
-};
+use crate::db::entities::url_map::{self, LinkStatus};
+use crate::rules::{AltTargets, DomainHost, InAppApps, OwnHost, ShortCode, Tag, UrlRules};
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging};
-use crate::services::links::{
-    self, CampaignEdit, Field, LinkChanges, LinkEdit, LinkInput, NewLink, Outcome, TagInput,
-};
+use crate::services::links::{self, CampaignEdit, LinkChanges, LinkEdit, NewLink, Outcome};
 use crate::state::AppState;
-use crate::stats::days::today;
-use crate::stats::report::{self, Period, Scope};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use chrono::{DateTime, TimeZone, Utc};
@@ -104,88 +98,8 @@ pub fn view(link: &url_map::Model, domains: &Domains, tags: &Tags, state: &AppSt
     }
 }
 
-/// A field's refusal, with the error code every API client sees for that field.
-fn refused(field: Field, err: impl std::fmt::Display) -> ApiError {
-    let code = match field {
-        Field::Url | Field::FallbackUrl => ErrorCode::InvalidUrl,
-        Field::Code => ErrorCode::InvalidCode,
-        Field::Domain => ErrorCode::UnknownDomain,
-        _ => ErrorCode::InvalidValue,
-    };
-    ApiError::invalid(code, err.to_string(), field.name())
-}
-
-fn password(input: &str) -> Result<LinkPassword, ApiError> {
-    LinkPassword::parse(input).map_err(|err| refused(Field::Password, err))
-}
-
-fn tag_list(tags: &[String]) -> Result<Vec<Tag>, ApiError> {
-    Tag::parse_each(tags.iter().map(String::as_str)).map_err(|err| refused(Field::Tags, err))
-}
-
-fn fallback(input: &str, rules: &UrlRules<'_>) -> Result<TargetUrl, ApiError> {
-    TargetUrl::parse(input, rules).map_err(|err| refused(Field::FallbackUrl, err))
-}
-
-fn in_app(apps: &[String]) -> Result<InAppApps, ApiError> {
-    InAppApps::parse(&apps.join(",")).map_err(|err| refused(Field::InAppPage, err))
-}
-
-/// The targets as the `RULE=URL` entries every front end gives.
-fn target_entries(targets: &[AltTarget]) -> Vec<String> {
-    targets
-        .iter()
-        .map(|target| format!("{}={}", target.rule, target.url))
-        .collect()
-}
-
-fn alt_targets(targets: &[AltTarget], rules: &UrlRules<'_>) -> Result<AltTargets, ApiError> {
-    let entries = target_entries(targets);
-    AltTargets::parse_lines(entries.iter().map(String::as_str), rules)
-        .map_err(|err| refused(Field::Targets, err))
-}
-
 async fn target(state: &AppState, url: &str) -> Result<crate::rules::TargetUrl, ApiError> {
     Ok(links::parse_target(&state.core, url).await?)
-}
-
-/// Checks one create request against the rules (no database needed beyond `rules`). The
-/// JSON has typed its numbers and times already; the rest is read as every front end reads it.
-fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiError> {
-    let given = LinkInput {
-        url: input.url,
-        code: input.code,
-        domain: input.domain,
-        description: input.description,
-        expires_at: input.expires_at.map(|at| at.0.to_rfc3339()),
-        valid_from: input.valid_from.map(|at| at.0.to_rfc3339()),
-        redirect_status: input.redirect_status.map(|code| code.0.code().to_string()),
-        length: input.length.map(|length| length.0.get().to_string()),
-        strategy: match input.strategy {
-            Some(CodeStrategy::Hash) => Strategy::Hash,
-            _ => Strategy::Sequence,
-        },
-        reuse: input.reuse.unwrap_or(false),
-        password: input.password,
-        max_visits: input.max_visits.map(|count| count.0.get().to_string()),
-        fallback_url: input.fallback_url,
-        in_app_page: input.in_app_page.map(|apps| apps.join(",")),
-        targets: target_entries(&input.targets.unwrap_or_default()),
-        tags: TagInput::Each(input.tags.unwrap_or_default()),
-    };
-    given.parse(rules, chrono_tz::UTC).map_err(|errors| {
-        let first = errors
-            .into_iter()
-            .next()
-            .expect("a refused input names a field");
-        let code = match first.field {
-            Field::Url | Field::FallbackUrl => ErrorCode::InvalidUrl,
-            Field::Code => ErrorCode::InvalidCode,
-            Field::Domain => ErrorCode::UnknownDomain,
-            _ => ErrorCode::InvalidValue,
-        };
-        ApiError::invalid(code, first.message, first.field.name())
-    })
 }
 
 async fn url_rules_hosts(state: &AppState) -> Result<Vec<OwnHost>, ApiError> {
@@ -334,7 +248,7 @@ pub async fn batch(
     Ok(HttpResponse::Ok().json(BatchResponse { results }))
 }
 
-async fn find(state: &AppState, code: &str) -> Result<url_map::Model, ApiError> {
+pub async fn find(state: &AppState, code: &str) -> Result<url_map::Model, ApiError> {
     let not_found = || ApiError::NotFound(format!("there is no link with the code '{code}'"));
     let code = ShortCode::to_find(code).map_err(|_| not_found())?;
     links::find_by_code(&state.core.db, &code)
@@ -582,75 +496,6 @@ pub async fn revoke(
     let domains = all_domains(&state).await?;
     let tags = tags_for(&state, &[link.id]).await?;
     Ok(HttpResponse::Ok().json(view(&link, &domains, &tags, &state)))
-}
-
-/// Daily visits of a link.
-#[utoipa::path(
-    get,
-    path = "/api/v1/links/{code}/stats",
-    tag = "links",
-    params(("code" = String, Path, description = "The short code"), StatsQuery),
-    responses(
-        (status = 200, description = "Every day of the range", body = LinkStats),
-        (status = 400, description = "A malformed date or range", body = ErrorBody),
-        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
-        (status = 404, description = "No such code", body = ErrorBody),
-        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
-    ),
-    security(("api_key" = []))
-)]
-pub async fn stats(
-    _caller: ApiCaller,
-    state: web::Data<AppState>,
-    code: web::Path<String>,
-    query: web::Query<StatsQuery>,
-) -> Result<HttpResponse, ApiError> {
-    for (field, value) in [("from", &query.from), ("to", &query.to)] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            return Err(ApiError::bad(
-                format!("{field} is empty; give a date as YYYY-MM-DD or leave it out"),
-                Some(field),
-            ));
-        }
-    }
-    let link = find(&state, &code).await?;
-    let tz = state.core.settings.timezone;
-    let period = Period::parse(None, query.from.as_deref(), query.to.as_deref(), today(tz))
-        .map_err(|err| ApiError::bad(err.to_string(), Some(err.field())))?;
-    let scope = Scope::Link(link.id);
-    let days = report::daily(&state.core.db, scope, period.from, period.to).await?;
-    let total = report::range_totals(
-        &state.core.db,
-        &state.core.kept,
-        scope,
-        period.from,
-        period.to,
-    )
-    .await?;
-    Ok(HttpResponse::Ok().json(LinkStats {
-        code: link.compression_code.to_string(),
-        from: period.from,
-        to: period.to,
-        timezone: tz.name().to_owned(),
-        days: days
-            .into_iter()
-            .map(|d| DayStats {
-                date: d.day,
-                pv: d.visits.pv,
-                uv: d.visits.uv,
-                ip: d.visits.ip,
-                effective: d.visits.effective,
-                ineffective: d.visits.ineffective,
-            })
-            .collect(),
-        total: RangeStats {
-            pv: total.pv,
-            uv: total.uv,
-            ip: total.ip,
-            effective: total.effective,
-            ineffective: total.ineffective,
-        },
-    }))
 }
 
 /// The list filter of `GET /links` and of a bulk action's `filter` (whose mistakes are

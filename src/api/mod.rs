@@ -5,10 +5,12 @@ pub mod auth;
 pub mod body;
 pub mod domains;
 pub mod error;
+pub mod link_input;
 pub mod links;
 pub mod model;
 pub mod openapi;
 pub mod sms;
+pub mod stats;
 
 use crate::net::hosts::AdminHosts;
 use actix_web::{HttpRequest, web};
@@ -61,7 +63,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                             .route(web::delete().to(links::revoke)),
                     )
                     .service(
-                        resource("/links/{code}/stats", "GET").route(web::get().to(links::stats)),
+                        resource("/links/{code}/stats", "GET").route(web::get().to(stats::stats)),
                     )
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
                     .service(resource("/sms", "POST").route(web::post().to(sms::compose)))

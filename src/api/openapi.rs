@@ -25,7 +25,7 @@ use utoipa::{Modify, OpenApi};
         super::links::get,
         super::links::update,
         super::links::revoke,
-        super::links::stats,
+        super::stats::stats,
         super::domains::list,
         super::sms::compose,
         super::sms::count,

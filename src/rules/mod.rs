@@ -7,7 +7,6 @@ pub mod campaign;
 pub mod codes;
 pub mod host;
 pub mod outcome;
-pub mod permutation;
 pub mod redirect_status;
 pub mod sms;
 pub mod tag;

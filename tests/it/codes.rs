@@ -1,8 +1,8 @@
 //! Properties of the code generators.
 
 use crate::support::Case;
+use inklink::rules::codes::permutation::Permutation;
 use inklink::rules::codes::{ALPHABET, check_character, is_reserved};
-use inklink::rules::permutation::Permutation;
 use inklink::rules::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 use std::collections::HashSet;
 

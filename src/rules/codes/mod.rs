@@ -1,8 +1,10 @@
 //! Short codes: the base62 alphabet, the sequence and hash generators, the optional check
 //! character, and the rules for custom codes.
 
-use super::permutation::Permutation;
+pub mod permutation;
+
 use crate::digest::derive_key;
+use permutation::Permutation;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
