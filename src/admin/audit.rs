@@ -13,12 +13,10 @@ use askama::Template;
 const PAGE_SIZE: u64 = 100;
 
 #[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct AuditQuery {
-    #[serde(default)]
     actor: String,
-    #[serde(default)]
     action: String,
-    #[serde(default)]
     target: String,
     before: Option<i64>,
 }

@@ -90,11 +90,10 @@ pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpRes
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct AddForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     host: String,
     /// Checkbox: present when ticked.
     http: Option<String>,
@@ -220,12 +219,11 @@ async fn refuse(
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct ChangeForm {
-    #[serde(default)]
     csrf: String,
     /// For rotation: the domain that takes over (empty until one is chosen).
-    #[serde(default)]
     replacement: String,
     /// Rotation must be confirmed: it changes every link's short URL at once.
     confirm: Option<String>,

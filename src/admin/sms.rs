@@ -14,21 +14,15 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 #[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
 pub struct SmsForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     message: String,
-    #[serde(default)]
     url: String,
-    #[serde(default)]
     signature: String,
-    #[serde(default)]
     rule: String,
-    #[serde(default)]
     segments: String,
     /// `preview` to count and plan without creating the link.
-    #[serde(default)]
     action: String,
 }
 

@@ -251,15 +251,12 @@ pub async fn login_form(
     Ok(response)
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct LoginForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     username: String,
-    #[serde(default)]
     password: String,
-    #[serde(default)]
     next: String,
 }
 

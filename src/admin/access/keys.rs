@@ -91,15 +91,12 @@ pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpRes
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct AddForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     role: String,
-    #[serde(default)]
     expires: String,
 }
 
@@ -148,12 +145,11 @@ pub async fn add(
     }
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct RevokeForm {
-    #[serde(default)]
     csrf: String,
     /// Revoking asks first.
-    #[serde(default)]
     confirm: String,
 }
 

@@ -69,15 +69,12 @@ pub async fn list(user: AdminUser, state: web::Data<AppState>) -> Result<HttpRes
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct AddForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     password: String,
-    #[serde(default)]
     role: String,
 }
 
@@ -114,16 +111,13 @@ pub async fn add(
     }
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct ChangeForm {
-    #[serde(default)]
     csrf: String,
-    #[serde(default)]
     role: String,
-    #[serde(default)]
     password: String,
     /// Disabling asks first.
-    #[serde(default)]
     confirm: String,
 }
 

@@ -13,52 +13,32 @@ use std::collections::HashMap;
 pub type Errors = HashMap<&'static str, String>;
 
 #[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
 pub struct LinkForm {
-    #[serde(default)]
     pub csrf: String,
-    #[serde(default)]
     pub url: String,
-    #[serde(default)]
     pub code: String,
-    #[serde(default)]
     pub domain: String,
-    #[serde(default)]
     pub description: String,
     /// `YYYY-MM-DDTHH:MM` from a datetime-local input, in the person's time zone.
-    #[serde(default)]
     pub expires: String,
-    #[serde(default)]
     pub redirect_status: String,
     /// Tags separated by commas.
-    #[serde(default)]
     pub tags: String,
     /// Campaign settings (the new-link form only).
-    #[serde(default)]
     pub length: String,
-    #[serde(default)]
     pub password: String,
-    #[serde(default)]
     pub max_visits: String,
-    #[serde(default)]
     pub valid_from: String,
-    #[serde(default)]
     pub fallback_url: String,
-    #[serde(default)]
     pub in_app_page: String,
-    #[serde(default)]
     pub targets: String,
-    #[serde(default)]
     pub utm_source: String,
-    #[serde(default)]
     pub utm_medium: String,
-    #[serde(default)]
     pub utm_campaign: String,
-    #[serde(default)]
     pub utm_term: String,
-    #[serde(default)]
     pub utm_content: String,
     /// The edit form: remove the visitor password.
-    #[serde(default)]
     pub remove_password: String,
 }
 

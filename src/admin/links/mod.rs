@@ -74,15 +74,14 @@ impl FilterForm {
 }
 
 #[derive(serde::Deserialize, Default)]
+#[serde(default)]
 pub struct ListQuery {
     #[serde(flatten)]
     filter: FilterForm,
     /// Newest first pages by keyset: links with a smaller id than this. Stays fast at any
     /// depth, unlike OFFSET.
-    #[serde(default)]
     before: String,
     /// Soonest-expiry pages are numbered (that order is for the few links that expire).
-    #[serde(default)]
     page: String,
 }
 
