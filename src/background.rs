@@ -2,8 +2,8 @@
 //! writer's `storer`) and counting them into the statistics. On a machine the redirects keep
 //! busy, the kernel then gives them the cores first and this work takes what is left; on a
 //! quiet one it runs at full speed.
-//! Resting after each counting turn, as before, slowed counting whether the cores were
-//! needed or not: a burst of 40,000 clicks a second reached the dashboard a minute late.
+//! Resting after each counting turn instead slowed counting whether the cores were needed or
+//! not, and a burst reached the dashboard late (bench/README.md has the figures).
 //!
 //! One of the three modules with `unsafe` code (Cargo.toml denies it everywhere else; the
 //! others are `insert::sqlite` and the journal's `segment`): one

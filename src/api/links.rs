@@ -548,11 +548,7 @@ fn link_filter(
     };
     Ok(LinkFilter {
         text: q.and_then(listing::text),
-        status: status.map(|status| match status {
-            StatusFilter::Active => listing::StatusFilter::Active,
-            StatusFilter::Disabled => listing::StatusFilter::Disabled,
-            StatusFilter::Expired => listing::StatusFilter::Expired,
-        }),
+        status,
         domain_id,
         tag,
         ..LinkFilter::default()

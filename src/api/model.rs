@@ -356,13 +356,7 @@ pub struct BatchResponse {
     pub results: Vec<BatchResult>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum StatusFilter {
-    Active,
-    Disabled,
-    Expired,
-}
+pub use crate::services::links::listing::StatusFilter;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -1,11 +1,11 @@
 //! The CLI's management commands: list and show as tables (or `--json`), and the changes the
 //! admin UI makes, through the same services.
 
-use super::{ApikeyAction, DomainAction, LinkAction, ListStatus, UserAction};
+use super::{ApikeyAction, DomainAction, LinkAction, UserAction};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::entities::url_map::{self, LinkState};
 use crate::rules::{DomainHost, KeyName, ShortCode, Username};
-use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
+use crate::services::links::listing::{self, LinkFilter, Order, Paging};
 use crate::services::users::UserChange;
 use crate::services::{Actor, api_keys, domains, links, users};
 use crate::state::Inklink;
@@ -96,11 +96,7 @@ pub async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
         } => {
             let filter = LinkFilter {
                 text: search.as_deref().and_then(listing::text),
-                status: status.map(|status| match status {
-                    ListStatus::Active => StatusFilter::Active,
-                    ListStatus::Disabled => StatusFilter::Disabled,
-                    ListStatus::Expired => StatusFilter::Expired,
-                }),
+                status,
                 tag: tag
                     .as_deref()
                     .map(crate::rules::Tag::parse)

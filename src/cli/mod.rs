@@ -280,7 +280,7 @@ pub enum LinkAction {
         search: Option<String>,
         /// Only links in this state
         #[arg(long, value_enum)]
-        status: Option<ListStatus>,
+        status: Option<crate::services::links::listing::StatusFilter>,
         /// Only links with this tag
         #[arg(long)]
         tag: Option<String>,
@@ -298,13 +298,6 @@ pub enum LinkAction {
     },
     /// Delete a link: it answers 404, leaves the lists, and its code is never issued again
     Delete { code: String },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ListStatus {
-    Active,
-    Disabled,
-    Expired,
 }
 
 #[derive(Subcommand, Debug, Clone)]

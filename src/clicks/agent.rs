@@ -4,18 +4,8 @@
 //! visitors use nor most of the crawlers and scripts that fetch short links.
 
 use super::capture::clip;
+pub use crate::clickstore::row::Agent;
 use crate::clickstore::row::Text;
-
-/// What a user agent says about the visitor's software.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Agent {
-    pub browser: Option<Text>,
-    pub browser_version: Option<Text>,
-    pub os: Option<Text>,
-    pub os_version: Option<Text>,
-    pub device: Option<Text>,
-    pub is_bot: bool,
-}
 
 /// In-app browsers and browsers, each by a token of its user agent (lower case), in the order
 /// they are tried: an app's web view often carries the token of the engine it embeds as well

@@ -151,12 +151,7 @@ impl Enricher {
             country: place.country,
             province: place.province,
             city: place.city,
-            browser: agent.browser,
-            browser_version: agent.browser_version,
-            os: agent.os,
-            os_version: agent.os_version,
-            device: agent.device,
-            is_bot: agent.is_bot,
+            agent,
             outcome: event.outcome,
             generation: event.generation,
         }

@@ -8,8 +8,8 @@
 //!   It is enriched when it is read back. The overflow happens when the cores are busiest
 //!   (the writer fell behind a burst of redirects), so writing it must cost as little as
 //!   possible: encoding a journal line skips enriching the click and writing its 24-field
-//!   row as JSON, and decoding it is cheaper than parsing that JSON back (in
-//!   `bench/redirect.sh` the click pipeline's CPU per request fell by about 3 µs);
+//!   row as JSON, and decoding it is cheaper than parsing that JSON back (bench/README.md
+//!   has what it saved under `bench/redirect.sh`);
 //! - an enriched row as a JSON object (starts with `{`): what memory held at shutdown, and
 //!   every line that versions before this one wrote.
 

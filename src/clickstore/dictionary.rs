@@ -106,11 +106,11 @@ impl Slot {
             Self::Agent => {
                 let all = [
                     row.user_agent.clone(),
-                    row.browser.clone(),
-                    row.browser_version.clone(),
-                    row.os.clone(),
-                    row.os_version.clone(),
-                    row.device.clone(),
+                    row.agent.browser.clone(),
+                    row.agent.browser_version.clone(),
+                    row.agent.os.clone(),
+                    row.agent.os_version.clone(),
+                    row.agent.device.clone(),
                 ];
                 all.iter().any(Option::is_some).then_some(all)
             }

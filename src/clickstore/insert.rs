@@ -80,7 +80,7 @@ impl Click {
             at: micros(row.record_time),
             link: row.url_map_id,
             ids,
-            bot: row.is_bot,
+            bot: row.agent.is_bot,
             counted: false,
             key: row.event_key.packed(),
             ip: row.client_ip.packed(),

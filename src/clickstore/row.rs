@@ -46,12 +46,9 @@ pub struct EventRow {
     pub country: Option<Text>,
     pub province: Option<Text>,
     pub city: Option<Text>,
-    pub browser: Option<Text>,
-    pub browser_version: Option<Text>,
-    pub os: Option<Text>,
-    pub os_version: Option<Text>,
-    pub device: Option<Text>,
-    pub is_bot: bool,
+    /// What its user agent says (spooled as the six fields it has).
+    #[serde(flatten)]
+    pub agent: Agent,
     /// How the request ended; kept (and spooled) as `transform_status`, `failure_reason` and
     /// `target_rule`.
     #[serde(flatten, with = "outcome_fields")]
@@ -59,6 +56,17 @@ pub struct EventRow {
     /// The journal generation of the event (not stored, not spooled).
     #[serde(skip)]
     pub generation: u32,
+}
+
+/// What a user agent says about the visitor's software (read by `clicks::agent`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub browser: Option<Text>,
+    pub browser_version: Option<Text>,
+    pub os: Option<Text>,
+    pub os_version: Option<Text>,
+    pub device: Option<Text>,
+    pub is_bot: bool,
 }
 
 /// What identifies a click and where it came from: each click table keeps these its own way
@@ -93,12 +101,14 @@ impl EventRow {
             country: text("country")?,
             province: text("province")?,
             city: text("city")?,
-            browser: text("browser")?,
-            browser_version: text("browser_version")?,
-            os: text("os")?,
-            os_version: text("os_version")?,
-            device: text("device")?,
-            is_bot: row.try_get("", "is_bot")?,
+            agent: Agent {
+                browser: text("browser")?,
+                browser_version: text("browser_version")?,
+                os: text("os")?,
+                os_version: text("os_version")?,
+                device: text("device")?,
+                is_bot: row.try_get("", "is_bot")?,
+            },
             outcome: {
                 let (status, reason, rule) = (
                     text("transform_status")?.unwrap_or_default(),

@@ -20,8 +20,7 @@ fn burst_batch(backend: DbBackend) -> u64 {
 /// The rest after a turn of a burst. On SQLite a quarter of the turn's length, and at least
 /// [`MIN_REST`] (SQLite's busy wait polls every 100 ms at most), so that the writer gets the
 /// write lock in between. PostgreSQL and MySQL let the writer store while counting runs, and
-/// the longer rest only kept a burst longer off the dashboard (on PostgreSQL, after 10 s of
-/// 40,000 clicks a second: 10.9 s with it, 9.1 s without).
+/// a longer rest there only keeps a burst longer off the dashboard (bench/README.md).
 fn burst_rest(backend: DbBackend, turn: Duration) -> Duration {
     match backend {
         DbBackend::Sqlite => (turn / 4).max(MIN_REST),

@@ -225,8 +225,8 @@ async fn the_headers_real_clients_send_are_kept() {
                 text(&row.user_agent),
                 text(&row.referer),
                 text(&row.referer_host),
-                text(&row.browser),
-                text(&row.device),
+                text(&row.agent.browser),
+                text(&row.agent.device),
             )
         })
         .collect();
@@ -277,7 +277,7 @@ async fn the_headers_real_clients_send_are_kept() {
     ); // Only the HEAD was a bot's.
     let bots: Vec<String> = rows
         .iter()
-        .filter(|row| row.is_bot)
+        .filter(|row| row.agent.is_bot)
         .map(|row| row.client_ip.to_string())
         .collect();
     assert_eq!(bots, ["198.51.100.4"]);

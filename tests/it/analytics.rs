@@ -839,7 +839,7 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
             .remove(0);
         let ip = row.client_ip.to_string();
         let country = row.country.as_deref().map(str::to_owned);
-        let browser = row.browser.as_deref().map(str::to_owned);
+        let browser = row.agent.browser.as_deref().map(str::to_owned);
         let status = row.outcome.status().to_owned();
         assert_eq!(ip, expect_ip, "trusted: {trusted:?}");
         assert_eq!(country.as_deref(), expect_country);

@@ -577,7 +577,7 @@ async fn clicks_that_overflow_to_the_spool_are_stored_as_those_held_in_memory() 
         .await
         .unwrap();
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0].browser.as_deref(), Some("WeChat"));
+    assert_eq!(rows[0].agent.browser.as_deref(), Some("WeChat"));
     assert_eq!(rows[0].country.as_deref(), Some("United States"));
     for row in &mut rows {
         row.event_key = "".into();

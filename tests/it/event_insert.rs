@@ -164,7 +164,8 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
     let queries = batch.iter().filter(|r| r.query_string.is_some()).count() as i64;
     assert_eq!(rows_in(&core.db, "click_text").await, 2 + queries);
     assert!(
-        got.iter().any(|row| row.is_bot) && got.iter().any(|row| row.outcome.reason().is_some())
+        got.iter().any(|row| row.agent.is_bot)
+            && got.iter().any(|row| row.outcome.reason().is_some())
     );
     assert!(
         got.iter()
@@ -217,7 +218,7 @@ async fn statistics(db: &DatabaseConnection) -> Vec<String> {
 /// itself counts it.
 fn expected_day(day: NaiveDate, link: i64, batch: &[EventRow]) -> String {
     let success = batch.iter().filter(|r| r.outcome.status() == "success");
-    let views: Vec<&EventRow> = success.clone().filter(|r| !r.is_bot).collect();
+    let views: Vec<&EventRow> = success.clone().filter(|r| !r.agent.is_bot).collect();
     let effective = success.count();
     let distinct = |field: fn(&EventRow) -> String| {
         views
@@ -618,9 +619,9 @@ async fn writers_storing_the_same_new_texts_at_once_share_one_row_each() {
         .map(|r| {
             (
                 r.user_agent.clone(),
-                r.browser.clone(),
-                r.os.clone(),
-                r.device.clone(),
+                r.agent.browser.clone(),
+                r.agent.os.clone(),
+                r.agent.device.clone(),
             )
         })
         .collect();
@@ -789,7 +790,7 @@ async fn clicks_stored_with_a_counted_flag_keep_every_value_and_only_the_uncount
             Digest::stored(&[0xa0 + i; 16]).to_string()
         );
         assert_eq!(&*click.row.compression_code, "abc234");
-        assert_eq!(click.row.is_bot, i == 2);
+        assert_eq!(click.row.agent.is_bot, i == 2);
         assert_eq!(click.counted, i == 1, "click {i}");
     }
     assert_eq!(rows_in(&core.db, "click_waiting").await, 2);

@@ -46,12 +46,7 @@ impl FilterForm {
     pub fn filter(&self) -> LinkFilter {
         LinkFilter {
             text: listing::text(&self.q),
-            status: match self.status.as_str() {
-                "active" => Some(StatusFilter::Active),
-                "disabled" => Some(StatusFilter::Disabled),
-                "expired" => Some(StatusFilter::Expired),
-                _ => None,
-            },
+            status: StatusFilter::named(&self.status),
             domain_id: self.domain.trim().parse().ok(),
             creator: listing::text(&self.creator),
             by_expiry: self.sort == "expiry",

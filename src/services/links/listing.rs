@@ -10,12 +10,37 @@ use sea_orm::{
     QueryOrder, QuerySelect, Select,
 };
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// One definition for the admin list's menu, the API's `status` and the CLI's `--status`.
+/// Which links a list shows, by state.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    clap::ValueEnum,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum StatusFilter {
     Active,
     Disabled,
     /// Past their expiry, whatever their status.
     Expired,
+}
+
+impl StatusFilter {
+    /// As a form or a query string names it; anything else is no filter.
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "active" => Some(Self::Active),
+            "disabled" => Some(Self::Disabled),
+            "expired" => Some(Self::Expired),
+            _ => None,
+        }
+    }
 }
 
 /// The links to show. Text is trimmed and never empty; `None` means "any".
