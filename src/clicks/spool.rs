@@ -16,8 +16,9 @@
 use super::event::ClickEvent;
 use super::journal::line;
 use crate::clickstore::row::EventRow;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub struct Spool {
@@ -136,7 +137,14 @@ impl Spool {
     /// older than the spool's contents), rewriting the file.
     pub fn prepend(&mut self, held: &[Spooled]) -> io::Result<()> {
         let tmp = self.path.with_extension("tmp");
-        let mut out = BufWriter::new(File::create(&tmp)?);
+        let mut out = BufWriter::new(
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(PRIVATE_FILE)
+                .open(&tmp)?,
+        );
         let mut text = Vec::new();
         for spooled in held {
             spooled.write(&mut out, &mut text)?;
@@ -216,6 +224,20 @@ enum Durability {
     Later,
 }
 
+/// The spool and the journal hold visitors' addresses, agents, referrers and query strings:
+/// their files are the service's alone, and a directory inklink makes for them too.
+pub const PRIVATE_FILE: u32 = 0o600;
+const PRIVATE_DIR: u32 = 0o700;
+
+/// Makes `dir` (and its missing parents) readable by the service alone; an existing directory
+/// keeps its mode (the default spool directory is the working directory).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR)
+        .create(dir)
+}
+
 /// Appends what `write` writes (whole lines) to the file at `path`.
 fn append_lines(
     path: &Path,
@@ -223,13 +245,18 @@ fn append_lines(
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        private_dir(dir)?;
     }
     let file = OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
+        .mode(PRIVATE_FILE)
         .open(path)?;
+    // A file an older version made readable by others is closed to them now.
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(Permissions::from_mode(PRIVATE_FILE))?;
+    }
     let torn = ends_mid_line(&file)?;
     let mut out = BufWriter::new(file);
     if torn {
@@ -247,7 +274,7 @@ fn append_lines(
 
 /// Fails unless a spool file can be written in `dir` (made if missing).
 pub fn check_dir(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    private_dir(dir)?;
     let probe = dir.join(format!(".inklink-write-test-{}", std::process::id()));
     let written = File::create(&probe).and_then(|mut file| file.write_all(b"\n"));
     let _ = std::fs::remove_file(&probe);

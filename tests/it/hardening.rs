@@ -859,3 +859,51 @@ async fn operators_changes_succeed_while_clicks_are_stored_and_counted() {
     assert_eq!(default.host, "busy-39.example");
     assert!(during > 40, "only {during} clicks were stored meanwhile");
 }
+
+/// The journal, the spool and the file of refused rows hold visitors' addresses, agents and
+/// referrers: the service's user alone may read them, and a directory inklink makes for them is
+/// its alone too. A spool file an older version left readable is closed when it is next written.
+#[test]
+fn journal_and_spool_files_are_readable_by_the_service_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let root = std::env::temp_dir().join(format!("inklink-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.join("spool");
+    inklink::clicks::spool::check_dir(&dir).unwrap();
+    assert_eq!(mode(&dir), 0o700, "a spool directory inklink makes");
+
+    let journal = inklink::clicks::journal::Journal::new(&dir, 8080, 7);
+    let at = NaiveDate::from_ymd_opt(2026, 11, 26)
+        .unwrap()
+        .and_hms_opt(9, 0, 0)
+        .unwrap();
+    let mut click = crate::support::page_view("abc", 1, at, "203.0.113.9".parse().unwrap());
+    journal.append(&mut click);
+    let journals: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().contains("inklink-journal-"))
+        .collect();
+    assert!(!journals.is_empty(), "the click is journaled");
+    for path in &journals {
+        assert_eq!(mode(path), 0o600, "{}", path.display());
+    }
+
+    let mut spool = Spool::open(&dir.join("inklink-spool-8080.jsonl")).unwrap();
+    spool.append_clicks(std::slice::from_ref(&click)).unwrap();
+    assert_eq!(mode(&dir.join("inklink-spool-8080.jsonl")), 0o600);
+
+    let older = dir.join("inklink-rejected-8080.jsonl");
+    std::fs::write(&older, "").unwrap();
+    std::fs::set_permissions(&older, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut enricher = inklink::clicks::enrich::Enricher::new(
+        inklink::clicks::geoip::GeoIp::open(None, "en"),
+        [1; 16],
+        7,
+    );
+    append_rows(&older, &[enricher.enrich(click)]).unwrap();
+    assert_eq!(mode(&older), 0o600, "closed when next written");
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -15,6 +15,7 @@
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::OpenOptions;
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 pub struct Segment {
@@ -29,6 +30,8 @@ impl Segment {
             .read(true)
             .write(true)
             .create_new(true)
+            // Visitors' addresses and agents: the service's alone, as the spool's files are.
+            .mode(0o600)
             .open(path)?;
         file.set_len(len as u64)?;
         // SAFETY: see the module comment: this process created the file just now, gave it its
