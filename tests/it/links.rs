@@ -433,11 +433,17 @@ async fn a_bad_field_gets_the_same_message_from_every_front_end() {
         run.stderr
     );
 
-    let csv = format!("url,tags\n{target},{long}\n");
+    // A row with two mistakes reports its first, whole (the page translates it as one message).
+    let csv = format!("url,tags\n{target},{long}\nnot a url,{long}\n");
     let rows = links::bulk::import(&app.core, csv.as_bytes(), &Actor::Cli, chrono_tz::UTC)
         .await
         .unwrap();
     assert_eq!(rows[0].result, Err(expected.clone()));
+    let bad_url = links::parse_target(&app.core, "not a url")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(rows[1].result, Err(bad_url));
 
     let made = inklink::db::entities::url_map::Entity::find()
         .filter(inklink::db::entities::url_map::Column::LongUrl.eq(target))

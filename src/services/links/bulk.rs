@@ -140,7 +140,7 @@ pub async fn import(
     Ok(outcomes)
 }
 
-/// A row as a new link. A mistake quotes the value it is about.
+/// A row as a new link, or its first mistake (which quotes the value it is about).
 fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
     let [url, code, description, expires_at, domain, length, tags] = input.clone();
     let input = LinkInput {
@@ -153,12 +153,14 @@ fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLin
         tags: TagInput::List(tags),
         ..LinkInput::default()
     };
+    // The first mistake, whole: the page shows it in the person's language, which a list of
+    // several joined together would not match.
     input.parse(rules, tz).map_err(|errors| {
         errors
-            .iter()
-            .map(|err| err.message.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
+            .into_iter()
+            .next()
+            .map(|err| err.message)
+            .unwrap_or_default()
     })
 }
 
