@@ -10,7 +10,7 @@ use super::model::{
 };
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus};
-use crate::rules::{AltTargets, DomainHost, InAppApps, OwnHost, ShortCode, Tag, UrlRules};
+use crate::rules::{AltTargets, DomainHost, InAppApps, OwnHost, ShortCode, Tag};
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging};
 use crate::services::links::{self, CampaignEdit, LinkChanges, LinkEdit, NewLink, Outcome};
@@ -106,13 +106,6 @@ async fn url_rules_hosts(state: &AppState) -> Result<Vec<OwnHost>, ApiError> {
     Ok(domains::own_hosts(&state.core.db).await?)
 }
 
-fn rules<'a>(state: &AppState, own_hosts: &'a [OwnHost]) -> UrlRules<'a> {
-    UrlRules {
-        max_length: state.core.settings.max_url_length as usize,
-        own_hosts,
-    }
-}
-
 fn created_status(saved: &links::SavedLink) -> StatusCode {
     match saved.outcome {
         Outcome::Created => StatusCode::CREATED,
@@ -145,7 +138,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let input: CreateLink = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
     let own_hosts = url_rules_hosts(&state).await?;
-    let new = new_link(input, &rules(&state, &own_hosts))?;
+    let new = new_link(input, &links::url_rules(&state.core, &own_hosts))?;
     let saved = links::create(&state.core, new, &caller.actor()).await?;
     let domains = all_domains(&state).await?;
     let tags = tags_for(&state, &[saved.link.id]).await?;
@@ -200,7 +193,7 @@ pub async fn batch(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let own_hosts = url_rules_hosts(&state).await?;
-    let rules = rules(&state, &own_hosts);
+    let rules = links::url_rules(&state.core, &own_hosts);
     let checked: Vec<Result<NewLink, ApiError>> = inputs
         .into_iter()
         .map(|input| new_link(input, &rules))
@@ -415,7 +408,7 @@ pub async fn update(
         SetState::Disabled => LinkStatus::Disabled,
     });
     let own_hosts = url_rules_hosts(&state).await?;
-    let rules = rules(&state, &own_hosts);
+    let rules = links::url_rules(&state.core, &own_hosts);
     let campaign = CampaignEdit {
         password: patch
             .password
