@@ -177,11 +177,11 @@ async fn campaign_answer(
             Some(Outcome::InAppPage),
         );
     }
-    if let Some(stopped) = password_gate(req, state, link, campaign, posted).await {
+    if let Some(stopped) = password_gate(req, state, link, campaign, posted, lang).await {
         return stopped;
     }
     if campaign.limited
-        && let Some(stopped) = visit_gate(req, state, link).await
+        && let Some(stopped) = visit_gate(req, state, link, lang).await
     {
         return stopped;
     }
@@ -210,8 +210,8 @@ async fn password_gate(
     link: &ResolvedLink,
     campaign: &CampaignRules,
     posted: Option<web::Payload>,
+    lang: Lang,
 ) -> Option<Answer> {
-    let lang = Lang::of(req);
     let Some(hash) = &campaign.password_hash else {
         return posted.is_some().then(|| unknown(req));
     };
@@ -249,7 +249,12 @@ async fn password_gate(
 }
 
 /// Takes one of a limited link's visits; `None`: one was left.
-async fn visit_gate(req: &HttpRequest, state: &AppState, link: &ResolvedLink) -> Option<Answer> {
+async fn visit_gate(
+    req: &HttpRequest,
+    state: &AppState,
+    link: &ResolvedLink,
+    lang: Lang,
+) -> Option<Answer> {
     if link.used_up.load(Ordering::Relaxed) {
         return Some(turned_away(req, link, Outcome::UsedUp));
     }
@@ -261,8 +266,7 @@ async fn visit_gate(req: &HttpRequest, state: &AppState, link: &ResolvedLink) ->
         }
         Err(err) => {
             tracing::error!(error = %err, "cannot count a visit of a limited link");
-            let page = pages::fixed(Page::Unavailable, Lang::of(req));
-            Some((page, Some(link.id), None))
+            Some((pages::fixed(Page::Unavailable, lang), Some(link.id), None))
         }
     }
 }
