@@ -25,6 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+/// The journal and the spool hold visitors' addresses, agents, referrers and query strings:
+/// their files are the service's alone.
+pub const PRIVATE_FILE: u32 = 0o600;
+
 const STRIPES: usize = crate::metrics::STRIPES;
 /// Bytes per segment file: a second of one worker's clicks at full speed fits in one or two
 /// (a click is 300 to 2,500 bytes). Unwritten parts take no disk space.

@@ -14,7 +14,7 @@
 //!   every line that versions before this one wrote.
 
 use super::event::ClickEvent;
-use super::journal::line;
+use super::journal::{PRIVATE_FILE, line};
 use crate::clickstore::row::EventRow;
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -224,9 +224,8 @@ enum Durability {
     Later,
 }
 
-/// The spool and the journal hold visitors' addresses, agents, referrers and query strings:
-/// their files are the service's alone, and a directory inklink makes for them too.
-pub const PRIVATE_FILE: u32 = 0o600;
+/// A directory inklink makes for the spool and the journal is the service's alone, as their
+/// files are ([`PRIVATE_FILE`]).
 const PRIVATE_DIR: u32 = 0o700;
 
 /// Makes `dir` (and its missing parents) readable by the service alone; an existing directory
@@ -253,11 +252,12 @@ fn append_lines(
         .append(true)
         .mode(PRIVATE_FILE)
         .open(path)?;
+    let metadata = file.metadata()?;
     // A file an older version made readable by others is closed to them now.
-    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+    if metadata.permissions().mode() & 0o077 != 0 {
         file.set_permissions(Permissions::from_mode(PRIVATE_FILE))?;
     }
-    let torn = ends_mid_line(&file)?;
+    let torn = ends_mid_line(&file, metadata.len())?;
     let mut out = BufWriter::new(file);
     if torn {
         // A crash cut the last line short: end it, so that it does not swallow the first
@@ -282,9 +282,8 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Whether the file's last byte is not a line end (a write cut short by a crash).
-fn ends_mid_line(file: &File) -> io::Result<bool> {
+fn ends_mid_line(file: &File, len: u64) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    let len = file.metadata()?.len();
     if len == 0 {
         return Ok(false);
     }

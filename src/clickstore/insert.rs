@@ -84,7 +84,7 @@ impl Click {
             counted: false,
             key: row.event_key.packed(),
             ip: row.client_ip.packed(),
-            visitor: Some(row.unique_identity.packed()).filter(|v| !v.as_bytes().is_empty()),
+            visitor: (!row.unique_identity.is_empty()).then(|| row.unique_identity.packed()),
         }
     }
 }

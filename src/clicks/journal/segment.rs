@@ -30,8 +30,7 @@ impl Segment {
             .read(true)
             .write(true)
             .create_new(true)
-            // Visitors' addresses and agents: the service's alone, as the spool's files are.
-            .mode(0o600)
+            .mode(super::PRIVATE_FILE)
             .open(path)?;
         file.set_len(len as u64)?;
         // SAFETY: see the module comment: this process created the file just now, gave it its
