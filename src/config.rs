@@ -168,6 +168,17 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_EVENT_RETENTION_DAYS", value_parser = clap::value_parser!(u32).range(1..=36500), global = true)]
     pub event_retention_days: Option<u32>,
 
+    /// Days a campaign batch keeps its recipients' phone numbers and variables, counted from
+    /// the batch's creation. After that the numbers are deleted (hourly) and the batch keeps
+    /// its funnel figures
+    #[arg(long, env = "INKLINK_RECIPIENT_RETENTION_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=36500), global = true)]
+    pub recipient_retention_days: u32,
+
+    /// Country calling code of recipients' phone numbers written without one (`138…` is read
+    /// as +86 138…)
+    #[arg(long, env = "INKLINK_PHONE_COUNTRY", default_value_t = 86, value_parser = clap::value_parser!(u16).range(1..=999), global = true)]
+    pub phone_country: u16,
+
     /// Visits to codes that match no link stored per day and instance (without referer and
     /// query, the user agent cut to 256 bytes); more are only counted in /metrics, so that
     /// strangers probing codes cannot fill the database

@@ -83,15 +83,26 @@ struct DomainDefaults {
 
 type Found = Option<Arc<ResolvedLink>>;
 
+/// What a code stands for.
+#[derive(Clone)]
+enum Answer {
+    /// A link (or no link).
+    Link(Found),
+    /// A campaign recipient's own code: it redirects as the batch's link, whose code this is.
+    /// The link is looked up (and cached, and dropped when it changes) under its own code, so
+    /// that a change of the link reaches every recipient's code at once.
+    Alias(Box<str>),
+}
+
 #[derive(Clone)]
 struct Entry {
-    link: Found,
+    answer: Answer,
     fetched: Instant,
 }
 
 struct Lookup {
     code: Box<str>,
-    reply: oneshot::Sender<Result<Found, ()>>,
+    reply: oneshot::Sender<Result<Answer, ()>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -187,17 +198,27 @@ impl LinkResolver {
     }
 
     pub async fn resolve(&self, code: &ShortCode) -> Result<Found, LookupFailed> {
-        let cached = self.cache.get(code.as_str());
+        match self.answer(code.as_str()).await? {
+            Answer::Link(found) => Ok(found),
+            Answer::Alias(link) => match self.answer(&link).await? {
+                Answer::Link(found) => Ok(found),
+                Answer::Alias(_) => Ok(None),
+            },
+        }
+    }
+
+    async fn answer(&self, code: &str) -> Result<Answer, LookupFailed> {
+        let cached = self.cache.get(code);
         if let Some(entry) = &cached
             && (entry.fetched.elapsed() < MAX_AGE || self.in_outage())
         {
             self.hits.add(1);
-            return Ok(entry.link.clone());
+            return Ok(entry.answer.clone());
         }
         self.misses.add(1);
         let (reply, answer) = oneshot::channel();
         let lookup = Lookup {
-            code: code.as_str().into(),
+            code: code.into(),
             reply,
         };
         let fresh = match self.lookups.send(lookup).await {
@@ -206,7 +227,7 @@ impl LinkResolver {
         };
         match (fresh, cached) {
             (Ok(found), _) => Ok(found),
-            (Err(()), Some(stale)) => Ok(stale.link),
+            (Err(()), Some(stale)) => Ok(stale.answer),
             (Err(()), None) => Err(LookupFailed),
         }
     }
@@ -254,7 +275,7 @@ impl Batcher {
     }
 
     async fn answer(&self, batch: Vec<Lookup>) {
-        let mut waiting: HashMap<Box<str>, Vec<oneshot::Sender<Result<Found, ()>>>> =
+        let mut waiting: HashMap<Box<str>, Vec<oneshot::Sender<Result<Answer, ()>>>> =
             HashMap::with_capacity(batch.len());
         for lookup in batch {
             waiting.entry(lookup.code).or_default().push(lookup.reply);
@@ -264,16 +285,16 @@ impl Batcher {
             Ok(mut found) => {
                 let fetched = Instant::now();
                 for (code, replies) in waiting {
-                    let link = found.remove(&*code);
+                    let answer = found.remove(&*code).unwrap_or(Answer::Link(None));
                     self.cache.insert(
                         code,
                         Entry {
-                            link: link.clone(),
+                            answer: answer.clone(),
                             fetched,
                         },
                     );
                     for reply in replies {
-                        let _ = reply.send(Ok(link.clone()));
+                        let _ = reply.send(Ok(answer.clone()));
                     }
                 }
             }
@@ -288,7 +309,56 @@ impl Batcher {
         }
     }
 
-    async fn fetch(&self, codes: &[&str]) -> Result<HashMap<String, Arc<ResolvedLink>>, DbErr> {
+    async fn fetch(&self, codes: &[&str]) -> Result<HashMap<String, Answer>, DbErr> {
+        let mut found: HashMap<String, Answer> = self
+            .fetch_links(codes)
+            .await?
+            .into_iter()
+            .map(|(code, link)| (code, Answer::Link(Some(link))))
+            .collect();
+        let rest: Vec<&str> = codes
+            .iter()
+            .copied()
+            .filter(|code| !found.contains_key(*code))
+            .collect();
+        if !rest.is_empty() {
+            found.extend(self.fetch_recipients(&rest).await?);
+        }
+        Ok(found)
+    }
+
+    /// Codes of campaign recipients (`code` batches) among `codes`, as aliases of their
+    /// batch's link.
+    async fn fetch_recipients(&self, codes: &[&str]) -> Result<HashMap<String, Answer>, DbErr> {
+        use sea_orm::ConnectionTrait;
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let backend = self.db.get_database_backend();
+        let sql = format!(
+            "SELECT r.token AS token, l.compression_code AS code FROM batch_recipient r \
+             JOIN campaign_batch b ON b.id = r.batch_id JOIN url_map l ON l.id = b.link_id \
+             WHERE r.token IN ({}) AND b.mode = 'code'",
+            vec!["?"; codes.len()].join(", ")
+        );
+        let values = codes.iter().map(|c| sea_orm::Value::from(*c)).collect();
+        let query = self
+            .db
+            .query_all_raw(crate::db::sql::statement(backend, &sql, values));
+        let rows = tokio::time::timeout(LOOKUP_TIMEOUT, query)
+            .await
+            .map_err(|_| DbErr::Custom("recipient lookup timed out".into()))??;
+        let mut out = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let token: String = row.try_get("", "token")?;
+            let code: String = row.try_get("", "code")?;
+            out.insert(token, Answer::Alias(code.into()));
+        }
+        Ok(out)
+    }
+
+    async fn fetch_links(
+        &self,
+        codes: &[&str],
+    ) -> Result<HashMap<String, Arc<ResolvedLink>>, DbErr> {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let query = url_map::Entity::find()
             .filter(url_map::Column::CompressionCode.is_in(codes.iter().copied()))

@@ -114,10 +114,15 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
     let mut visitor_key = [0u8; 16];
     visitor_key
         .copy_from_slice(&crate::digest::derive_key(secret.as_bytes(), b"inklink/visitor")[..16]);
+    let mut param_key = [0u8; 16];
+    param_key.copy_from_slice(
+        &crate::digest::derive_key(secret.as_bytes(), b"inklink/recipient-param")[..16],
+    );
     Ok(Inklink {
         db,
         cookie_key,
         visitor_key,
+        param_key,
         codes: CodeGenerator::new(format, secret.as_bytes()),
         allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
         other_lengths: CodeLength::all()
@@ -240,6 +245,11 @@ impl Application {
             port,
         )?);
         let stats = Statistics::start(&settings, core.db.clone())?;
+        // Recipients' phone numbers are deleted when their retention period ends.
+        tokio::spawn(crate::services::batches::retention::run(
+            core.db.clone(),
+            settings.recipient_retention_days,
+        ));
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,

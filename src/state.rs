@@ -27,6 +27,8 @@ pub struct Inklink {
     /// Keys the visitor hash of click events; derived from the secret, so every instance
     /// counts the same visitor once.
     pub visitor_key: [u8; 16],
+    /// Keys the permutation that turns a campaign recipient's number into its `r` parameter.
+    pub param_key: [u8; 16],
     /// What dashboards read of finished days (range UV and IP, page views per link), kept
     /// between requests.
     pub kept: FinishedDays,

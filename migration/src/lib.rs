@@ -24,6 +24,7 @@ mod m20261124_000018_visitor_bitmaps;
 mod m20261124_000019_visit_day_stamps;
 mod m20261124_000020_lean_clicks;
 mod m20261124_000021_click_waiting;
+mod m20261126_000022_campaign_batches;
 
 pub struct Migrator;
 
@@ -52,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000019_visit_day_stamps::Migration),
             Box::new(m20261124_000020_lean_clicks::Migration),
             Box::new(m20261124_000021_click_waiting::Migration),
+            Box::new(m20261126_000022_campaign_batches::Migration),
         ]
     }
 }

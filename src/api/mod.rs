@@ -2,6 +2,7 @@
 //! OpenAPI document at `/api/openapi.json`.
 
 pub mod auth;
+pub mod batches;
 pub mod body;
 pub mod domains;
 pub mod error;
@@ -64,6 +65,35 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                     )
                     .service(
                         resource("/links/{code}/stats", "GET").route(web::get().to(stats::stats)),
+                    )
+                    .service(
+                        resource("/batches", "GET, POST")
+                            .route(web::get().to(batches::list))
+                            .route(web::post().to(batches::create)),
+                    )
+                    .service(resource("/batches/{id}", "GET").route(web::get().to(batches::get)))
+                    .service(
+                        resource("/batches/{id}/messages", "GET")
+                            .route(web::get().to(batches::messages)),
+                    )
+                    .service(
+                        resource("/batches/{id}/funnel", "GET")
+                            .route(web::get().to(batches::funnel)),
+                    )
+                    .service(
+                        resource("/batches/{id}/recipients", "GET")
+                            .route(web::get().to(batches::recipients)),
+                    )
+                    .service(
+                        resource("/batches/{id}/receipts", "POST")
+                            .route(web::post().to(batches::batch_receipts)),
+                    )
+                    .service(
+                        resource("/receipts/aliyun", "POST").route(web::post().to(batches::aliyun)),
+                    )
+                    .service(
+                        resource("/receipts/tencent", "POST")
+                            .route(web::post().to(batches::tencent)),
                     )
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
                     .service(resource("/sms", "POST").route(web::post().to(sms::compose)))

@@ -78,6 +78,8 @@ pub struct Waiting {
     pub visitor: Option<Vec<u8>>,
     pub bot: bool,
     pub outcome: i32,
+    /// The short code visited (a `click_text` row).
+    pub code: i32,
     pub agent: Option<i32>,
     pub referer: Option<i32>,
     pub query: Option<i32>,
@@ -87,7 +89,7 @@ pub struct Waiting {
 /// What is read of a waiting click (`c`, keyed by `w`).
 /// Columns are named as [`Waiting`]'s fields.
 const SELECT_WAITING: &str = "SELECT w.at AS at, w.event_key AS event_key, c.link AS link, \
-     c.ip AS ip, c.visitor AS visitor, c.bot AS bot, c.outcome AS outcome, c.agent AS agent, \
+     c.ip AS ip, c.visitor AS visitor, c.bot AS bot, c.outcome AS outcome, c.code AS code, c.agent AS agent, \
      c.referer AS referer, c.query AS query, c.place AS place";
 
 /// The oldest `limit` clicks waiting to be counted, in the order they are keyed, taken off the
@@ -240,6 +242,7 @@ async fn pages(
                 visitor: row.try_get("", "visitor")?,
                 bot: row.try_get("", "bot")?,
                 outcome: row.try_get("", "outcome")?,
+                code: row.try_get("", "code")?,
                 agent: row.try_get("", "agent")?,
                 referer: row.try_get("", "referer")?,
                 query: row.try_get("", "query")?,
@@ -293,6 +296,18 @@ pub async fn meanings(db: &impl ConnectionTrait, clicks: &[Waiting]) -> Result<M
         )
         .await?,
     })
+}
+
+/// The short codes and other texts (`click_text` rows) `ids`.
+pub async fn texts(
+    db: &impl ConnectionTrait,
+    ids: BTreeSet<i32>,
+) -> Result<HashMap<i32, Text>, DbErr> {
+    let found = look_up(db, &TEXTS, ["value"], ids).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|(id, [value])| Some((id, value?)))
+        .collect())
 }
 
 /// The text `columns` (some of the dictionary's own) of `dictionary`'s rows `ids`, in that

@@ -80,36 +80,80 @@ impl BlockAllocator {
     }
 
     async fn take_block_in(&self, txn: &DatabaseTransaction) -> Result<Option<Range<i64>>, DbErr> {
-        // The update takes the row lock; the read in the same transaction then sees exactly
-        // the value this update wrote, whatever other processes do meanwhile.
-        let updated = id_allocator::Entity::update_many()
-            .col_expr(
-                id_allocator::Column::NextId,
-                Expr::col(id_allocator::Column::NextId).add(self.block_size),
-            )
-            .filter(id_allocator::Column::Name.eq(self.name))
-            .exec(txn)
-            .await?;
-        if updated.rows_affected == 0 {
-            return Ok(None);
-        }
-        let row = id_allocator::Entity::find_by_id(self.name)
-            .one(txn)
-            .await?
-            .ok_or_else(|| DbErr::RecordNotFound(self.name.to_owned()))?;
-        Ok(Some(row.next_id - self.block_size..row.next_id))
+        take_in(txn, self.name, self.block_size).await
     }
 
     async fn create_row(&self, db: &DatabaseConnection) -> Result<(), DbErr> {
-        let row = id_allocator::ActiveModel {
-            name: Set(self.name.to_owned()),
-            next_id: Set(0),
-        };
-        match row.insert(db).await {
-            Ok(_) => Ok(()),
-            // Another process created it first: just as good.
-            Err(err) if is_unique_violation(&err) || crate::db::is_retryable(&err) => Ok(()),
-            Err(err) => Err(err),
+        create_row(db, self.name).await
+    }
+
+    /// Takes `count` ids of this sequence at once for the caller (a campaign batch's codes),
+    /// leaving this process's own block as it is.
+    pub async fn take_many(
+        &self,
+        db: &DatabaseConnection,
+        count: i64,
+    ) -> Result<Range<i64>, DbErr> {
+        take_range(db, self.name, count).await
+    }
+}
+
+/// Takes `count` ids of sequence `name` (created at 0 when new) with one atomic update.
+pub async fn take_range(
+    db: &DatabaseConnection,
+    name: &str,
+    count: i64,
+) -> Result<Range<i64>, DbErr> {
+    let mut attempt = 0;
+    loop {
+        let txn = super::begin_write(db).await?;
+        let taken = take_in(&txn, name, count).await;
+        match crate::db::finish(txn, taken).await {
+            Ok(Some(range)) => return Ok(range),
+            Ok(None) => create_row(db, name).await?,
+            Err(err) if crate::db::is_retryable(&err) && attempt < 20 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(5 * attempt)).await;
+            }
+            Err(err) => return Err(err),
         }
+    }
+}
+
+async fn take_in(
+    txn: &DatabaseTransaction,
+    name: &str,
+    count: i64,
+) -> Result<Option<Range<i64>>, DbErr> {
+    // The update takes the row lock; the read in the same transaction then sees exactly
+    // the value this update wrote, whatever other processes do meanwhile.
+    let updated = id_allocator::Entity::update_many()
+        .col_expr(
+            id_allocator::Column::NextId,
+            Expr::col(id_allocator::Column::NextId).add(count),
+        )
+        .filter(id_allocator::Column::Name.eq(name))
+        .exec(txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Ok(None);
+    }
+    let row = id_allocator::Entity::find_by_id(name)
+        .one(txn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(name.to_owned()))?;
+    Ok(Some(row.next_id - count..row.next_id))
+}
+
+async fn create_row(db: &DatabaseConnection, name: &str) -> Result<(), DbErr> {
+    let row = id_allocator::ActiveModel {
+        name: Set(name.to_owned()),
+        next_id: Set(0),
+    };
+    match row.insert(db).await {
+        Ok(_) => Ok(()),
+        // Another process created it first: just as good.
+        Err(err) if is_unique_violation(&err) || crate::db::is_retryable(&err) => Ok(()),
+        Err(err) => Err(err),
     }
 }

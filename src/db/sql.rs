@@ -70,3 +70,18 @@ pub async fn delete_in_batches(
             .rows_affected();
     }
 }
+
+/// `INSERT … ON CONFLICT DO UPDATE` adding to the stored numbers, in each backend's words.
+pub fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&str]) -> String {
+    let sums: Vec<String> = columns
+        .iter()
+        .map(|c| match backend {
+            DbBackend::MySql => format!("{c} = {c} + VALUES({c})"),
+            _ => format!("{c} = {table}.{c} + excluded.{c}"),
+        })
+        .collect();
+    match backend {
+        DbBackend::MySql => format!("ON DUPLICATE KEY UPDATE {}", sums.join(", ")),
+        _ => format!("ON CONFLICT ({key}) DO UPDATE SET {}", sums.join(", ")),
+    }
+}

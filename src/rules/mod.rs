@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod codes;
 pub mod host;
 pub mod outcome;
+pub mod phone;
 pub mod redirect_status;
 pub mod sms;
 pub mod tag;
@@ -21,6 +22,7 @@ pub use campaign::{
 pub use codes::{CodeError, CodeFormat, CodeGenerator, ShortCode};
 pub use host::{DomainHost, Protocol};
 pub use outcome::Outcome;
+pub use phone::{Phone, PhoneError};
 pub use redirect_status::RedirectStatus;
 pub use tag::{Tag, TagError};
 pub use target_url::{OwnHost, TargetUrl, TargetUrlError, UrlRules};

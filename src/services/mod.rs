@@ -2,6 +2,7 @@
 
 pub mod api_keys;
 pub mod audit;
+pub mod batches;
 pub mod domains;
 pub mod links;
 pub mod secret;

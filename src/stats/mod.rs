@@ -8,6 +8,7 @@ pub mod days;
 pub mod daysets;
 pub mod dimension;
 pub mod frozen;
+pub mod funnel;
 pub mod kept;
 pub mod recount;
 pub mod report;

@@ -32,7 +32,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::stored::{Meanings, Waiting};
-use crate::db::sql::statement;
+use crate::db::sql::{add_on_conflict, statement};
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sea_orm::sea_query::Value;
@@ -222,6 +222,8 @@ struct Work {
     sets: DaySets,
     stats: BTreeMap<(NaiveDate, i64), Visits>,
     breakdown: Breakdown,
+    /// Page views that may be campaign recipients' (see `funnel`).
+    hits: Vec<super::funnel::Hit>,
 }
 
 /// Writes what a turn worked out, stamped with the turn.
@@ -238,6 +240,7 @@ async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<u64,
         .collect();
     super::daysets::stamp(txn, turn, days).await?;
     write_breakdown(txn, &work.breakdown).await?;
+    super::funnel::count_hits(txn, work.hits).await?;
     Ok(work.counted)
 }
 
@@ -250,6 +253,7 @@ async fn work_out(
     clicks: Vec<Waiting>,
 ) -> Result<Work, DbErr> {
     let meanings = crate::clickstore::stored::meanings(txn, &clicks).await?;
+    let hits = super::funnel::find_hits(txn, &clicks, &meanings).await?;
     // The values many clicks share are shared, not copied.
     let empty = Text::from("");
     let total = clicks.len() as u64;
@@ -273,6 +277,7 @@ async fn work_out(
         sets,
         stats,
         breakdown,
+        hits,
     })
 }
 
@@ -533,21 +538,6 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
         }
     }
     Ok(out)
-}
-
-/// `INSERT … ON CONFLICT DO UPDATE` adding to the stored numbers, in each backend's words.
-fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&str]) -> String {
-    let sums: Vec<String> = columns
-        .iter()
-        .map(|c| match backend {
-            DbBackend::MySql => format!("{c} = {c} + VALUES({c})"),
-            _ => format!("{c} = {table}.{c} + excluded.{c}"),
-        })
-        .collect();
-    match backend {
-        DbBackend::MySql => format!("ON DUPLICATE KEY UPDATE {}", sums.join(", ")),
-        _ => format!("ON CONFLICT ({key}) DO UPDATE SET {}", sums.join(", ")),
-    }
 }
 
 async fn write_stats(

@@ -7,6 +7,13 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "DELETE FROM {table} WHERE batch_id = ?",
+    "INSERT INTO batch_recipient (batch_id, number, token, phone, vars) VALUES {}",
+    " AND first_click IS NOT NULL",
+    " AND first_click IS NULL",
+    "SELECT phone, batch_id, number FROM batch_recipient WHERE phone IN ({})",
+    " AND batch_id = ?",
+    "deleted the phone numbers of batches past their retention",
     "AppState is registered",
     "the cookie just added",
     "a target URL parses",
@@ -39,12 +46,20 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The files of `dir` and its folders ending in `.ext`.
 fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
+    let mut out = Vec::new();
+    let mut folders = vec![root().join(dir)];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == ext) {
+                out.push(path);
+            }
+        }
+    }
     out.sort();
     out
 }

@@ -5,6 +5,7 @@ mod admin;
 mod agents;
 mod analytics;
 mod api;
+mod batches;
 mod bootstrap;
 mod browser;
 mod campaign;

@@ -1,6 +1,7 @@
 pub mod admin_sessions;
 pub mod api_keys;
 pub mod audit_log;
+pub mod campaign_batch;
 pub mod domain_conf;
 pub mod id_allocator;
 pub mod link_tag;
