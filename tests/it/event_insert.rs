@@ -815,8 +815,15 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
         .await
         .unwrap();
     insert_rows(&core.db, &batch[30..]).await.unwrap();
-    // What `inklink migrate down` does, once: back to the counted flag.
-    Migrator::down(&core.db, Some(1)).await.unwrap();
+    // What `inklink migrate down` does, down to before the waiting list: back to the counted
+    // flag (later migrations are undone first).
+    let steps = Migrator::migrations()
+        .iter()
+        .rev()
+        .position(|m| m.name().contains("click_waiting"))
+        .unwrap()
+        + 1;
+    Migrator::down(&core.db, Some(steps as u32)).await.unwrap();
     let flagged = |counted: bool| {
         let db = &core.db;
         async move {
