@@ -226,11 +226,29 @@ pub fn to_stored(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc().trunc_subsecs(6)
 }
 
+/// What [`code_held`] answers when a campaign recipient holds a code: taken, as by a link.
+pub const HELD_BY_RECIPIENT: &str = "the code is a campaign recipient's";
+
 pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(
         err.sql_err(),
         Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
-    )
+    ) || matches!(err, DbErr::Custom(message) if message == HELD_BY_RECIPIENT)
+}
+
+/// Fails like a unique index when `code` is a campaign recipient's own code (those live in
+/// `batch_recipient`, not in `url_map`, whose unique index cannot see them).
+pub async fn code_held(db: &impl sea_orm::ConnectionTrait, code: &str) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT r.batch_id AS batch_id FROM batch_recipient r \
+               JOIN campaign_batch b ON b.id = r.batch_id WHERE r.token = ? AND b.mode = 'code'";
+    let held = db
+        .query_one_raw(sql::statement(backend, sql, vec![code.into()]))
+        .await?;
+    match held {
+        Some(_) => Err(DbErr::Custom(HELD_BY_RECIPIENT.into())),
+        None => Ok(()),
+    }
 }
 
 /// A failure the database asks us to retry: a deadlock or serialization failure (SQLSTATE

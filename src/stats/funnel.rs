@@ -417,6 +417,18 @@ pub struct Hit {
     carrier: Option<Text>,
 }
 
+/// A page view as the funnel needs it (see [`hits`]).
+struct View {
+    link: i64,
+    /// The code visited, when the click's link has `code` batches (read lazily: see `code_id`).
+    code: Option<Text>,
+    code_id: Option<i32>,
+    query: Option<Text>,
+    at: i64,
+    province: Option<Text>,
+    city: Option<Text>,
+}
+
 /// The page views among `clicks` that may be recipients' (reads only): views of links that
 /// batches use, with their recipient tokens.
 pub async fn find_hits(
@@ -424,19 +436,43 @@ pub async fn find_hits(
     clicks: &[Waiting],
     meanings: &Meanings,
 ) -> Result<Vec<Hit>, DbErr> {
-    let is_view = |c: &Waiting| {
-        !c.bot
-            && meanings
-                .outcomes
-                .get(&c.outcome)
-                .and_then(|[status]| status.as_deref())
-                == Some("success")
-    };
-    let links: BTreeSet<i64> = clicks
+    let views = clicks
         .iter()
-        .filter(|c| is_view(c))
-        .filter_map(|c| c.link)
+        .filter(|c| {
+            !c.bot
+                && meanings
+                    .outcomes
+                    .get(&c.outcome)
+                    .and_then(|[status]| status.as_deref())
+                    == Some("success")
+        })
+        .filter_map(|c| {
+            let [province, city] = c
+                .place
+                .and_then(|id| meanings.places.get(&id))
+                .map(|[_, province, city]| [province.clone(), city.clone()])
+                .unwrap_or_default();
+            Some(View {
+                link: c.link?,
+                code: None,
+                code_id: Some(c.code),
+                query: c
+                    .query
+                    .and_then(|id| meanings.queries.get(&id))
+                    .and_then(|[query]| query.clone()),
+                at: c.at.div_euclid(1_000_000),
+                province,
+                city,
+            })
+        })
         .collect();
+    hits(db, views).await
+}
+
+/// The recipients' hits among `views`: each view of a batch's link with its token (its own
+/// code in `code` batches, its `r` parameter in `param` batches).
+async fn hits(db: &impl ConnectionTrait, mut views: Vec<View>) -> Result<Vec<Hit>, DbErr> {
+    let links: BTreeSet<i64> = views.iter().map(|v| v.link).collect();
     if links.is_empty() {
         return Ok(Vec::new());
     }
@@ -464,51 +500,75 @@ pub async fn find_hits(
     if batches.is_empty() {
         return Ok(Vec::new());
     }
-    let candidates: Vec<&Waiting> = clicks
+    views.retain(|v| batches.contains_key(&v.link));
+    // Codes are read only for the views of links with `code` batches.
+    let code_ids: BTreeSet<i32> = views
         .iter()
-        .filter(|c| is_view(c) && c.link.is_some_and(|link| batches.contains_key(&link)))
-        .collect();
-    let code_ids: BTreeSet<i32> = candidates
-        .iter()
-        .filter(|c| c.link.is_some_and(|link| !batches[&link].0.is_empty()))
-        .map(|c| c.code)
+        .filter(|v| v.code.is_none() && !batches[&v.link].0.is_empty())
+        .filter_map(|v| v.code_id)
         .collect();
     let codes = texts(db, code_ids).await?;
-    let mut hits = Vec::new();
-    for click in candidates {
-        let (code_batches, param_batches) = &batches[&click.link.expect("filtered on a link")];
-        let [province, city] = click
-            .place
-            .and_then(|id| meanings.places.get(&id))
-            .map(|[_, province, city]| [province.clone(), city.clone()])
-            .unwrap_or_default();
-        let at = click.at.div_euclid(1_000_000);
+    let mut out = Vec::new();
+    for view in views {
+        let (code_batches, param_batches) = &batches[&view.link];
         let mut hit = |batches: &Vec<i64>, token: Text| {
-            hits.push(Hit {
+            out.push(Hit {
                 batches: batches.clone(),
                 token,
-                at,
-                province: province.clone(),
-                city: city.clone(),
+                at: view.at,
+                province: view.province.clone(),
+                city: view.city.clone(),
                 carrier: None,
             })
         };
+        let code = view
+            .code
+            .clone()
+            .or_else(|| view.code_id.and_then(|id| codes.get(&id).cloned()));
         if !code_batches.is_empty()
-            && let Some(code) = codes.get(&click.code)
+            && let Some(code) = code
         {
-            hit(code_batches, code.clone());
+            hit(code_batches, code);
         }
         if !param_batches.is_empty()
-            && let Some(token) = click
-                .query
-                .and_then(|id| meanings.queries.get(&id))
-                .and_then(|[query]| query.as_deref())
-                .and_then(recipient_param)
+            && let Some(token) = view.query.as_deref().and_then(recipient_param)
         {
             hit(param_batches, Text::from(token));
         }
     }
-    Ok(hits)
+    Ok(out)
+}
+
+/// Takes back what the counted clicks between `start` and `end` (microseconds since 1970)
+/// added to batches' funnels, before a recount lists them as waiting again: their clicks and
+/// hours, and the first clicks among them (the recount places those people again).
+pub async fn forget_clicks(txn: &impl ConnectionTrait, start: i64, end: i64) -> Result<(), DbErr> {
+    let stored = crate::clickstore::stored::read(
+        txn,
+        "c.at >= ? AND c.at < ? AND w.at IS NULL \
+         AND c.link IN (SELECT link_id FROM campaign_batch)",
+        vec![start.into(), end.into()],
+        None,
+    )
+    .await?;
+    let views: Vec<View> = stored
+        .into_iter()
+        .filter(|s| s.row.outcome.status() == "success" && !s.row.agent.is_bot)
+        .filter_map(|s| {
+            Some(View {
+                link: s.row.url_map_id?,
+                code: Some(s.row.compression_code.clone()),
+                code_id: None,
+                query: s.row.query_string.clone(),
+                at: s.at.div_euclid(1_000_000),
+                province: s.row.province.clone(),
+                city: s.row.city.clone(),
+            })
+        })
+        .collect();
+    let hits = hits(txn, views).await?;
+    let (from, to) = (start.div_euclid(1_000_000), end.div_euclid(1_000_000));
+    apply_hits(txn, hits, Direction::Forget { from, to }).await
 }
 
 /// The recipient token a query string carries (`r=x7Kq`), if any.
@@ -519,9 +579,28 @@ pub fn recipient_param(query: &str) -> Option<String> {
         .filter(|value| !value.is_empty() && value.len() <= 16)
 }
 
+/// Whether hits are counted, or taken back before a recount.
+#[derive(Clone, Copy)]
+enum Direction {
+    Count,
+    /// Taken back; first clicks between `from` and `to` (seconds) are forgotten.
+    Forget {
+        from: i64,
+        to: i64,
+    },
+}
+
 /// Counts recipients' clicks (in the counting turn's transaction): each person's first click
 /// places them, every click adds to their clicks and to the hour it happened in.
 pub async fn count_hits(txn: &impl ConnectionTrait, hits: Vec<Hit>) -> Result<(), DbErr> {
+    apply_hits(txn, hits, Direction::Count).await
+}
+
+async fn apply_hits(
+    txn: &impl ConnectionTrait,
+    hits: Vec<Hit>,
+    direction: Direction,
+) -> Result<(), DbErr> {
     if hits.is_empty() {
         return Ok(());
     }
@@ -559,18 +638,35 @@ pub async fn count_hits(txn: &impl ConnectionTrait, hits: Vec<Hit>) -> Result<()
         before
             .entry((r.batch, r.number))
             .or_insert_with(|| r.clone());
-        if r.first_click.is_none() {
-            r.first_click = Some(hit.at);
-            r.province = hit.province.as_deref().map(str::to_owned);
-            r.city = hit.city.as_deref().map(str::to_owned);
-            r.carrier = hit.carrier.as_deref().map(str::to_owned);
-        }
-        r.clicks = r.clicks.saturating_add(1);
+        let sign = match direction {
+            Direction::Count => {
+                if r.first_click.is_none() {
+                    r.first_click = Some(hit.at);
+                    r.province = hit.province.as_deref().map(str::to_owned);
+                    r.city = hit.city.as_deref().map(str::to_owned);
+                    r.carrier = hit.carrier.as_deref().map(str::to_owned);
+                }
+                r.clicks = r.clicks.saturating_add(1);
+                1
+            }
+            Direction::Forget { from, to } => {
+                if r.first_click
+                    .is_some_and(|first| (from..to).contains(&first))
+                {
+                    r.first_click = None;
+                    r.province = None;
+                    r.city = None;
+                    r.carrier = None;
+                }
+                r.clicks = (r.clicks - 1).max(0);
+                -1
+            }
+        };
         changes
             .0
             .entry((r.batch, Kind::Hour, hit.at.div_euclid(3600).to_string()))
             .or_default()
-            .clicks += 1;
+            .clicks += sign;
     }
     let by_key: HashMap<(i64, i32), &Recipient> =
         found.values().map(|r| ((r.batch, r.number), r)).collect();

@@ -34,6 +34,14 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
                 txn.execute_raw(statement(backend, &sql, vec![day.into()]))
                     .await?;
             }
+            // The funnels of campaign batches take back what these clicks added; the tally
+            // adds it again with the rest.
+            super::funnel::forget_clicks(
+                &txn,
+                crate::clickstore::insert::micros(start),
+                crate::clickstore::insert::micros(end),
+            )
+            .await?;
             crate::clickstore::stored::list_again(&txn, start, end).await?;
             Ok(true)
         }

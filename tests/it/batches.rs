@@ -764,3 +764,70 @@ async fn bad_batches_and_receipts_get_clear_errors_and_operators_see_only_their_
     };
     assert_eq!(phones, vec![None]);
 }
+
+#[actix_web::test]
+async fn a_stats_rebuild_leaves_the_funnel_as_it_was_and_recipient_codes_stay_theirs() {
+    let app = spawn_app_with(&EXTRA).await;
+    let api = Api::with_role(&app, "crm", Role::Operator).await;
+    let total = 200;
+    let recipients: Vec<Value> = (0..total).map(|i| json!({"phone": phone(i)})).collect();
+    let reply = api
+        .call("POST", "/api/v1/batches", Some(json!({"name": "r", "url": "https://example.com/r", "template": "{link}", "recipients": recipients})))
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let batch = reply.body["id"].as_i64().unwrap();
+    let (_, text) = csv_of(
+        &app,
+        api.key(),
+        &format!("/api/v1/batches/{batch}/messages"),
+    )
+    .await;
+    let messages = rows_of(&text);
+    let mut known: HashMap<String, Known> = messages
+        .iter()
+        .map(|m| (m["phone"].clone(), Known::default()))
+        .collect();
+    let receipts: Vec<Value> = (0..total)
+        .map(|i| {
+            known
+                .get_mut(&phone(i))
+                .unwrap()
+                .receive(at("2026-11-26 10:00:00"), true, "");
+            json!({"phone_number": phone(i), "success": true, "report_time": "2026-11-26 10:00:00"})
+        })
+        .collect();
+    api.call("POST", "/api/v1/receipts/aliyun", Some(json!(receipts)))
+        .await;
+    for i in (0..total).step_by(3) {
+        let url = messages[i]["short_url"].clone();
+        clicks_of(&app, i, &url, known.get_mut(&phone(i)).unwrap()).await;
+    }
+    let expected = recount(total, &known);
+    let before = funnel_settles(&api, batch, &expected).await;
+    // Counting the day again counts each recipient's clicks once, as before.
+    let today = chrono::Utc::now().date_naive();
+    inklink::stats::recount::recompute_day(&app.core.db, chrono_tz::UTC, today)
+        .await
+        .unwrap();
+    let after = funnel_settles(&api, batch, &expected).await;
+    assert_eq!(before, after);
+
+    // A new link cannot take a recipient's code.
+    let code = path_of(&messages[0]["short_url"])
+        .trim_start_matches('/')
+        .to_owned();
+    let reply = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/other", "code": code})),
+        )
+        .await;
+    assert_eq!(reply.status, 409, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], "code_taken");
+    let (status, location, _) = app.fetch(&format!("/{code}")).await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (302, Some("https://example.com/r"))
+    );
+}

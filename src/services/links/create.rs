@@ -290,6 +290,7 @@ impl Draft<'_> {
         code: &ShortCode,
         strategy: Strategy,
     ) -> Result<url_map::Model, DbErr> {
+        db::code_held(txn, code.as_str()).await?;
         let now = db::now();
         let link = url_map::ActiveModel {
             compression_code: Set(code.clone()),
