@@ -14,7 +14,7 @@ const WECHAT =
 const adminPages = [
   "/admin/links", "/admin/links/new", "/admin/links/import", "/admin/links/axe1",
   "/admin/links/axe1/edit", "/admin/links/axe1/stats", "/admin/links/axe1/delete",
-  "/admin/dashboard", "/admin/tags", "/admin/tags/spring/stats", "/admin/sms",
+  "/admin/dashboard", "/admin/tags", "/admin/tags/spring/stats", "/admin/sms", "/admin/batches",
   "/admin/domains", "/admin/users", "/admin/keys", "/admin/audit", "/admin/api",
   "/admin/account",
 ];

@@ -3,6 +3,7 @@
 pub mod access;
 pub mod api_docs;
 pub mod audit;
+pub mod batches;
 pub mod dashboard;
 pub mod domains;
 pub mod download;
@@ -113,6 +114,21 @@ pub fn routes(
             .route("/tags/{tag}/preset", web::post().to(tags::set_preset))
             .route("/tags/{tag}/stats", web::get().to(dashboard::tag))
             .route("/tags/{tag}/stats.csv", web::get().to(dashboard::tag_csv))
+            .route("/batches", web::get().to(batches::list))
+            .route("/batches", web::post().to(batches::create))
+            .route("/batches/{id}", web::get().to(batches::show))
+            .route(
+                "/batches/{id}/receipts",
+                web::post().to(batches::upload_receipts),
+            )
+            .route(
+                "/batches/{id}/messages.csv",
+                web::get().to(batches::messages_csv),
+            )
+            .route(
+                "/batches/{id}/recipients.csv",
+                web::get().to(batches::recipients_csv),
+            )
             .route("/sms", web::get().to(sms::form))
             .route("/sms", web::post().to(sms::compose))
             .route("/dashboard", web::get().to(dashboard::global))

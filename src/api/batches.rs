@@ -6,7 +6,7 @@ use super::body::{form_fields, parse_json, read_body};
 use super::error::{ApiError, ErrorCode};
 use crate::db::entities::campaign_batch;
 use crate::services::audit::Actor;
-use crate::services::batches::export::{self, BOM, Filter, Messages};
+use crate::services::batches::export::{self, Filter, Messages};
 use crate::services::batches::read::{self, MAX_FILE_BYTES, RecipientFile};
 use crate::services::batches::receipts::{
     self, Aliyun, Incoming, Outcome, Plain, Report, Scope, Tencent,
@@ -223,7 +223,7 @@ pub async fn funnel(
 
 /// A CSV answer written a page of recipients at a time.
 pub fn csv_stream<F>(
-    state: web::Data<AppState>,
+    state: &AppState,
     messages: Messages,
     filter: Filter,
     header: String,
@@ -233,37 +233,19 @@ pub fn csv_stream<F>(
 where
     F: Fn(&Messages, &[export::Line]) -> String + 'static,
 {
-    let first = Bytes::from(format!("{BOM}{header}\r\n"));
-    let batch = messages.batch.id;
-    let stream = futures_util::stream::unfold(
-        (Some(first), 0i32, false, messages, rows, state),
-        move |(first, after, done, messages, rows, state)| async move {
-            if let Some(first) = first {
-                return Some((
-                    Ok::<_, actix_web::Error>(first),
-                    (None, after, done, messages, rows, state),
-                ));
-            }
-            if done {
-                return None;
-            }
-            match export::page(&state.core.db, batch, after, filter).await {
-                Ok(lines) => {
-                    let last = lines.last().map_or(after, |l| l.number);
-                    let finished = (lines.len() as u32) < export::PAGE;
-                    let text = rows(&messages, &lines);
-                    Some((
-                        Ok(Bytes::from(text)),
-                        (None, last, finished, messages, rows, state),
+    use futures_util::StreamExt;
+    let stream =
+        export::pages(state.core.db.clone(), messages, filter, header, rows).map(
+            |page| match page {
+                Ok(text) => Ok(Bytes::from(text)),
+                Err(err) => {
+                    tracing::warn!(error = %err, "an export stopped: the database failed");
+                    Err(actix_web::error::ErrorServiceUnavailable(
+                        "the database failed",
                     ))
                 }
-                Err(err) => {
-                    tracing::warn!(error = %err, batch, "export stopped: the database failed");
-                    None
-                }
-            }
-        },
-    );
+            },
+        );
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
         .insert_header((
@@ -288,14 +270,10 @@ pub async fn messages_csv(
     id: i64,
     actor: &Actor,
 ) -> Result<HttpResponse, ApiError> {
-    let batch = batches::find(&state.core.db, id, actor).await?;
-    let messages = Messages::load(&state.core, batch).await?;
-    export::audit_export(&state.core.db, actor, &messages.batch, "messages")
-        .await
-        .map_err(ApiError::Unavailable)?;
+    let messages = export::open(&state.core, id, actor, "messages").await?;
     let file = format!("batch-{id}-messages.csv");
     Ok(csv_stream(
-        state.clone(),
+        state,
         messages,
         Filter::default(),
         export::MESSAGE_COLUMNS.join(","),
@@ -348,17 +326,13 @@ pub async fn recipients_export(
     filter: Filter,
     json: bool,
 ) -> Result<HttpResponse, ApiError> {
-    let batch = batches::find(&state.core.db, id, actor).await?;
-    let variables = export::variables(&batch);
-    let messages = Messages::load(&state.core, batch).await?;
     let what = match filter.clicked {
         Some(false) => "recipients who did not click",
         Some(true) => "recipients who clicked",
         None => "recipients",
     };
-    export::audit_export(&state.core.db, actor, &messages.batch, what)
-        .await
-        .map_err(ApiError::Unavailable)?;
+    let messages = export::open(&state.core, id, actor, what).await?;
+    let variables = export::variables(&messages.batch);
     if json {
         let mut items = Vec::new();
         let mut after = 0;
@@ -381,7 +355,7 @@ pub async fn recipients_export(
     header.extend(variables.iter().cloned());
     let file = format!("batch-{id}-recipients.csv");
     Ok(csv_stream(
-        state.clone(),
+        state,
         messages,
         filter,
         header.join(","),

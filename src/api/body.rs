@@ -51,32 +51,17 @@ pub fn from_value<T: DeserializeOwned>(value: serde_json::Value, at: &str) -> Re
     })
 }
 
-/// The fields of a `multipart/form-data` upload, by name, each at most `limit` bytes (a file
-/// field is kept whole: recipients' files are read from memory, within this bound).
+/// The fields of a `multipart/form-data` upload, by name, at most `limit` bytes together.
 pub async fn form_fields(
     headers: &actix_web::http::header::HeaderMap,
     payload: web::Payload,
     limit: usize,
 ) -> Result<std::collections::HashMap<String, Vec<u8>>, ApiError> {
-    let mut multipart = actix_multipart::Multipart::new(headers, payload);
-    let mut fields = std::collections::HashMap::new();
-    let mut total = 0;
-    while let Some(field) = multipart.next().await {
-        let mut field = field
-            .map_err(|err| ApiError::bad(format!("the upload could not be read: {err}"), None))?;
-        let name = field.name().unwrap_or_default().to_owned();
-        let mut data = Vec::new();
-        while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(|err| {
-                ApiError::bad(format!("the upload could not be read: {err}"), None)
-            })?;
-            total += chunk.len();
-            if total > limit {
-                return Err(ApiError::TooLarge(limit));
-            }
-            data.extend_from_slice(&chunk);
-        }
-        fields.insert(name, data);
-    }
-    Ok(fields)
+    use crate::net::upload::{UploadError, fields};
+    fields(headers, payload, limit)
+        .await
+        .map_err(|err| match err {
+            UploadError::TooLarge(limit) => ApiError::TooLarge(limit),
+            err @ UploadError::Unreadable(_) => ApiError::bad(err.to_string(), None),
+        })
 }

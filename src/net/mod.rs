@@ -5,6 +5,7 @@
 pub mod client;
 pub mod hosts;
 pub mod rate_limit;
+pub mod upload;
 
 /// A setting that lists values with commas (`a, b,c`): each item trimmed, empty items
 /// skipped, and the first that `parse` refuses named in the error.

@@ -32,6 +32,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../../static/sms.js"),
     },
     Asset {
+        name: "batches.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../static/batches.js"),
+    },
+    Asset {
         name: "admin.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../../static/admin.css"),

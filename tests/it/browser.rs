@@ -667,6 +667,7 @@ const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "system",
     "user",
     "link",
+    "batch",
     "ada",
     "Chrome",
     "Android",
@@ -680,6 +681,15 @@ const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "https",
     // Field names of the API, as its page quotes them.
     "version",
+    // Columns of the batches' files, as their forms name them.
+    "phone",
+    "key",
+    "delivered",
+    "at",
+    "column",
+    "name",
+    "SessionContext",
+    "HEAD",
     "segments",
     "create",
     "false",
@@ -777,6 +787,48 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
             &[("csrf", &csrf), ("name", "crm-1"), ("role", "operator")],
         )
         .await;
+    // A campaign batch with a receipt.
+    let spec = inklink::services::batches::BatchFields {
+        name: "双十一 第一波".into(),
+        code: Some("c1".into()),
+        template: "【小店】{姓名}您好，双十一低至5折 {link} 回T退订".into(),
+        ..Default::default()
+    }
+    .parse(&app.core)
+    .await
+    .unwrap();
+    let (columns, rows) = inklink::services::batches::read::from_json(
+        (0..5)
+            .map(|i| {
+                serde_json::json!({"phone": format!("1380000000{i}"), "姓名": format!("客户{i}")})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            })
+            .collect(),
+    );
+    let batch = inklink::services::batches::create(
+        &app.core,
+        spec,
+        &columns,
+        rows.into_iter(),
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let receipts = vec![Ok(inklink::services::batches::receipts::Incoming {
+        phone: Some("13800000001".into()),
+        delivered: true,
+        ..Default::default()
+    })];
+    inklink::services::batches::receipts::ingest(
+        &app.core,
+        inklink::services::batches::receipts::Scope::Batch(&batch.batch),
+        receipts,
+    )
+    .await
+    .unwrap();
+    let batch_page = format!("/admin/batches/{}", batch.batch.id);
     for agent in [
         "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
         "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
@@ -801,6 +853,8 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
         ("tags", "/admin/tags"),
         ("tag-stats", "/admin/tags/%E5%8F%8C%E5%8D%81%E4%B8%80/stats"),
         ("sms", "/admin/sms"),
+        ("batches", "/admin/batches"),
+        ("batch", batch_page.as_str()),
         ("import", "/admin/links/import"),
         ("domains", "/admin/domains"),
         ("users", "/admin/users"),
@@ -881,5 +935,85 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
         too_wide.is_empty(),
         "pages wider than the window: {too_wide:#?}"
     );
+    client.close().await.unwrap();
+}
+
+#[actix_web::test]
+async fn an_operator_makes_a_batch_from_a_file_uploads_receipts_and_reads_the_funnel_in_both_languages()
+ {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    let file = std::env::temp_dir().join(format!("inklink-browser-batch-{}.csv", app.port));
+    let mut csv = String::from("\u{feff}phone,姓名\n");
+    for n in 0..2000 {
+        csv.push_str(&format!("1390000{n:04},客户{n}\n"));
+    }
+    csv.push_str("12345,bad\n");
+    std::fs::write(&file, csv).unwrap();
+    client.goto(&app.url("/admin/batches")).await.unwrap();
+    wait_for_text(&client, "No batches yet.").await;
+    fill(&client, "#batch-name", "双十一 第一波").await;
+    fill(&client, "#batch-url", "https://shop.example.com/sale").await;
+    fill(
+        &client,
+        "#batch-template",
+        "【小店】{姓名}您好 {link} 回T退订",
+    )
+    .await;
+    client
+        .find(Locator::Css("#batch-file"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    click(&client, "#new-batch button[type=submit]").await;
+    let page = wait_for_text(&client, "Rejected rows").await;
+    assert!(page.contains("2000"), "{page}");
+    assert!(page.contains("2002"), "the bad row's line: {page}");
+    assert!(page.contains("139****0000"), "phones are masked: {page}");
+    assert!(
+        page.contains("【小店】客户0您好 http://localhost:"),
+        "{page}"
+    );
+    screenshot(&client, "batch-created").await;
+    // The receipts, as a person uploads them.
+    let receipts = std::env::temp_dir().join(format!("inklink-browser-receipts-{}.csv", app.port));
+    let mut csv = String::from("phone,delivered,error_code\n");
+    for n in 0..100 {
+        let ok = n % 4 != 0;
+        csv.push_str(&format!(
+            "1390000{n:04},{ok},{}\n",
+            if ok { "" } else { "E:9" }
+        ));
+    }
+    std::fs::write(&receipts, csv).unwrap();
+    client.goto(&app.url("/admin/batches/1")).await.unwrap();
+    client
+        .find(Locator::Css("#receipts-file"))
+        .await
+        .unwrap()
+        .send_keys(receipts.to_str().unwrap())
+        .await
+        .unwrap();
+    click(&client, "form[action='/admin/batches/1/receipts'] button").await;
+    wait_for_text(&client, "100 receipts recorded").await;
+    let page = body_text(&client).await;
+    assert!(page.contains("E:9"), "{page}");
+    // And in Chinese.
+    click(&client, "form.switch button").await;
+    let page = wait_for_text(&client, "转化漏斗").await;
+    assert!(page.contains("已送达"), "{page}");
+    assert!(
+        page.contains("双十一 第一波"),
+        "the name is not translated: {page}"
+    );
+    let latin = latin_words(&client).await;
+    assert!(latin.is_empty(), "the batch page shows English: {latin:?}");
+    screenshot(&client, "zh-CN-batch").await;
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&receipts);
     client.close().await.unwrap();
 }

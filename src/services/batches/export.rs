@@ -243,7 +243,7 @@ pub fn recipient_rows(messages: &Messages, variables: &[String], lines: &[Line])
 }
 
 /// Records that `actor` exported `what` of `batch` (phone numbers leave the service).
-pub async fn audit_export(
+async fn audit_export(
     db: &DatabaseConnection,
     actor: &Actor,
     batch: &campaign_batch::Model,
@@ -263,7 +263,58 @@ pub async fn audit_export(
     .await
 }
 
+/// What an export of batch `id` by `actor` needs, once `actor` may see it; the export is
+/// audited (`what` says which).
+pub async fn open(
+    app: &Inklink,
+    id: i64,
+    actor: &Actor,
+    what: &str,
+) -> Result<Messages, BatchError> {
+    let batch = super::find(&app.db, id, actor).await?;
+    let messages = Messages::load(app, batch).await?;
+    audit_export(&app.db, actor, &messages.batch, what).await?;
+    Ok(messages)
+}
+
 /// The variables of `batch`, in the message's order.
 pub fn variables(batch: &campaign_batch::Model) -> Vec<String> {
     serde_json::from_str(&batch.variables).unwrap_or_default()
+}
+
+/// A CSV export, a page of recipients at a time: the BOM and `header`, then `rows` of each
+/// page of the recipients `filter` takes.
+pub fn pages<F>(
+    db: DatabaseConnection,
+    messages: Messages,
+    filter: Filter,
+    header: String,
+    rows: F,
+) -> impl futures_util::Stream<Item = Result<String, DbErr>>
+where
+    F: Fn(&Messages, &[Line]) -> String + 'static,
+{
+    let first = format!("{BOM}{header}\r\n");
+    futures_util::stream::unfold(
+        (Some(first), 0i32, false, messages, rows, db),
+        move |(first, after, done, messages, rows, db)| async move {
+            if let Some(first) = first {
+                return Some((Ok(first), (None, after, done, messages, rows, db)));
+            }
+            if done {
+                return None;
+            }
+            let batch = messages.batch.id;
+            match page(&db, batch, after, filter).await {
+                Ok(lines) => {
+                    let last = lines.last().map_or(after, |l| l.number);
+                    let finished = (lines.len() as u32) < PAGE;
+                    let text = rows(&messages, &lines);
+                    Some((Ok(text), (None, last, finished, messages, rows, db)))
+                }
+                // The answer ends there: a cut CSV, and the cause in the log.
+                Err(err) => Some((Err(err), (None, after, true, messages, rows, db))),
+            }
+        },
+    )
 }
