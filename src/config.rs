@@ -122,6 +122,12 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_GEOIP_DB", global = true)]
     pub geoip_db: Option<PathBuf>,
 
+    /// ASN database (.mmdb: GeoLite2-ASN, DB-IP ASN Lite) for the carrier of clicks (中国移动,
+    /// 中国联通, 中国电信, 中国广电 or other), a statistics dimension and a breakdown of
+    /// campaign funnels; re-read when the file changes. Unset: the carrier stays empty
+    #[arg(long, env = "INKLINK_CARRIER_DB", global = true)]
+    pub carrier_db: Option<PathBuf>,
+
     /// What is kept of a visitor's address: the whole address, or only its network (the /24 of
     /// an IPv4 address, the /48 of an IPv6 one). With `network`, UV counts distinct networks and
     /// user agents, and IP counts networks; GeoIP still reads the whole address, in memory

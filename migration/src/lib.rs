@@ -25,6 +25,7 @@ mod m20261124_000019_visit_day_stamps;
 mod m20261124_000020_lean_clicks;
 mod m20261124_000021_click_waiting;
 mod m20261126_000022_campaign_batches;
+mod m20261126_000023_click_carrier;
 
 pub struct Migrator;
 
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000020_lean_clicks::Migration),
             Box::new(m20261124_000021_click_waiting::Migration),
             Box::new(m20261126_000022_campaign_batches::Migration),
+            Box::new(m20261126_000023_click_carrier::Migration),
         ]
     }
 }

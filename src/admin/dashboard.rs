@@ -74,6 +74,7 @@ fn title(dimension: Dimension) -> &'static str {
         Dimension::Country => "Countries",
         Dimension::Province => "Provinces",
         Dimension::City => "Cities",
+        Dimension::Carrier => "Carriers",
         Dimension::Browser => "Browsers",
         Dimension::Os => "Operating systems",
         Dimension::Device => "Devices",

@@ -151,6 +151,7 @@ impl Enricher {
             country: place.country,
             province: place.province,
             city: place.city,
+            carrier: place.carrier,
             agent,
             outcome: event.outcome,
             generation: event.generation,
@@ -187,5 +188,6 @@ fn clipped(place: Place) -> Place {
         country: clip_name(place.country),
         province: clip_name(place.province),
         city: clip_name(place.city),
+        carrier: place.carrier,
     }
 }

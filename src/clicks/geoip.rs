@@ -1,5 +1,6 @@
 //! Country, province and city of an address, from a MaxMind-format city database
-//! (GeoLite2-City, DB-IP City Lite, …), re-opened when the file changes on disk.
+//! (GeoLite2-City, DB-IP City Lite, …), and its carrier from an ASN database (GeoLite2-ASN,
+//! DB-IP ASN Lite), each re-opened when its file changes on disk.
 
 use crate::clickstore::row::Text;
 use maxminddb::Reader;
@@ -14,6 +15,9 @@ pub struct Place {
     pub country: Option<Text>,
     pub province: Option<Text>,
     pub city: Option<Text>,
+    /// The visitor's network operator (`INKLINK_CARRIER_DB`): 中国移动, 中国联通, 中国电信,
+    /// 中国广电 or other.
+    pub carrier: Option<Text>,
 }
 
 /// The fields of a city record we read; names are kept for every language in the file.
@@ -42,44 +46,34 @@ impl Named<'_> {
     }
 }
 
-pub struct GeoIp {
+/// An mmdb file, re-opened when it changes on disk.
+struct Watched {
     path: Option<PathBuf>,
-    lang: String,
     reader: Option<Reader<Vec<u8>>>,
     modified: Option<SystemTime>,
+    what: &'static str,
 }
 
-impl GeoIp {
-    /// Opens the database at `path`, if any. A missing or unreadable file is not fatal: geo
-    /// fields stay empty, and the file is tried again when it appears or changes.
-    pub fn open(path: Option<&Path>, lang: &str) -> Self {
-        let mut geo = Self {
+impl Watched {
+    fn open(path: Option<&Path>, what: &'static str) -> Self {
+        let mut file = Self {
             path: path.map(Path::to_path_buf),
-            lang: lang.to_owned(),
             reader: None,
             modified: None,
+            what,
         };
-        match path {
-            None => tracing::warn!(
-                "INKLINK_GEOIP_DB is not set: country, province and city of clicks stay empty"
-            ),
-            Some(path) => {
-                geo.reload_if_changed();
-                if geo.reader.is_none() {
-                    tracing::warn!(path = %path.display(), "no GeoIP database readable yet: geo fields stay empty until it is");
-                }
+        if let Some(path) = path {
+            file.reload_if_changed();
+            if file.reader.is_none() {
+                tracing::warn!(path = %path.display(), database = what, "database not readable yet: its fields stay empty until it is");
             }
         }
-        geo
-    }
-
-    pub fn is_loaded(&self) -> bool {
-        self.reader.is_some()
+        file
     }
 
     /// Re-opens the file when its modification time changed (monthly database updates need
     /// no restart). Returns whether a new database was loaded.
-    pub fn reload_if_changed(&mut self) -> bool {
+    fn reload_if_changed(&mut self) -> bool {
         let Some(path) = &self.path else {
             return false;
         };
@@ -89,21 +83,95 @@ impl GeoIp {
         }
         match Reader::open_readfile(path) {
             Ok(reader) => {
-                tracing::info!(path = %path.display(), kind = %reader.metadata().database_type, "GeoIP database loaded");
+                tracing::info!(path = %path.display(), database = self.what, kind = %reader.metadata().database_type, "database loaded");
                 self.reader = Some(reader);
                 self.modified = modified;
                 true
             }
             Err(err) => {
                 // A file half-way through being copied: keep the old one and look again later.
-                tracing::warn!(path = %path.display(), error = %err, "cannot read the GeoIP database");
+                tracing::warn!(path = %path.display(), database = self.what, error = %err, "cannot read the database");
                 false
             }
         }
     }
+}
+
+/// The fields of an ASN record (GeoLite2-ASN, DB-IP ASN Lite, iptoasn's mmdb).
+#[derive(Deserialize)]
+struct AsnRecord<'a> {
+    #[serde(default)]
+    autonomous_system_number: Option<u32>,
+    #[serde(borrow, default)]
+    autonomous_system_organization: Option<&'a str>,
+}
+
+pub struct GeoIp {
+    lang: String,
+    city: Watched,
+    /// `INKLINK_CARRIER_DB`: the network an address belongs to, read as a carrier.
+    carriers: Watched,
+}
+
+impl GeoIp {
+    /// Opens the city database at `path`, if any. A missing or unreadable file is not fatal:
+    /// geo fields stay empty, and the file is tried again when it appears or changes.
+    pub fn open(path: Option<&Path>, lang: &str) -> Self {
+        if path.is_none() {
+            tracing::warn!(
+                "INKLINK_GEOIP_DB is not set: country, province and city of clicks stay empty"
+            );
+        }
+        Self {
+            lang: lang.to_owned(),
+            city: Watched::open(path, "GeoIP"),
+            carriers: Watched::open(None, "carrier"),
+        }
+    }
+
+    /// Reads carriers from the ASN database at `path` (see [`super::carrier`]).
+    pub fn with_carriers(mut self, path: Option<&Path>) -> Self {
+        self.carriers = Watched::open(path, "carrier");
+        self
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.city.reader.is_some()
+    }
+
+    /// Re-opens either file when it changed. Returns whether a new database was loaded.
+    pub fn reload_if_changed(&mut self) -> bool {
+        let city = self.city.reload_if_changed();
+        let carriers = self.carriers.reload_if_changed();
+        city || carriers
+    }
 
     pub fn lookup(&self, ip: IpAddr) -> Place {
-        let Some(reader) = &self.reader else {
+        let mut place = self.city_of(ip);
+        place.carrier = self.carrier_of(ip);
+        place
+    }
+
+    fn carrier_of(&self, ip: IpAddr) -> Option<Text> {
+        let reader = self.carriers.reader.as_ref()?;
+        match reader
+            .lookup(ip)
+            .and_then(|found| found.decode::<AsnRecord>())
+        {
+            Ok(Some(record)) => Some(Text::from(super::carrier::of(
+                record.autonomous_system_number,
+                record.autonomous_system_organization,
+            ))),
+            Ok(None) => None,
+            Err(err) => {
+                tracing::debug!(%ip, error = %err, "carrier lookup failed");
+                None
+            }
+        }
+    }
+
+    fn city_of(&self, ip: IpAddr) -> Place {
+        let Some(reader) = &self.city.reader else {
             return Place::default();
         };
         let record = match reader
@@ -122,6 +190,7 @@ impl GeoIp {
             country: record.country.and_then(|c| c.name(lang)),
             province: record.subdivisions.first().and_then(|s| s.name(lang)),
             city: record.city.and_then(|c| c.name(lang)),
+            carrier: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod capture;
+pub mod carrier;
 pub mod enrich;
 pub mod event;
 pub mod geoip;
@@ -60,7 +61,8 @@ impl Ingest {
                 .spool_dir
                 .join(format!("inklink-spool-{port}.jsonl")),
         )?;
-        let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang);
+        let geo = geoip::GeoIp::open(settings.geoip_db.as_deref(), &settings.geoip_lang)
+            .with_carriers(settings.carrier_db.as_deref());
         let enricher = enrich::Enricher::new(geo, visitor_key, instance)
             .keep_networks_only(settings.keep_addresses == crate::config::KeepAddresses::Network);
         let storer = writer::Storer::start(db.clone(), settings.database_url.clone(), enricher)?;

@@ -22,6 +22,9 @@ use std::hash::Hasher;
 pub struct Dictionary {
     pub table: &'static str,
     pub columns: &'static [&'static str],
+    /// The columns it was made with: a column added later counts in a row's digest only when
+    /// the row has a value there, so that the rows stored before keep their digests.
+    pub first: usize,
 }
 
 pub const AGENTS: Dictionary = Dictionary {
@@ -34,22 +37,27 @@ pub const AGENTS: Dictionary = Dictionary {
         "os_version",
         "device",
     ],
+    first: 6,
 };
 pub const PLACES: Dictionary = Dictionary {
     table: "click_place",
-    columns: &["country", "province", "city"],
+    columns: &["country", "province", "city", "carrier"],
+    first: 3,
 };
 pub const REFERERS: Dictionary = Dictionary {
     table: "click_referer",
     columns: &["referer", "referer_host"],
+    first: 2,
 };
 pub const OUTCOMES: Dictionary = Dictionary {
     table: "click_outcome",
     columns: &["transform_status", "failure_reason", "target_rule"],
+    first: 3,
 };
 pub const TEXTS: Dictionary = Dictionary {
     table: "click_text",
     columns: &["value"],
+    first: 1,
 };
 
 pub const ALL: [&Dictionary; 5] = [&AGENTS, &PLACES, &REFERERS, &OUTCOMES, &TEXTS];
@@ -119,7 +127,12 @@ impl Slot {
                 all.iter().any(Option::is_some).then(|| values(all))
             }
             Self::Place => {
-                let all = [row.country.clone(), row.province.clone(), row.city.clone()];
+                let all = [
+                    row.country.clone(),
+                    row.province.clone(),
+                    row.city.clone(),
+                    row.carrier.clone(),
+                ];
                 all.iter().any(Option::is_some).then(|| values(all))
             }
             Self::Outcome => Some(values(outcome_texts(row.outcome))),
@@ -138,8 +151,9 @@ fn values<const N: usize>(given: [Option<Text>; N]) -> Values {
 /// The digest of `values` at `probe` (0 first; a collision moves on to the next).
 fn digest(dictionary: &Dictionary, values: &Values, probe: u32) -> i64 {
     let mut hasher = SipHasher13::new_with_keys(0x696e_6b6c_696e_6b00, u64::from(probe));
-    for value in &values[..dictionary.columns.len()] {
+    for (i, value) in values[..dictionary.columns.len()].iter().enumerate() {
         match value {
+            None if i >= dictionary.first => {}
             None => hasher.write_u8(0),
             Some(text) => {
                 hasher.write_u8(1);

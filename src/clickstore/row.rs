@@ -46,6 +46,9 @@ pub struct EventRow {
     pub country: Option<Text>,
     pub province: Option<Text>,
     pub city: Option<Text>,
+    /// The visitor's carrier (spools written before it have none).
+    #[serde(default)]
+    pub carrier: Option<Text>,
     /// What its user agent says (spooled as the six fields it has).
     #[serde(flatten)]
     pub agent: Agent,
@@ -101,6 +104,8 @@ impl EventRow {
             country: text("country")?,
             province: text("province")?,
             city: text("city")?,
+            // The old wide table it is also read from had no carrier.
+            carrier: text("carrier").ok().flatten(),
             agent: Agent {
                 browser: text("browser")?,
                 browser_version: text("browser_version")?,

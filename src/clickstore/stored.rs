@@ -26,7 +26,7 @@ const SELECT: &str = "SELECT c.at AS at, c.event_key AS event_key, w.at AS waiti
      c.link AS url_map_id, k.value AS compression_code, h.value AS host, c.ip AS ip, \
      c.visitor AS visitor, a.user_agent AS user_agent, r.referer AS referer, \
      r.referer_host AS referer_host, q.value AS query_string, p.country AS country, \
-     p.province AS province, p.city AS city, a.browser AS browser, \
+     p.province AS province, p.city AS city, p.carrier AS carrier, a.browser AS browser, \
      a.browser_version AS browser_version, a.os AS os, a.os_version AS os_version, \
      a.device AS device, c.bot AS is_bot, o.transform_status AS transform_status, \
      o.failure_reason AS failure_reason, o.target_rule AS target_rule";
@@ -266,8 +266,8 @@ pub struct Meanings {
     pub referers: HashMap<i32, [Option<Text>; 1]>,
     /// The short URL's query string.
     pub queries: HashMap<i32, [Option<Text>; 1]>,
-    /// Country, province and city.
-    pub places: HashMap<i32, [Option<Text>; 3]>,
+    /// Country, province, city and carrier.
+    pub places: HashMap<i32, [Option<Text>; 4]>,
     /// How the redirect ended (`success`, …).
     pub outcomes: HashMap<i32, [Option<Text>; 1]>,
 }
@@ -284,7 +284,7 @@ pub async fn meanings(db: &impl ConnectionTrait, clicks: &[Waiting]) -> Result<M
         places: look_up(
             db,
             &PLACES,
-            ["country", "province", "city"],
+            ["country", "province", "city", "carrier"],
             ids(|c| c.place),
         )
         .await?,

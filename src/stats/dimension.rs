@@ -19,6 +19,8 @@ pub enum Dimension {
     Country,
     Province,
     City,
+    /// The visitor's network operator (`INKLINK_CARRIER_DB`).
+    Carrier,
     Browser,
     Os,
     Device,
@@ -34,10 +36,11 @@ pub enum Dimension {
 impl Dimension {
     /// The breakdowns dashboards show as tables, in their order ([`Dimension::Hour`] is drawn
     /// as its own chart).
-    pub const SHOWN: [Self; 11] = [
+    pub const SHOWN: [Self; 12] = [
         Self::Country,
         Self::Province,
         Self::City,
+        Self::Carrier,
         Self::Browser,
         Self::Os,
         Self::Device,
@@ -62,6 +65,7 @@ impl Dimension {
             Self::Country => "country",
             Self::Province => "province",
             Self::City => "city",
+            Self::Carrier => "carrier",
             Self::Browser => "browser",
             Self::Os => "os",
             Self::Device => "device",

@@ -427,6 +427,7 @@ struct View {
     at: i64,
     province: Option<Text>,
     city: Option<Text>,
+    carrier: Option<Text>,
 }
 
 /// The page views among `clicks` that may be recipients' (reads only): views of links that
@@ -447,10 +448,12 @@ pub async fn find_hits(
                     == Some("success")
         })
         .filter_map(|c| {
-            let [province, city] = c
+            let [province, city, carrier] = c
                 .place
                 .and_then(|id| meanings.places.get(&id))
-                .map(|[_, province, city]| [province.clone(), city.clone()])
+                .map(|[_, province, city, carrier]| {
+                    [province.clone(), city.clone(), carrier.clone()]
+                })
                 .unwrap_or_default();
             Some(View {
                 link: c.link?,
@@ -463,6 +466,7 @@ pub async fn find_hits(
                 at: c.at.div_euclid(1_000_000),
                 province,
                 city,
+                carrier,
             })
         })
         .collect();
@@ -518,7 +522,7 @@ async fn hits(db: &impl ConnectionTrait, mut views: Vec<View>) -> Result<Vec<Hit
                 at: view.at,
                 province: view.province.clone(),
                 city: view.city.clone(),
-                carrier: None,
+                carrier: view.carrier.clone(),
             })
         };
         let code = view
@@ -563,6 +567,7 @@ pub async fn forget_clicks(txn: &impl ConnectionTrait, start: i64, end: i64) -> 
                 at: s.at.div_euclid(1_000_000),
                 province: s.row.province.clone(),
                 city: s.row.city.clone(),
+                carrier: s.row.carrier.clone(),
             })
         })
         .collect();

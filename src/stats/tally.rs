@@ -297,13 +297,14 @@ fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<S
         let view = success && !click.bot;
         let mut values = Vec::new();
         if view {
-            let [country, province, city] = meaning(&meanings.places, click.place);
+            let [country, province, city, carrier] = meaning(&meanings.places, click.place);
             let [browser, os, device] = meaning(&meanings.agents, click.agent);
             let [referrer] = meaning(&meanings.referers, click.referer);
             for (dimension, value) in [
                 (Dimension::Country, country),
                 (Dimension::Province, province),
                 (Dimension::City, city),
+                (Dimension::Carrier, carrier),
                 (Dimension::Browser, browser),
                 (Dimension::Os, os),
                 (Dimension::Device, device),

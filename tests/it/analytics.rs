@@ -344,6 +344,8 @@ fn expected_breakdown(clicks: &[Click]) -> BTreeMap<(NaiveDate, i64, String, Str
             ("country", click.place.0),
             ("province", click.place.1),
             ("city", click.place.2),
+            // No carrier database in these replays: every carrier is unknown.
+            ("carrier", ""),
             ("browser", click.agent.browser),
             ("os", click.agent.os),
             ("device", click.agent.device),

@@ -15,19 +15,27 @@ const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537
 const BOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 const PREVIEW: &str = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";
 
-/// Addresses of the GeoIP fixture and their provinces in Chinese ("" for none).
-const PLACES: [(&str, &str); 6] = [
-    ("36.110.1.2", "北京市"),
-    ("116.228.3.4", "上海市"),
-    ("113.108.5.6", "广东省"),
-    ("58.100.7.8", "浙江省"),
-    ("203.0.113.9", "加利福尼亚州"),
-    ("100.64.1.1", ""),
+/// Addresses of the GeoIP and carrier fixtures, their provinces in Chinese ("" for none) and
+/// their carriers.
+const PLACES: [(&str, &str, &str); 6] = [
+    ("36.110.1.2", "北京市", "中国电信"),
+    ("116.228.3.4", "上海市", "中国电信"),
+    ("113.108.5.6", "广东省", "中国移动"),
+    ("58.100.7.8", "浙江省", "中国联通"),
+    ("203.0.113.9", "加利福尼亚州", "other"),
+    ("100.64.1.1", "", "中国广电"),
 ];
 
-const EXTRA: [&str; 8] = [
+pub const CARRIERS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/carrier-test.mmdb"
+);
+
+const EXTRA: [&str; 10] = [
     "--geoip-db",
     GEOIP,
+    "--carrier-db",
+    CARRIERS,
     "--geoip-lang",
     "zh-CN",
     "--trusted-proxies",
@@ -89,7 +97,10 @@ struct Known {
     /// (at, delivered, error code) of the receipt that counts.
     receipt: Option<(i64, bool, String)>,
     first_province: Option<String>,
+    first_carrier: Option<String>,
     clicks: i64,
+    /// Page views by carrier (every click by a person, counted in the daily statistics).
+    views: BTreeMap<String, i64>,
 }
 
 impl Known {
@@ -120,17 +131,22 @@ fn recount(sent: usize, known: &HashMap<String, Known>) -> Value {
     let clicks: i64 = known.values().map(|k| k.clicks).sum();
     let mut by_code: BTreeMap<String, i64> = BTreeMap::new();
     let mut by_province: BTreeMap<String, [i64; 3]> = BTreeMap::new();
+    let mut by_carrier: BTreeMap<String, [i64; 3]> = BTreeMap::new();
     for k in known.values() {
         let is_delivered = matches!(k.receipt, Some((_, true, _)));
         if let Some((_, false, code)) = &k.receipt {
             *by_code.entry(code.clone()).or_default() += 1;
         }
         if is_delivered || k.clicks > 0 {
-            let place = k.first_province.clone().unwrap_or_default();
-            let row = by_province.entry(place).or_default();
-            row[0] += i64::from(is_delivered);
-            row[1] += i64::from(k.clicks > 0);
-            row[2] += k.clicks;
+            for (map, value) in [
+                (&mut by_province, k.first_province.clone()),
+                (&mut by_carrier, k.first_carrier.clone()),
+            ] {
+                let row = map.entry(value.unwrap_or_default()).or_default();
+                row[0] += i64::from(is_delivered);
+                row[1] += i64::from(k.clicks > 0);
+                row[2] += k.clicks;
+            }
         }
     }
     json!({
@@ -138,6 +154,7 @@ fn recount(sent: usize, known: &HashMap<String, Known>) -> Value {
         "clicks": clicks,
         "failed_by": by_code,
         "province": by_province,
+        "carrier": by_carrier,
     })
 }
 
@@ -150,21 +167,27 @@ fn shape(funnel: &Value) -> Value {
             f["failed"].as_i64().unwrap(),
         );
     }
-    let mut by_province: BTreeMap<String, [i64; 3]> = BTreeMap::new();
-    for r in funnel["by"]["province"].as_array().unwrap() {
-        by_province.insert(
-            r["value"].as_str().unwrap().into(),
-            [
-                r["delivered"].as_i64().unwrap(),
-                r["clicked"].as_i64().unwrap(),
-                r["clicks"].as_i64().unwrap(),
-            ],
-        );
-    }
+    let by = |name: &str| -> BTreeMap<String, [i64; 3]> {
+        funnel["by"][name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["value"].as_str().unwrap().to_owned(),
+                    [
+                        r["delivered"].as_i64().unwrap(),
+                        r["clicked"].as_i64().unwrap(),
+                        r["clicks"].as_i64().unwrap(),
+                    ],
+                )
+            })
+            .collect()
+    };
     json!({
         "sent": funnel["sent"], "delivered": funnel["delivered"], "failed": funnel["failed"],
         "clicked": funnel["clicked"], "clicks": funnel["clicks"],
-        "failed_by": by_code, "province": by_province,
+        "failed_by": by_code, "province": by("province"), "carrier": by("carrier"),
     })
 }
 
@@ -209,7 +232,7 @@ async fn click(app: &TestApp, path: &str, ip: &str, agent: &str, head: bool) -> 
 /// a bot, a preview fetcher and a HEAD request now and then, which never count.
 async fn clicks_of(app: &TestApp, i: usize, url: &str, known: &mut Known) {
     let path = path_of(url);
-    let (ip, province) = PLACES[i % PLACES.len()];
+    let (ip, province, carrier) = PLACES[i % PLACES.len()];
     if i.is_multiple_of(5) {
         assert_eq!(click(app, &path, ip, PREVIEW, false).await, 302);
         assert_eq!(click(app, &path, ip, BROWSER, true).await, 302);
@@ -220,13 +243,18 @@ async fn clicks_of(app: &TestApp, i: usize, url: &str, known: &mut Known) {
     }
     let people = 1 + i % 3;
     for n in 0..people {
-        let (ip, agent) = match n {
-            0 => (ip, BROWSER),
-            _ => (PLACES[(i + n) % PLACES.len()].0, DESKTOP),
+        let (ip, agent, seen_carrier) = match n {
+            0 => (ip, BROWSER, carrier),
+            _ => {
+                let (ip, _, carrier) = PLACES[(i + n) % PLACES.len()];
+                (ip, DESKTOP, carrier)
+            }
         };
         assert_eq!(click(app, &path, ip, agent, false).await, 302);
+        *known.views.entry(seen_carrier.to_owned()).or_default() += 1;
     }
     known.first_province = Some(province.to_owned());
+    known.first_carrier = Some(carrier.to_owned());
     known.clicks += people as i64;
 }
 
@@ -499,6 +527,39 @@ async fn a_batch_funnel_in_either_mode_equals_a_recount_of_what_was_sent_receive
     funnel_settles(&api, second, &recount(total, &known2)).await;
     // The first batch's figures were not touched by the second's.
     funnel_settles(&api, batch, &expected).await;
+    // Carriers are a dimension of the daily statistics too: page views of all links by
+    // carrier, the fixed link's one view (from a China Telecom address) included.
+    let mut views: BTreeMap<String, i64> = BTreeMap::new();
+    for k in known.values().chain(known2.values()) {
+        for (carrier, n) in &k.views {
+            *views.entry(carrier.clone()).or_default() += n;
+        }
+    }
+    *views.entry("中国电信".to_owned()).or_default() += 1;
+    use sea_orm::ConnectionTrait;
+    let db = &app.core.db;
+    let sql = "SELECT value, CAST(SUM(pv) AS BIGINT) AS pv FROM visit_statistics_breakdown \
+               WHERE dimension = 'carrier' AND url_map_id = -1 GROUP BY value";
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::MySql => sql.replace("BIGINT", "SIGNED"),
+        _ => sql.to_owned(),
+    };
+    let stored: BTreeMap<String, i64> = db
+        .query_all_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            sql,
+        ))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.try_get("", "value").unwrap(),
+                r.try_get("", "pv").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(stored, views);
 }
 
 fn at(text: &str) -> i64 {
@@ -612,6 +673,7 @@ async fn two_instances_ingesting_receipts_and_counting_clicks_at_once_count_each
         let entry = known.get_mut(&phone(i)).unwrap();
         entry.clicks = k.clicks;
         entry.first_province = k.first_province;
+        entry.first_carrier = k.first_carrier;
     }
     funnel_settles(&api_one, batch, &recount(total, &known)).await;
 }
