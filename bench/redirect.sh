@@ -8,16 +8,19 @@
 #   bash bench/redirect.sh --ceiling             # also bench/ceiling: bare actix-web, a fixed 302
 #
 # With --db, a fresh database is created on that server for the run and dropped after it.
+# --recipients requests the codes of a campaign batch's recipients (as many as LINKS) instead
+# of the links' own: a recipient's code must redirect as fast as a link's.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SERVER_URL="" CEILING=""
+SERVER_URL="" CEILING="" RECIPIENTS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --db) SERVER_URL=$2; shift 2 ;;
     --ceiling) CEILING=1; shift ;;
-    *) echo "usage: $0 [--db postgres://...|mysql://...] [--ceiling]" >&2; exit 2 ;;
+    --recipients) RECIPIENTS=1; shift ;;
+    *) echo "usage: $0 [--db postgres://...|mysql://...] [--ceiling] [--recipients]" >&2; exit 2 ;;
   esac
 done
 LINKS=${LINKS:-100000}
@@ -137,6 +140,35 @@ rows = [r for path in sorted(glob.glob('$WORK/links-*.results')) for r in csv.Di
 assert all(r['short_url'] for r in rows), 'an import row failed'
 open('$WORK/codes.txt', 'w').write('\n'.join(r['short_url'].rsplit('/', 1)[1] for r in rows) + '\n')
 "
+
+# --recipients: the codes requested are those of a campaign batch's recipients (as many as
+# links), made through the API by a server started for it, instead of the links' own.
+if [ -n "$RECIPIENTS" ]; then
+  KEY=$("$BIN" apikey add bench-batches --role admin)
+  "$BIN" & MAKER_PID=$!
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$INKLINK_PORT/healthz" >/dev/null && break; sleep 0.1; done
+  python3 -c "
+with open('$WORK/phones.csv', 'w') as f:
+    f.write('phone\n')
+    for i in range($LINKS):
+        f.write(f'1{3_000_000_000 + i}\n')
+"
+  start=$(date +%s.%N)
+  curl -sf -H "Authorization: Bearer $KEY" -F name=bench -F url=https://example.com/campaign/batch \
+    -F 'template={link}' -F recipients=@"$WORK/phones.csv" \
+    "http://127.0.0.1:$INKLINK_PORT/api/v1/batches" > "$WORK/batch.json"
+  BATCH_ID=$(python3 -c "import json; print(json.load(open('$WORK/batch.json'))['id'])")
+  curl -sf -H "Authorization: Bearer $KEY" "http://127.0.0.1:$INKLINK_PORT/api/v1/batches/$BATCH_ID/messages" > "$WORK/messages.csv"
+  end=$(date +%s.%N)
+  echo "a batch of $LINKS recipients made through the API in $(python3 -c "print(f'{$end - $start:.1f}')") s"
+  kill -TERM "$MAKER_PID"; wait "$MAKER_PID" || true
+  python3 -c "
+import csv
+rows = list(csv.DictReader(open('$WORK/messages.csv', encoding='utf-8-sig')))
+assert len(rows) == $LINKS, len(rows)
+open('$WORK/codes.txt', 'w').write('\n'.join(r['short_url'].rsplit('/', 1)[1] for r in rows) + '\n')
+"
+fi
 
 cat > "$WORK/random.lua" <<LUA
 local function load(path)

@@ -99,20 +99,21 @@ impl MigrationTrait for Migration {
              PRIMARY KEY (batch_id, number)){rowid}"
         ))
         .await?;
-        for (name, cols) in [
-            ("uq_batch_recipient_token", "token, batch_id"),
-            ("idx_batch_recipient_phone", "phone, batch_id"),
-        ] {
-            let unique = if name.starts_with("uq_") {
-                "UNIQUE "
-            } else {
-                ""
-            };
-            db.execute_unprepared(&format!(
-                "CREATE {unique}INDEX {name} ON batch_recipient ({cols})"
-            ))
+        // Tokens are unique by construction (codes from the keyed sequence, parameters from a
+        // counter per link), so their index need not say so: a redirect finds a code by it,
+        // and counting a click its recipient.
+        db.execute_unprepared("CREATE INDEX idx_batch_recipient_token ON batch_recipient (token)")
             .await?;
-        }
+        // Receipts without a key are matched by phone. Once the numbers are deleted
+        // (retention) they leave this index too, where the database can say so.
+        let kept = match backend {
+            DbBackend::MySql => "",
+            _ => " WHERE phone IS NOT NULL",
+        };
+        db.execute_unprepared(&format!(
+            "CREATE INDEX idx_batch_recipient_phone ON batch_recipient (phone, batch_id){kept}"
+        ))
+        .await?;
         db.execute_unprepared(&format!(
             "CREATE TABLE batch_tally (\
              batch_id BIGINT NOT NULL, \

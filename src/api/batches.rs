@@ -2,22 +2,25 @@
 //! funnel.
 
 use super::auth::ApiCaller;
+use super::batch_model::{
+    Batch, BatchList, CallbackQuery, CreateBatch, FailedBy, Funnel, FunnelBy, FunnelHour,
+    FunnelRow, PlainReceipt, ReceiptProblem, ReceiptReport, ReceiptUrls, RecipientList,
+    RecipientsQuery, RejectedRow,
+};
 use super::body::{form_fields, parse_json, read_body};
-use super::error::{ApiError, ErrorCode};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use crate::db::entities::campaign_batch;
 use crate::services::audit::Actor;
 use crate::services::batches::export::{self, Filter, Messages};
 use crate::services::batches::read::{self, MAX_FILE_BYTES, RecipientFile};
-use crate::services::batches::receipts::{
-    self, Aliyun, Incoming, Outcome, Plain, Report, Scope, Tencent,
-};
-use crate::services::batches::{self, BatchError, BatchFields, Created, RowResult, funnel};
+use crate::services::batches::receipts::{self, Aliyun, Incoming, Outcome, Report, Scope, Tencent};
+use crate::services::batches::{self, BatchError, BatchFields, RowResult, funnel};
 use crate::state::AppState;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use chrono::TimeZone;
+use serde_json::Value;
 
 /// A JSON request with its recipients; larger lists go as a CSV upload.
 const JSON_LIMIT: usize = 16 * 1024 * 1024;
@@ -44,6 +47,7 @@ impl From<BatchError> for ApiError {
             BatchError::NoPlaceholder
             | BatchError::SeveralPlaceholders(_)
             | BatchError::TemplateTooLong(_)
+            | BatchError::ControlCharacter(_)
             | BatchError::MissingVariable(_)
             | BatchError::TooManyVariables => field("template"),
             BatchError::LinkChoice => field("url"),
@@ -56,29 +60,35 @@ impl From<BatchError> for ApiError {
 }
 
 /// The batch as the API shows it.
-fn batch_view(batch: &campaign_batch::Model, base: &str) -> Value {
-    json!({
-        "id": batch.id,
-        "name": batch.name,
-        "mode": batch.mode,
-        "length": batch.token_length,
-        "template": batch.template,
-        "variables": export::variables(batch),
-        "recipients": batch.recipients,
-        "rejected_count": batch.rejected,
-        "max_segments": batch.max_segments,
-        "grown_segments": batch.grown_segments,
-        "created_at": chrono::Utc.from_utc_datetime(&batch.created_at).to_rfc3339(),
-        "creator": batch.creator,
-        "phones_deleted_at": batch.purged_at.map(|at| chrono::Utc.from_utc_datetime(&at).to_rfc3339()),
-        "receipt_urls": {
-            "aliyun": format!("{base}/api/v1/receipts/aliyun?batch={}&secret={}", batch.id, batch.secret),
-            "tencent": format!("{base}/api/v1/receipts/tencent?batch={}&secret={}", batch.id, batch.secret),
+fn batch_view(batch: &campaign_batch::Model, base: &str) -> Batch {
+    let utc = |at| chrono::Utc.from_utc_datetime(&at);
+    Batch {
+        id: batch.id,
+        name: batch.name.clone(),
+        mode: batch.mode.clone(),
+        length: batch.token_length,
+        template: batch.template.clone(),
+        variables: export::variables(batch),
+        recipients: batch.recipients,
+        rejected_count: batch.rejected,
+        max_segments: batch.max_segments,
+        grown_segments: batch.grown_segments,
+        created_at: utc(batch.created_at),
+        creator: batch.creator.clone(),
+        phones_deleted_at: batch.purged_at.map(utc),
+        receipt_urls: ReceiptUrls {
+            aliyun: format!(
+                "{base}/api/v1/receipts/aliyun?batch={}&secret={}",
+                batch.id, batch.secret
+            ),
+            tencent: format!(
+                "{base}/api/v1/receipts/tencent?batch={}&secret={}",
+                batch.id, batch.secret
+            ),
         },
-    })
+        rejected: None,
+    }
 }
-
-use chrono::TimeZone;
 
 /// `scheme://host` of the request, for the receipt URLs.
 fn base_url(req: &HttpRequest) -> String {
@@ -86,28 +96,36 @@ fn base_url(req: &HttpRequest) -> String {
     format!("{}://{}", info.scheme(), info.host())
 }
 
-#[derive(Deserialize)]
-struct CreateBatch {
-    #[serde(flatten)]
-    fields: BatchFields,
-    #[serde(default)]
-    recipients: Vec<serde_json::Map<String, Value>>,
+fn is_multipart(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"))
 }
 
-fn created_view(created: &Created, base: &str) -> Value {
-    let mut view = batch_view(&created.batch, base);
-    view["rejected"] = json!(
-        created
-            .rejected
-            .iter()
-            .map(|r| json!({"row": r.row, "error": r.error}))
-            .collect::<Vec<_>>()
-    );
-    view
-}
-
-/// Create a batch: JSON with `recipients`, or a multipart upload with the same fields and a
-/// CSV file `recipients` (a `phone` column, the others variables).
+/// Create a campaign batch: one message for many phones, each with a link of their own.
+///
+/// JSON with
+/// `recipients`, or a `multipart/form-data` upload of the same fields with a CSV file
+/// `recipients` (a `phone` column; the others are variables). Bad and duplicate rows are
+/// listed in `rejected`; the others are added.
+#[utoipa::path(
+    post,
+    path = "/api/v1/batches",
+    tag = "batches",
+    request_body = CreateBatch,
+    responses(
+        (status = 201, description = "The batch, with the rows turned away", body = Batch),
+        (status = 400, description = "Malformed JSON or upload", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "The existing link is another person's", body = ErrorBody),
+        (status = 404, description = "No link with that code", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 422, description = "A bad field, a message without {link}, or no usable recipient", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn create(
     caller: ApiCaller,
     state: web::Data<AppState>,
@@ -115,12 +133,7 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let actor = caller.actor();
-    let multipart = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
-    let created = if multipart {
+    let created = if is_multipart(&req) {
         let fields = form_fields(req.headers(), payload, MAX_FILE_BYTES + 64 * 1024).await?;
         let text = |name: &str| {
             fields
@@ -149,16 +162,51 @@ pub async fn create(
     } else {
         let body = read_body(payload, JSON_LIMIT).await?;
         let request: CreateBatch = parse_json(&body)?;
-        let spec = request.fields.parse(&state.core).await?;
+        let spec = BatchFields {
+            name: request.name,
+            url: request.url,
+            code: request.code,
+            mode: request.mode,
+            length: request.length,
+            template: request.template,
+            rule: request.rule,
+        }
+        .parse(&state.core)
+        .await?;
         if request.recipients.len() > batches::MAX_RECIPIENTS {
             return Err(BatchError::TooManyRecipients(request.recipients.len()).into());
         }
         let (columns, rows): (Vec<String>, Vec<RowResult>) = read::from_json(request.recipients);
         batches::create(&state.core, spec, &columns, rows.into_iter(), &actor).await?
     };
-    Ok(HttpResponse::Created().json(created_view(&created, &base_url(&req))))
+    let mut view = batch_view(&created.batch, &base_url(&req));
+    view.rejected = Some(
+        created
+            .rejected
+            .into_iter()
+            .map(|r| RejectedRow {
+                row: r.row,
+                error: r.error,
+            })
+            .collect(),
+    );
+    Ok(HttpResponse::Created().json(view))
 }
 
+/// List the batches you may see.
+///
+/// An operator's key sees its own; an admin's all of them; newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/batches",
+    tag = "batches",
+    responses(
+        (status = 200, description = "The batches", body = BatchList),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn list(
     caller: ApiCaller,
     state: web::Data<AppState>,
@@ -168,11 +216,27 @@ pub async fn list(
     let all = batches::list(&state.core.db, &caller.actor())
         .await
         .map_err(ApiError::Unavailable)?;
-    Ok(HttpResponse::Ok().json(json!({
-        "items": all.iter().map(|b| batch_view(b, &base)).collect::<Vec<_>>()
-    })))
+    Ok(HttpResponse::Ok().json(BatchList {
+        items: all.iter().map(|b| batch_view(b, &base)).collect(),
+    }))
 }
 
+/// Read one batch.
+#[utoipa::path(
+    get,
+    path = "/api/v1/batches/{id}",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch")),
+    responses(
+        (status = 200, description = "The batch", body = Batch),
+        (status = 400, description = "A malformed id", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn get(
     caller: ApiCaller,
     state: web::Data<AppState>,
@@ -183,32 +247,73 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(batch_view(&batch, &base_url(&req))))
 }
 
-/// The funnel as JSON.
-pub fn funnel_view(f: &funnel::Funnel) -> Value {
-    let rows = |rows: &[funnel::Row]| {
+fn funnel_view(f: &funnel::Funnel) -> Funnel {
+    let rows = |rows: &[funnel::Row]| -> Vec<FunnelRow> {
         rows.iter()
-            .map(|r| json!({"value": r.value, "delivered": r.delivered, "clicked": r.clicked, "clicks": r.clicks}))
-            .collect::<Vec<_>>()
+            .map(|r| FunnelRow {
+                value: r.value.clone(),
+                delivered: r.delivered,
+                clicked: r.clicked,
+                clicks: r.clicks,
+            })
+            .collect()
     };
-    json!({
-        "sent": f.sent,
-        "delivered": f.delivered,
-        "failed": f.failed,
-        "clicked": f.clicked,
-        "clicks": f.clicks,
-        "ctr": f.ctr,
-        "failed_by": f.failed_by_code.iter().map(|(code, n)| json!({"error_code": code, "failed": n})).collect::<Vec<_>>(),
-        "median_minutes_to_first_click": f.median_minutes_to_click,
-        "by": {
-            "province": rows(&f.by_province),
-            "city": rows(&f.by_city),
-            "carrier": rows(&f.by_carrier),
+    Funnel {
+        sent: f.sent,
+        delivered: f.delivered,
+        failed: f.failed,
+        clicked: f.clicked,
+        clicks: f.clicks,
+        ctr: f.ctr,
+        failed_by: f
+            .failed_by_code
+            .iter()
+            .map(|(code, n)| FailedBy {
+                error_code: code.clone(),
+                failed: *n,
+            })
+            .collect(),
+        median_minutes_to_first_click: f.median_minutes_to_click,
+        by: FunnelBy {
+            province: rows(&f.by_province),
+            city: rows(&f.by_city),
+            carrier: rows(&f.by_carrier),
         },
-        "start": f.start_hour.and_then(|h| chrono::DateTime::from_timestamp(h * 3600, 0)).map(|at| at.to_rfc3339()),
-        "hours": f.hours.iter().map(|h| json!({"hour": h.since_start, "delivered": h.delivered, "clicks": h.clicks})).collect::<Vec<_>>(),
-    })
+        start: f
+            .start_hour
+            .and_then(|h| chrono::DateTime::from_timestamp(h * 3600, 0)),
+        hours: f
+            .hours
+            .iter()
+            .map(|h| FunnelHour {
+                hour: h.since_start,
+                delivered: h.delivered,
+                clicks: h.clicks,
+            })
+            .collect(),
+    }
 }
 
+/// The funnel of a batch.
+///
+/// Sent → delivered → people who clicked → CTR, failures by error code, the
+/// median minutes from delivery to first click, hours, and the same by province, city and
+/// carrier. Current within a counting interval of a receipt or a click.
+#[utoipa::path(
+    get,
+    path = "/api/v1/batches/{id}/funnel",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch")),
+    responses(
+        (status = 200, description = "The funnel", body = Funnel),
+        (status = 400, description = "A malformed id", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn funnel(
     caller: ApiCaller,
     state: web::Data<AppState>,
@@ -222,7 +327,7 @@ pub async fn funnel(
 }
 
 /// A CSV answer written a page of recipients at a time.
-pub fn csv_stream<F>(
+fn csv_stream<F>(
     state: &AppState,
     messages: Messages,
     filter: Filter,
@@ -255,46 +360,75 @@ where
         .streaming(stream)
 }
 
+/// Download the messages of a batch, as a CSV for the SMS platform.
+///
+/// UTF-8 with BOM: `phone`,
+/// `text`, `short_url`, `key` (put it into the provider's `out_id`), `segments`, `warning`.
+/// Audited: it carries phone numbers.
+#[utoipa::path(
+    get,
+    path = "/api/v1/batches/{id}/messages",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch")),
+    responses(
+        (status = 200, description = "The messages", content_type = "text/csv", body = String),
+        (status = 400, description = "A malformed id", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 409, description = "The phone numbers were deleted (retention)", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn messages(
     caller: ApiCaller,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    let actor = caller.actor();
-    messages_csv(&state, path.into_inner(), &actor).await
-}
-
-/// The messages CSV of batch `id`, audited (the UI answers with it too).
-pub async fn messages_csv(
-    state: &web::Data<AppState>,
-    id: i64,
-    actor: &Actor,
-) -> Result<HttpResponse, ApiError> {
-    let messages = export::open(&state.core, id, actor, "messages").await?;
-    let file = format!("batch-{id}-messages.csv");
+    let id = path.into_inner();
+    let messages = export::open(&state.core, id, &caller.actor(), "messages").await?;
     Ok(csv_stream(
-        state,
+        &state,
         messages,
         Filter::default(),
         export::MESSAGE_COLUMNS.join(","),
         export::message_rows,
-        file,
+        format!("batch-{id}-messages.csv"),
     ))
 }
 
-#[derive(Deserialize)]
-pub struct RecipientsQuery {
-    clicked: Option<bool>,
-    format: Option<String>,
-}
-
+/// Export the recipients of a batch (those who did not click, for the next wave).
+///
+/// CSV (default) or JSON: `clicked=false` gives those who did not click,
+/// for the next wave. Audited: it carries phone numbers.
+#[utoipa::path(
+    get,
+    path = "/api/v1/batches/{id}/recipients",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch"), RecipientsQuery),
+    responses(
+        (status = 200, description = "The recipients", content(
+            (RecipientList = "application/json"),
+            (String = "text/csv")
+        )),
+        (status = 400, description = "A malformed id or parameter", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 409, description = "The phone numbers were deleted (retention)", body = ErrorBody),
+        (status = 422, description = "An unknown format", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn recipients(
     caller: ApiCaller,
     state: web::Data<AppState>,
     path: web::Path<i64>,
     query: web::Query<RecipientsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let actor = caller.actor();
+    let id = path.into_inner();
     let json = match query.format.as_deref() {
         None | Some("csv") => false,
         Some("json") => true,
@@ -306,33 +440,15 @@ pub async fn recipients(
             ));
         }
     };
-    recipients_export(
-        &state,
-        path.into_inner(),
-        &actor,
-        Filter {
-            clicked: query.clicked,
-        },
-        json,
-    )
-    .await
-}
-
-/// The recipients of batch `id` (those `filter` takes), as CSV or JSON, audited.
-pub async fn recipients_export(
-    state: &web::Data<AppState>,
-    id: i64,
-    actor: &Actor,
-    filter: Filter,
-    json: bool,
-) -> Result<HttpResponse, ApiError> {
+    let filter = Filter {
+        clicked: query.clicked,
+    };
     let what = match filter.clicked {
         Some(false) => "recipients who did not click",
         Some(true) => "recipients who clicked",
         None => "recipients",
     };
-    let messages = export::open(&state.core, id, actor, what).await?;
-    let variables = export::variables(&messages.batch);
+    let messages = export::open(&state.core, id, &caller.actor(), what).await?;
     if json {
         let mut items = Vec::new();
         let mut after = 0;
@@ -346,28 +462,28 @@ pub async fn recipients_export(
                 _ => break,
             }
         }
-        return Ok(HttpResponse::Ok().json(json!({ "items": items })));
+        return Ok(HttpResponse::Ok().json(RecipientList { items }));
     }
+    let variables = export::variables(&messages.batch);
     let mut header: Vec<String> = export::RECIPIENT_COLUMNS
         .iter()
         .map(|c| c.to_string())
         .collect();
     header.extend(variables.iter().cloned());
-    let file = format!("batch-{id}-recipients.csv");
     Ok(csv_stream(
-        state,
+        &state,
         messages,
         filter,
         header.join(","),
         move |messages, lines| export::recipient_rows(messages, &variables, lines),
-        file,
+        format!("batch-{id}-recipients.csv"),
     ))
 }
 
 /// The answer to a delivery of receipts: counts, and what became of each one that was not
 /// recorded (by its index in the list, or its line in the CSV).
-fn report_view(report: &Report, first_row: usize) -> Value {
-    let problems: Vec<Value> = report
+fn report_view(report: &Report, first_row: usize) -> ReceiptReport {
+    let problems = report
         .outcomes
         .iter()
         .enumerate()
@@ -378,22 +494,51 @@ fn report_view(report: &Report, first_row: usize) -> Value {
                 Outcome::Unmatched(why) => ("unmatched", Some(why.clone())),
                 Outcome::Invalid(why) => ("invalid", Some(why.clone())),
             };
-            Some(json!({"row": i + first_row, "status": status, "error": error}))
+            Some(ReceiptProblem {
+                row: i + first_row,
+                status: status.to_owned(),
+                error,
+            })
         })
         .take(1000)
         .collect();
-    json!({
-        "received": report.outcomes.len(),
-        "recorded": report.count(|o| *o == Outcome::Recorded),
-        "duplicates": report.count(|o| *o == Outcome::Duplicate),
-        "unmatched": report.count(|o| matches!(o, Outcome::Unmatched(_))),
-        "invalid": report.count(|o| matches!(o, Outcome::Invalid(_))),
-        "problems": problems,
-    })
+    ReceiptReport {
+        received: report.outcomes.len(),
+        recorded: report.count(|o| *o == Outcome::Recorded),
+        duplicates: report.count(|o| *o == Outcome::Duplicate),
+        unmatched: report.count(|o| matches!(o, Outcome::Unmatched(_))),
+        invalid: report.count(|o| matches!(o, Outcome::Invalid(_))),
+        problems,
+        code: None,
+        msg: None,
+        result: None,
+        errmsg: None,
+    }
 }
 
-/// Receipts for one batch: a CSV (`text/csv`, or a multipart file `receipts`) or a JSON list
-/// of `{key | phone, delivered, error_code, at}`.
+/// Send delivery receipts for a batch.
+///
+/// A JSON list of `{key | phone, delivered, error_code, at}`, or a
+/// CSV (`text/csv`, or a multipart file `receipts`) with those columns. Matched by key, else
+/// by phone; the same receipt twice changes nothing, a later one replaces an earlier one.
+#[utoipa::path(
+    post,
+    path = "/api/v1/batches/{id}/receipts",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch")),
+    request_body = Vec<PlainReceipt>,
+    responses(
+        (status = 200, description = "What became of the receipts", body = ReceiptReport),
+        (status = 400, description = "Malformed JSON, CSV or id", body = ErrorBody),
+        (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 422, description = "A CSV without the columns, or too many receipts", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub async fn batch_receipts(
     caller: ApiCaller,
     state: web::Data<AppState>,
@@ -425,7 +570,8 @@ pub async fn batch_receipts(
         let incoming = list
             .into_iter()
             .map(|value| {
-                let plain: Plain = serde_json::from_value(value).map_err(|err| err.to_string())?;
+                let plain: PlainReceipt =
+                    serde_json::from_value(value).map_err(|err| err.to_string())?;
                 let at = match plain.at.as_deref().map(receipts::provider_time) {
                     Some(None) => {
                         return Err(format!("'{}' is not a time", plain.at.unwrap_or_default()));
@@ -448,18 +594,21 @@ pub async fn batch_receipts(
     Ok(HttpResponse::Ok().json(report_view(&report, first_row)))
 }
 
-#[derive(Deserialize)]
-pub struct CallbackQuery {
-    batch: Option<i64>,
-    secret: Option<String>,
-}
-
 /// Who sends provider receipts: a batch's secret URL, or an API key.
 async fn provider_scope(
     state: &AppState,
     req: &HttpRequest,
     query: &CallbackQuery,
 ) -> Result<(Option<campaign_batch::Model>, Option<Actor>), ApiError> {
+    if query
+        .batch
+        .is_some_and(|id| !(1..=super::batch_model::MAX_BATCH_ID).contains(&id))
+    {
+        return Err(ApiError::bad(
+            "batch is a batch's id, from 1 to 1000000000000",
+            Some("batch"),
+        ));
+    }
     match (&query.secret, query.batch) {
         (Some(secret), Some(id)) => Ok((
             Some(receipts::by_secret(&state.core, id, secret).await?),
@@ -485,8 +634,7 @@ async fn provider_receipts<T: serde::de::DeserializeOwned + Into<Incoming>>(
     req: HttpRequest,
     query: web::Query<CallbackQuery>,
     payload: web::Payload,
-    ack: Value,
-) -> Result<HttpResponse, ApiError> {
+) -> Result<ReceiptReport, ApiError> {
     let (batch, actor) = provider_scope(&state, &req, &query).await?;
     let body = read_body(payload, RECEIPTS_LIMIT).await?;
     let list: Vec<Value> = parse_json(&body)?;
@@ -504,43 +652,76 @@ async fn provider_receipts<T: serde::de::DeserializeOwned + Into<Incoming>>(
         (None, None) => unreachable!("a scope is always found"),
     };
     let report = receipts::ingest(&state.core, scope, incoming).await?;
-    let mut answer = report_view(&report, 0);
-    if let (Value::Object(answer), Value::Object(ack)) = (&mut answer, ack) {
-        answer.extend(ack);
-    }
-    Ok(HttpResponse::Ok().json(answer))
+    Ok(report_view(&report, 0))
 }
 
-/// Aliyun SmsReport (answered with the `code: 0` Aliyun expects, so it does not retry).
+/// Receive Aliyun SmsReport delivery receipts.
+///
+/// The JSON array Aliyun posts. Matched by `out_id` (the messages CSV's
+/// `key`), else by phone in `batch` or in your newest batch with it. Authenticate with a key,
+/// or with the batch's `receipt_urls` (`?batch=&secret=`). Answered with the `code: 0` Aliyun
+/// expects, so that it does not retry.
+#[utoipa::path(
+    post,
+    path = "/api/v1/receipts/aliyun",
+    tag = "batches",
+    params(CallbackQuery),
+    request_body = Vec<Object>,
+    responses(
+        (status = 200, description = "What became of the receipts", body = ReceiptReport),
+        (status = 400, description = "Malformed JSON or query", body = ErrorBody),
+        (status = 401, description = "No key, or a secret that does not match", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 422, description = "Too many receipts", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security((), ("api_key" = []))
+)]
 pub async fn aliyun(
     state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<CallbackQuery>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    provider_receipts::<Aliyun>(
-        state,
-        req,
-        query,
-        payload,
-        json!({"code": 0, "msg": "成功"}),
-    )
-    .await
+    let mut report = provider_receipts::<Aliyun>(state, req, query, payload).await?;
+    report.code = Some(0);
+    report.msg = Some("成功".to_owned());
+    Ok(HttpResponse::Ok().json(report))
 }
 
-/// Tencent Cloud SMS status callback (answered with the `result: 0` Tencent expects).
+/// Receive Tencent Cloud SMS delivery receipts.
+///
+/// The JSON array Tencent's status callback posts. Matched by
+/// `SessionContext` / `ext` (the messages CSV's `key`), else by `nationcode` and `mobile`.
+/// Answered with the `result: 0` Tencent expects.
+#[utoipa::path(
+    post,
+    path = "/api/v1/receipts/tencent",
+    tag = "batches",
+    params(CallbackQuery),
+    request_body = Vec<Object>,
+    responses(
+        (status = 200, description = "What became of the receipts", body = ReceiptReport),
+        (status = 400, description = "Malformed JSON or query", body = ErrorBody),
+        (status = 401, description = "No key, or a secret that does not match", body = ErrorBody),
+        (status = 403, description = "Another person's batch", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 422, description = "Too many receipts", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
+    ),
+    security((), ("api_key" = []))
+)]
 pub async fn tencent(
     state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<CallbackQuery>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    provider_receipts::<Tencent>(
-        state,
-        req,
-        query,
-        payload,
-        json!({"result": 0, "errmsg": "OK"}),
-    )
-    .await
+    let mut report = provider_receipts::<Tencent>(state, req, query, payload).await?;
+    report.result = Some(0);
+    report.errmsg = Some("OK".to_owned());
+    Ok(HttpResponse::Ok().json(report))
 }

@@ -2,6 +2,7 @@
 //! OpenAPI document at `/api/openapi.json`.
 
 pub mod auth;
+pub mod batch_model;
 pub mod batches;
 pub mod body;
 pub mod domains;

@@ -29,6 +29,15 @@ use utoipa::{Modify, OpenApi};
         super::domains::list,
         super::sms::compose,
         super::sms::count,
+        super::batches::create,
+        super::batches::list,
+        super::batches::get,
+        super::batches::messages,
+        super::batches::funnel,
+        super::batches::recipients,
+        super::batches::batch_receipts,
+        super::batches::aliyun,
+        super::batches::tencent,
     ),
     components(schemas(
         model::CreateLink,
@@ -55,6 +64,20 @@ use utoipa::{Modify, OpenApi};
         model::CodeStrategy,
         model::LinkState,
         model::SetState,
+        super::batch_model::CreateBatch,
+        super::batch_model::Batch,
+        super::batch_model::BatchList,
+        super::batch_model::ReceiptUrls,
+        super::batch_model::RejectedRow,
+        super::batch_model::Funnel,
+        super::batch_model::FunnelBy,
+        super::batch_model::FunnelRow,
+        super::batch_model::FunnelHour,
+        super::batch_model::FailedBy,
+        super::batch_model::RecipientList,
+        super::batch_model::PlainReceipt,
+        super::batch_model::ReceiptReport,
+        super::batch_model::ReceiptProblem,
         ErrorBody,
         ErrorDetail,
         ErrorCode
@@ -63,7 +86,8 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "links", description = "Shorten, restore, list, edit, revoke, and daily visits"),
         (name = "domains", description = "The hosts links are served on"),
-        (name = "sms", description = "Count SMS segments and compose messages around a new link")
+        (name = "sms", description = "Count SMS segments and compose messages around a new link"),
+        (name = "batches", description = "Campaign batches: a link per recipient, the messages CSV, delivery receipts (Aliyun, Tencent, CSV) and the funnel")
     )
 )]
 pub struct ApiDoc;

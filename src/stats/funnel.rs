@@ -341,23 +341,26 @@ pub async fn record_receipts(
     receipts: &[Receipt],
 ) -> Result<Vec<ReceiptEffect>, DbErr> {
     let backend = txn.get_database_backend();
-    let mut keys: BTreeSet<(i64, i32)> = receipts.iter().map(|r| (r.batch, r.number)).collect();
-    let mut found: HashMap<(i64, i32), Recipient> = HashMap::with_capacity(keys.len());
-    let all: Vec<(i64, i32)> = std::mem::take(&mut keys).into_iter().collect();
-    for chunk in all.chunks(400) {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM batch_recipient WHERE (batch_id, number) IN ({}) \
-             ORDER BY batch_id, number{}",
-            vec!["(?, ?)"; chunk.len()].join(", "),
-            for_update(backend)
-        );
-        let values = chunk
-            .iter()
-            .flat_map(|(b, n)| [Value::from(*b), Value::from(*n)])
-            .collect();
-        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-            let r = Recipient::read(&row)?;
-            found.insert((r.batch, r.number), r);
+    let mut by_batch: BTreeMap<i64, BTreeSet<i32>> = BTreeMap::new();
+    for r in receipts {
+        by_batch.entry(r.batch).or_default().insert(r.number);
+    }
+    let mut found: HashMap<(i64, i32), Recipient> = HashMap::with_capacity(receipts.len());
+    for (batch, numbers) in by_batch {
+        let numbers: Vec<i32> = numbers.into_iter().collect();
+        for chunk in numbers.chunks(1000) {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM batch_recipient WHERE batch_id = ? AND number IN ({}) \
+                 ORDER BY number{}",
+                vec!["?"; chunk.len()].join(", "),
+                for_update(backend)
+            );
+            let mut values = vec![Value::from(batch)];
+            values.extend(chunk.iter().map(|n| Value::from(*n)));
+            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+                let r = Recipient::read(&row)?;
+                found.insert((r.batch, r.number), r);
+            }
         }
     }
     let mut before: HashMap<(i64, i32), Recipient> = HashMap::new();

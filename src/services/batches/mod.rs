@@ -97,6 +97,8 @@ pub enum BatchError {
         "the message uses {{{0}}}, which the recipients do not have; add a column '{0}' or remove it from the message"
     )]
     MissingVariable(String),
+    #[error("the message contains the control character {0:?}; remove it")]
+    ControlCharacter(char),
     #[error("the message uses more than {MAX_VARIABLES} variables")]
     TooManyVariables,
     #[error("'{0}' is not a counting rule; use china or standard")]
@@ -151,6 +153,12 @@ impl Template {
         let chars = text.chars().count();
         if chars > MAX_MESSAGE_CHARS {
             return Err(BatchError::TemplateTooLong(chars));
+        }
+        if let Some(c) = text
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\n' | '\r'))
+        {
+            return Err(BatchError::ControlCharacter(c));
         }
         match text.matches(LINK_PLACEHOLDER).count() {
             0 => return Err(BatchError::NoPlaceholder),

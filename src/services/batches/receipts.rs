@@ -60,16 +60,6 @@ pub struct Tencent {
     pub sid: Option<String>,
 }
 
-/// Our own receipt, as JSON: `key` or `phone`, `delivered`, `error_code`, `at`.
-#[derive(Deserialize)]
-pub struct Plain {
-    pub key: Option<String>,
-    pub phone: Option<String>,
-    pub delivered: bool,
-    pub error_code: Option<String>,
-    pub at: Option<String>,
-}
-
 /// A provider's time: RFC 3339, or `YYYY-MM-DD HH:MM:SS` in China's time (both providers
 /// report in Beijing time).
 pub fn provider_time(text: &str) -> Option<i64> {
