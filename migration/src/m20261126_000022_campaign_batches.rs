@@ -87,7 +87,7 @@ impl MigrationTrait for Migration {
              receipt_at BIGINT NULL, \
              first_click BIGINT NULL, \
              number INTEGER NOT NULL, \
-             clicks INTEGER NOT NULL DEFAULT 0, \
+             clicks SMALLINT NOT NULL DEFAULT 0, \
              receipt SMALLINT NOT NULL DEFAULT 0, \
              token VARCHAR(16) {bin} NOT NULL, \
              phone VARCHAR(20) {bin} NULL, \

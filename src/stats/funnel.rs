@@ -113,7 +113,9 @@ pub struct Recipient {
     pub receipt_at: Option<i64>,
     pub error_code: Option<String>,
     pub first_click: Option<i64>,
-    pub clicks: i32,
+    /// Clicks by the person, up to 32,767 (a SMALLINT: a recipient who clicks more is a
+    /// script, and two bytes a recipient are worth keeping).
+    pub clicks: i16,
     pub province: Option<String>,
     pub city: Option<String>,
     pub carrier: Option<String>,

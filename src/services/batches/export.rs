@@ -30,7 +30,7 @@ pub struct Line {
     pub receipt: i16,
     pub error_code: Option<String>,
     pub first_click: Option<i64>,
-    pub clicks: i32,
+    pub clicks: i16,
 }
 
 /// Which recipients an export takes.
