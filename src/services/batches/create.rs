@@ -402,7 +402,7 @@ impl Filler<'_> {
     fn check(&mut self, row: RowResult) -> Result<Accepted, (usize, RowError)> {
         let row = row.map_err(|(row, err)| (row, RowError::Unreadable(err)))?;
         let at = row.row;
-        if self.numbered + self.seen.len().saturating_sub(self.numbered) >= MAX_RECIPIENTS {
+        if self.seen.len() >= MAX_RECIPIENTS {
             return Err((
                 at,
                 RowError::Unreadable(format!("the batch already has {MAX_RECIPIENTS} recipients")),
