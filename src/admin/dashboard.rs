@@ -232,7 +232,7 @@ pub async fn tag(
 ) -> Result<HttpResponse, AdminError> {
     let tag = crate::rules::Tag::parse(&tag).map_err(|_| AdminError::NotFound)?;
     let period = query.period(&state)?;
-    let encoded: String = url::form_urlencoded::byte_serialize(tag.as_str().as_bytes()).collect();
+    let encoded = crate::net::path_segment(tag.as_str());
     page(
         &state,
         &user,

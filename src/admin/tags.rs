@@ -21,6 +21,8 @@ pub struct Row {
 #[template(path = "admin/tags.html")]
 struct TagsPage {
     frame: Frame,
+    /// Presets go into every operator's links: only admins change them.
+    may_edit: bool,
     rows: Vec<Row>,
     error: Option<String>,
 }
@@ -47,6 +49,7 @@ async fn page(
         None
     };
     Ok(TagsPage {
+        may_edit: user.is_admin(),
         frame: Frame::new(user, flash, "tags"),
         rows,
         error,
@@ -94,7 +97,14 @@ pub async fn set_preset(
         term: form.utm_term,
         content: form.utm_content,
     };
-    tags::set_preset(&state.core.db, &tag, &utm, &user.actor()).await?;
+    match tags::set_preset(&state.core.db, &tag, &utm, &user.actor()).await {
+        Ok(()) => {}
+        Err(tags::PresetError::NotAdmin) => {
+            let page = page(&state, &user, Some(tags::PresetError::NotAdmin.to_string())).await?;
+            return Ok(render(StatusCode::FORBIDDEN, &page));
+        }
+        Err(tags::PresetError::Db(err)) => return Err(err.into()),
+    }
     user.flash(format!("Saved the UTM preset of {tag}"));
     Ok(see_other("/admin/tags"))
 }

@@ -25,6 +25,7 @@ impl From<SmsError> for ApiError {
             SmsError::NoPlaceholder
             | SmsError::SeveralPlaceholders(_)
             | SmsError::TooLong(_)
+            | SmsError::ControlCharacter(_)
             | SmsError::DoesNotFit { .. } => {
                 Self::invalid(ErrorCode::InvalidValue, message, "message")
             }

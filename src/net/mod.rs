@@ -19,3 +19,17 @@ pub fn comma_separated<T>(
         .map(parse)
         .collect()
 }
+
+/// `text` as one segment of a URL's path: everything but ASCII letters, digits and `-._~`
+/// percent-encoded, so that a `/`, `?`, `#`, `+` or space in a name (a tag) stays in its segment.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

@@ -99,6 +99,13 @@ fn gsm_units(c: char) -> Option<usize> {
     }
 }
 
+/// The first control character of a message's text that no SMS should carry (a line break is
+/// text; a NUL, a bell, an escape or a tab pasted from elsewhere is not).
+pub fn control_character(text: &str) -> Option<char> {
+    text.chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\r'))
+}
+
 /// The segments `text` costs under `rule`.
 pub fn count(text: &str, rule: CountRule) -> SmsCount {
     let gsm: Option<Vec<usize>> = match rule {

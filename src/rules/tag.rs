@@ -17,6 +17,8 @@ pub enum TagError {
     InvalidCharacter(String, char),
     #[error("a link has at most {MAX_TAGS_PER_LINK} tags")]
     TooMany,
+    #[error("the tag '{0}' is only dots; a tag needs at least one other character")]
+    OnlyDots(String),
 }
 
 /// A tag: 1–32 characters, no separators, letters in lower case (so that `Spring` and
@@ -38,6 +40,11 @@ impl Tag {
             .find(|c| c.is_control() || matches!(c, ',' | ';' | '|'))
         {
             return Err(TagError::InvalidCharacter(tag.to_owned(), bad));
+        }
+        // `.` and `..` cannot be a segment of a URL's path (browsers resolve them even
+        // percent-encoded), and the tag's pages are addressed by it.
+        if tag.chars().all(|c| c == '.') {
+            return Err(TagError::OnlyDots(tag.to_owned()));
         }
         Ok(Self(tag.to_lowercase().into_boxed_str()))
     }

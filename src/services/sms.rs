@@ -27,6 +27,8 @@ pub enum SmsError {
     TooLong(usize),
     #[error("the number of segments must be from 1 to {MAX_SEGMENTS}")]
     Segments,
+    #[error("the message contains the control character {0:?}; remove it")]
+    ControlCharacter(char),
     #[error(
         "even with the shortest link ({shortest} characters) the message takes {needed} segments, more than the {allowed} asked for; shorten it by {over} characters or allow more segments"
     )]
@@ -66,6 +68,12 @@ impl SmsDraft {
         let chars = message.chars().count();
         if chars > MAX_MESSAGE_CHARS {
             return Err(SmsError::TooLong(chars));
+        }
+        // The signature is one line: a line break there is a control character too.
+        if let Some(c) = sms::control_character(message)
+            .or_else(|| signature.and_then(|s| s.chars().find(|c| c.is_control())))
+        {
+            return Err(SmsError::ControlCharacter(c));
         }
         match message.matches(LINK_PLACEHOLDER).count() {
             0 => return Err(SmsError::NoPlaceholder),

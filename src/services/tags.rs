@@ -133,15 +133,34 @@ pub async fn preset_for(db: &DatabaseConnection, tags: &[Tag]) -> Result<Option<
     Ok(tags.iter().find_map(|tag| all.remove(tag.as_str())))
 }
 
-/// Sets (or, when every value is empty, removes) a tag's preset, with an audit entry.
+#[derive(Debug, thiserror::Error)]
+pub enum PresetError {
+    #[error(
+        "only an admin can change a tag's UTM preset: it goes into the new links of every operator"
+    )]
+    NotAdmin,
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// Sets (or, when every value is empty, removes) a tag's preset, with an audit entry holding
+/// the preset before and after. Presets are admins' alone: a tag is shared by every operator
+/// who uses it, and its preset is written into their new links.
 pub async fn set_preset(
     db: &DatabaseConnection,
     tag: &Tag,
     utm: &Utm,
     actor: &Actor,
-) -> Result<(), DbErr> {
+) -> Result<(), PresetError> {
+    if !actor.is_admin() {
+        return Err(PresetError::NotAdmin);
+    }
     let txn = crate::db::begin_write(db).await?;
     let result = async {
+        let before = tag_preset::Entity::find_by_id(tag.to_string())
+            .one(&txn)
+            .await?
+            .map(to_utm);
         tag_preset::Entity::delete_by_id(tag.to_string())
             .exec(&txn)
             .await?;
@@ -165,12 +184,12 @@ pub async fn set_preset(
                 action: "tag.preset",
                 target_kind: "tag",
                 target_id: tag.as_str(),
-                before: None,
-                after: Some(json!(utm)),
+                before: before.map(|utm| json!(utm)),
+                after: (!utm.is_empty()).then(|| json!(utm)),
             },
         )
         .await
     }
     .await;
-    crate::db::finish(txn, result).await
+    Ok(crate::db::finish(txn, result).await?)
 }

@@ -9,6 +9,11 @@ use sea_orm::{DatabaseConnection, DbErr};
 pub const LINK_PASSWORD_LIMIT: i32 = 10;
 /// Tries at any links' passwords from one address per window.
 pub const ADDRESS_PASSWORD_LIMIT: i32 = 50;
+/// Wrong tries at one link's password from all addresses together per window: without it, a
+/// short password (a 4-digit PIN) falls to guesses spread over a few hundred addresses. It
+/// is high enough that visitors mistyping never reach it, and when an attack does, the link
+/// stays closed to everyone for the rest of the window: the lesser harm than opening it.
+pub const LINK_PASSWORD_CEILING: i32 = 50;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PasswordCheck {
@@ -21,9 +26,8 @@ pub enum PasswordCheck {
 }
 
 /// Checks `candidate` against a link's password hash, after reserving a try from the
-/// address's counters (so that parallel guesses cannot pass a limit); a right answer gives its
-/// try back. No limit covers a link across all addresses: a stranger could then lock everyone
-/// else out of it.
+/// address's counters and the link's (so that parallel guesses cannot pass a limit); a right
+/// answer gives its tries back.
 pub async fn check_link_password(
     db: &DatabaseConnection,
     link_id: i64,
@@ -35,6 +39,7 @@ pub async fn check_link_password(
     let buckets = [
         (format!("linkpw-addr:{ip}"), ADDRESS_PASSWORD_LIMIT),
         (format!("linkpw:{link_id}@{ip}"), LINK_PASSWORD_LIMIT),
+        (format!("linkpw-link:{link_id}"), LINK_PASSWORD_CEILING),
     ];
     for (bucket, limit) in &buckets {
         if !reserve(db, bucket, *limit).await? {

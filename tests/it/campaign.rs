@@ -4,7 +4,7 @@
 
 use crate::analytics::wait_written;
 use crate::api::Api;
-use crate::support::{TestApp, TestDb, spawn_app, spawn_on};
+use crate::support::{TestApp, TestDb, spawn_app, spawn_app_with, spawn_on};
 use futures_util::future::join_all;
 use inklink::i18n::Lang;
 use inklink::rules::Role;
@@ -659,4 +659,46 @@ fn every_visitor_text_exists_in_both_languages() {
     assert_eq!(Lang::preferred("en-US,en;q=0.9,zh;q=0.5"), Lang::En);
     assert_eq!(Lang::preferred("fr-FR, zh-TW;q=0.5"), Lang::ZhCn);
     assert_eq!(Lang::preferred("de"), Lang::En);
+}
+
+/// Issue 43's finding: the visitor password had a ceiling per address but none per link, so a
+/// short password could be guessed from many addresses. Guesses in parallel from seventy
+/// addresses get exactly the link's ceiling of wrong answers; then even the right password
+/// waits, from any address.
+#[actix_web::test]
+async fn guesses_at_a_link_password_from_many_addresses_are_held_to_the_links_ceiling() {
+    use inklink::services::visitors::{LINK_PASSWORD_CEILING, LINK_PASSWORD_LIMIT};
+    let app = spawn_app_with(&["--trusted-proxies", "127.0.0.1"]).await;
+    let api = Api::with_role(&app, "passwords", Role::Admin).await;
+    create(
+        &api,
+        json!({"url": "https://example.com/pin", "code": "pin", "password": "4821"}),
+    )
+    .await;
+    let from = |n: usize, password: String| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/pin"))
+                .insert_header(("user-agent", DESKTOP))
+                .insert_header(("x-forwarded-for", format!("198.51.100.{n}")))
+                .send_form(&[("password", password)])
+                .await
+                .expect("request sent")
+                .status()
+                .as_u16()
+        }
+    };
+    // The right password from many addresses first: it gives its tries back.
+    for n in 0..5 {
+        assert_eq!(from(200 + n, "4821".into()).await, 302);
+    }
+    let addresses = LINK_PASSWORD_CEILING as usize + 20;
+    assert!(addresses < 200 && (LINK_PASSWORD_LIMIT as usize) > 1);
+    let guesses = join_all((0..addresses).map(|n| from(n + 1, format!("{:04}", n)))).await;
+    let wrong = guesses.iter().filter(|s| **s == 401).count();
+    let throttled = guesses.iter().filter(|s| **s == 429).count();
+    assert_eq!(wrong + throttled, addresses, "{guesses:?}");
+    assert_eq!(wrong, LINK_PASSWORD_CEILING as usize, "{guesses:?}");
+    assert_eq!(from(250, "4821".into()).await, 429, "closed for the window");
 }

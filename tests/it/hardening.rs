@@ -24,6 +24,7 @@ use inklink::services::users::{self, UserChange};
 use inklink::services::{Actor, Principal, api_keys, domains};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{EntityTrait, PaginatorTrait};
+use serde_json::json;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -503,10 +504,16 @@ fn hosts_are_compared_as_dns_compares_them() {
         assert!(DomainHost::parse(bad).is_err(), "{bad} was accepted");
     }
     // A target on our host, written another way, is still a loop.
-    let own = [OwnHost {
-        host: "s.example.com".into(),
-        port: None,
-    }];
+    let own = [
+        OwnHost {
+            host: "s.example.com".into(),
+            port: None,
+        },
+        OwnHost {
+            host: "localhost".into(),
+            port: Some(8080),
+        },
+    ];
     let rules = UrlRules {
         max_length: 4096,
         own_hosts: &own,
@@ -516,6 +523,16 @@ fn hosts_are_compared_as_dns_compares_them() {
         "https://s.example.com./x",
         "http://s.example.com.:8080/x",
         "https://%73.example.com/x",
+        "https://s.example.com../x",
+        "https://s.example.com.../x",
+        "http://localhost..:8080/x",
+        "http://LOCALHOST.:8080/x",
+        "http://app.localhost:8080/x",
+        "http://127.0.0.1:8080/x",
+        "http://127.1:8080/x",
+        "http://0x7f.0.0.1:8080/x",
+        "http://[::1]:8080/x",
+        "http://0.0.0.0:8080/x",
     ] {
         assert!(
             matches!(
@@ -525,10 +542,51 @@ fn hosts_are_compared_as_dns_compares_them() {
             "{looping}"
         );
     }
+    // Another port of the machine is not ours; a name DNS cannot hold is no host at all.
+    assert!(TargetUrl::parse("http://localhost:9090/x", &rules).is_ok());
+    for empty_label in ["https://example.com../x", "https://a..example.com/x"] {
+        assert!(
+            matches!(
+                TargetUrl::parse(empty_label, &rules),
+                Err(TargetUrlError::InvalidHost(_))
+            ),
+            "{empty_label}"
+        );
+    }
+    assert!(TargetUrl::parse("https://example.com./x", &rules).is_ok());
     assert!(matches!(
         TargetUrl::parse("https://example.com:0/x", &rules),
         Err(TargetUrlError::InvalidPort)
     ));
+}
+
+#[actix_web::test]
+async fn no_url_field_of_a_link_may_point_at_our_own_host_spelled_another_way() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "crm", Role::Operator).await;
+    let port = app.port;
+    for own in [
+        format!("http://localhost..:{port}/x"),
+        format!("http://LOCALHOST.:{port}/x"),
+        format!("http://127.0.0.1.:{port}/x"),
+        format!("http://[::1]:{port}/x"),
+    ] {
+        for body in [
+            json!({"url": own}),
+            json!({"url": "https://example.com/a", "fallback_url": own}),
+            json!({"url": "https://example.com/a", "targets": [{"rule": "ios", "url": own}]}),
+        ] {
+            let reply = api.call("POST", "/api/v1/links", Some(body.clone())).await;
+            assert_eq!(reply.status, 422, "{body} was accepted: {:?}", reply.body);
+            assert!(
+                reply.body.to_string().contains("own domains"),
+                "{body}: {:?}",
+                reply.body
+            );
+        }
+    }
+    let listed = api.call("GET", "/api/v1/links", None).await;
+    assert_eq!(listed.body["total"], 0, "nothing was stored");
 }
 
 #[actix_web::test]

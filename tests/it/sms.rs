@@ -191,11 +191,49 @@ async fn the_composer_picks_the_shortest_domain_and_a_code_length_that_fit() {
             json!({"message": "{link}", "url": "https://e.com", "rule": "mars"}),
             "rule",
         ),
+        // Issue 43's finding: control characters were kept in the text returned.
+        (
+            json!({"message": "领券\u{7}{link}\u{1b}[31m", "url": "https://e.com"}),
+            "message",
+        ),
+        (
+            json!({"message": "{link}\tgo", "url": "https://e.com"}),
+            "message",
+        ),
+        (
+            json!({"message": "{link}", "url": "https://e.com", "signature": "店\n铺"}),
+            "message",
+        ),
     ] {
         let reply = api.call("POST", "/api/v1/sms", Some(body.clone())).await;
         assert_eq!(reply.status, 422, "{body}: {}", reply.body);
         assert_eq!(reply.body["error"]["field"], field, "{body}");
     }
+    let control = api
+        .call(
+            "POST",
+            "/api/v1/sms",
+            Some(json!({"message": "a\u{0}{link}", "url": "https://e.com"})),
+        )
+        .await;
+    assert!(
+        control.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("control character"),
+        "{}",
+        control.body
+    );
+    // A line break is text: messages of several lines are composed as written.
+    let lines = api
+        .call(
+            "POST",
+            "/api/v1/sms",
+            Some(json!({"message": "第一行\n{link} 第二行", "url": "https://e.com", "create": false})),
+        )
+        .await;
+    assert_eq!(lines.status, 200, "{}", lines.body);
+    assert!(lines.body["text"].as_str().unwrap().contains("第一行\n"));
     let counted = api
         .call(
             "POST",

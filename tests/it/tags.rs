@@ -2,7 +2,7 @@
 //! dashboard per tag with distinct visitors over its links; UTM presets per tag; and bulk
 //! actions over codes or a filter.
 
-use crate::admin::{csrf_in, signed_in};
+use crate::admin::{Browser, add_user, csrf_in, signed_in, signed_in_admin};
 use crate::analytics::wait_written;
 use crate::api::Api;
 use crate::support::spawn_app;
@@ -134,15 +134,18 @@ async fn links_carry_tags_that_filter_lists_and_count_together_on_a_dashboard() 
 #[actix_web::test]
 async fn a_tags_utm_preset_fills_the_new_link_and_tags_travel_in_csv_files() {
     let app = spawn_app().await;
+    let mut admin = signed_in_admin(&app).await;
     let mut browser = signed_in(&app).await;
     let page = browser.get("/admin/tags").await;
     let csrf = csrf_in(&page.body);
-    // A preset can be set for a tag before any link has it.
-    let saved = browser
+    let admin_csrf = csrf_in(&admin.get("/admin/tags").await.body);
+    // A preset can be set (by an admin) for a tag before any link has it; an operator's new
+    // links get it.
+    let saved = admin
         .post(
             "/admin/tags/spring/preset",
             &[
-                ("csrf", &csrf),
+                ("csrf", &admin_csrf),
                 ("utm_source", "sms"),
                 ("utm_medium", "text"),
                 ("utm_campaign", "spring-2026"),
@@ -455,4 +458,116 @@ async fn parallel_bulk_tagging_keeps_every_tag_and_tags_compare_exactly() {
     assert_eq!(both.body["tags"], json!(["cafe", "café"]));
     let cafe = api.call("GET", "/api/v1/links?tag=cafe", None).await;
     assert_eq!(cafe.body["total"], 2, "{}", cafe.body);
+}
+
+/// Issue 43's findings: a tag with `/` (or `+`, `?`, `#`, `%`, a space) had Stats and preset
+/// links that answered 404; a tag of dots cannot be a path segment at all and is refused.
+#[actix_web::test]
+async fn every_tag_has_working_stats_and_preset_links_and_a_tag_of_dots_is_refused() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "crm", Role::Operator).await;
+    let odd = ["a/b", "spring sale+1", "50%?#x", "..x", "春/秋"];
+    let created = api
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/odd", "tags": odd})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    for dots in [".", "..", "..."] {
+        let refused = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": "https://example.com/dots", "tags": [dots]})),
+            )
+            .await;
+        assert_eq!(refused.status, 422, "{dots}: {:?}", refused.body);
+        assert!(
+            refused.body.to_string().contains("only dots"),
+            "{:?}",
+            refused.body
+        );
+    }
+
+    let mut admin = signed_in_admin(&app).await;
+    let page = admin.get("/admin/tags").await;
+    let csrf = csrf_in(&page.body);
+    let attribute = |body: &str, before: &str| -> Vec<String> {
+        body.split(before)
+            .skip(1)
+            .map(|rest| rest[..rest.find('"').unwrap()].replace("&amp;", "&"))
+            .collect()
+    };
+    let stats = attribute(&page.body, "class=\"stats\" href=\"");
+    let presets: Vec<String> = attribute(&page.body, "method=\"post\" action=\"")
+        .into_iter()
+        .filter(|action| action.starts_with("/admin/tags/"))
+        .collect();
+    assert_eq!(stats.len(), odd.len(), "{}", page.body);
+    for (tag, (stats, preset)) in odd.iter().zip(stats.iter().zip(&presets)) {
+        let dashboard = admin.get(stats).await;
+        assert_eq!(dashboard.status, 200, "{tag}: {stats}");
+        let saved = admin
+            .post(preset, &[("csrf", &csrf), ("utm_source", "sms")])
+            .await;
+        assert_eq!(saved.status, 303, "{tag}: {preset}: {}", saved.body);
+    }
+    let stored = tags::presets(&app.core.db).await.unwrap();
+    for tag in odd {
+        assert_eq!(stored[tag].source, "sms", "{tag}");
+    }
+}
+
+/// Issue 43's finding: any operator could change a tag's UTM preset, which then went into
+/// every operator's new links. Presets are admins', and each change is audited with what it
+/// replaced.
+#[actix_web::test]
+async fn only_admins_change_a_tags_utm_preset_and_each_change_is_audited() {
+    let app = spawn_app().await;
+    let mut admin = signed_in_admin(&app).await;
+    let admin_csrf = csrf_in(&admin.get("/admin/tags").await.body);
+    let set = admin
+        .post(
+            "/admin/tags/spring/preset",
+            &[("csrf", &admin_csrf), ("utm_source", "sms")],
+        )
+        .await;
+    assert_eq!(set.status, 303);
+
+    add_user(&app, "otto", "operator-pass", Role::Operator).await;
+    let mut operator = Browser::new(&app);
+    assert_eq!(operator.sign_in("otto", "operator-pass").await.status, 303);
+    let page = operator.get("/admin/tags").await;
+    let csrf = csrf_in(&page.body);
+    let refused = operator
+        .post(
+            "/admin/tags/spring/preset",
+            &[("csrf", &csrf), ("utm_source", "spam")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("only an admin can change"), "{}", refused.body);
+    let stored = tags::presets(&app.core.db).await.unwrap();
+    assert_eq!(stored["spring"].source, "sms", "unchanged");
+
+    let changed = admin
+        .post(
+            "/admin/tags/spring/preset",
+            &[("csrf", &admin_csrf), ("utm_source", "wechat")],
+        )
+        .await;
+    assert_eq!(changed.status, 303);
+    let entries = inklink::db::entities::audit_log::Entity::find()
+        .all(&app.core.db)
+        .await
+        .unwrap();
+    let presets: Vec<_> = entries.iter().filter(|e| e.action == "tag.preset").collect();
+    assert_eq!(presets.len(), 2, "the refused change left no entry");
+    let last = presets.last().unwrap();
+    assert_eq!(last.actor, "ada");
+    let before = last.before_state.as_deref().unwrap_or_default();
+    let after = last.after_state.as_deref().unwrap_or_default();
+    assert!(before.contains("sms") && after.contains("wechat"), "{before} → {after}");
 }

@@ -21,7 +21,7 @@ use super::audit::Actor;
 use super::links::LinkError;
 use crate::db::entities::campaign_batch;
 use crate::rules::PhoneError;
-use crate::rules::sms::{LINK_PLACEHOLDER, MAX_MESSAGE_CHARS};
+use crate::rules::sms::{self, LINK_PLACEHOLDER, MAX_MESSAGE_CHARS};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use std::collections::HashMap;
 
@@ -154,10 +154,7 @@ impl Template {
         if chars > MAX_MESSAGE_CHARS {
             return Err(BatchError::TemplateTooLong(chars));
         }
-        if let Some(c) = text
-            .chars()
-            .find(|c| c.is_control() && !matches!(c, '\n' | '\r'))
-        {
+        if let Some(c) = sms::control_character(text) {
             return Err(BatchError::ControlCharacter(c));
         }
         match text.matches(LINK_PLACEHOLDER).count() {
