@@ -257,7 +257,8 @@ async fn work_out(
     // The values many clicks share are shared, not copied.
     let empty = Text::from("");
     let total = clicks.len() as u64;
-    let mut seen = see(clicks, &meanings, tz, &empty);
+    let targets = target_campaigns(txn, &clicks).await?;
+    let mut seen = see(clicks, &meanings, &targets, tz, &empty);
     // Days whose events were purged keep the rows they had: their late events are not counted.
     seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
     let known = known_values(txn, &seen).await?;
@@ -281,9 +282,58 @@ async fn work_out(
     })
 }
 
+/// The campaign parameters (`utm_*`, `channel`) of each clicked link's target URL, as the UTM
+/// builder writes them into it.
+type TargetCampaigns = HashMap<i64, Vec<(Dimension, Text)>>;
+
+/// Reads the targets of the links `clicks` are of, and their campaign parameters.
+async fn target_campaigns(
+    txn: &impl ConnectionTrait,
+    clicks: &[Waiting],
+) -> Result<TargetCampaigns, DbErr> {
+    let backend = txn.get_database_backend();
+    let links: Vec<i64> = clicks
+        .iter()
+        .filter_map(|c| c.link)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut out = TargetCampaigns::new();
+    for chunk in links.chunks(500) {
+        let sql = format!(
+            "SELECT id, long_url FROM url_map WHERE id IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let values = chunk.iter().map(|id| Value::from(*id)).collect();
+        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+            let id: i64 = row.try_get("", "id")?;
+            let url: String = row.try_get("", "long_url")?;
+            let query = url.split_once('?').map_or("", |(_, q)| q);
+            let query = query.split_once('#').map_or(query, |(q, _)| q);
+            let found = query_values(query);
+            if !found.is_empty() {
+                out.insert(
+                    id,
+                    found.into_iter().map(|(d, v)| (d, Text::from(v))).collect(),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Each click as counting sees it: its day, whether it is a page view, and the values of
-/// its dimensions.
-fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<Seen> {
+/// its dimensions. A campaign parameter comes from the link's target URL (what the UTM builder
+/// wrote), else from the query the visitor's short URL carried (`/abc?utm_medium=moments`):
+/// the rule by which the redirect merges the two, so that inklink counts what the landing
+/// page is told.
+fn see(
+    clicks: Vec<Waiting>,
+    meanings: &Meanings,
+    targets: &TargetCampaigns,
+    tz: Tz,
+    empty: &Text,
+) -> Vec<Seen> {
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
     let mut queries: HashMap<i32, Vec<(Dimension, Text)>> = HashMap::new();
     let hours: Vec<Text> = (0..100).map(|h| Text::from(format!("{h:02}"))).collect();
@@ -295,7 +345,7 @@ fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<S
             .as_deref()
             .is_some_and(|status| status == "success");
         let view = success && !click.bot;
-        let mut values = Vec::new();
+        let mut values: Vec<(Dimension, Text)> = Vec::new();
         if view {
             let [country, province, city, carrier] = meaning(&meanings.places, click.place);
             let [browser, os, device] = meaning(&meanings.agents, click.agent);
@@ -317,6 +367,8 @@ fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<S
             let start = *starts.entry(day).or_insert_with(|| day_start(day, tz));
             let hour = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
             values.push((Dimension::Hour, hours[hour as usize].clone()));
+            let target = click.link.and_then(|link| targets.get(&link));
+            values.extend(target.into_iter().flatten().cloned());
             if let Some(id) = click.query {
                 let parsed = queries.entry(id).or_insert_with(|| {
                     let [query] = meaning(&meanings.queries, Some(id));
@@ -325,7 +377,11 @@ fn see(clicks: Vec<Waiting>, meanings: &Meanings, tz: Tz, empty: &Text) -> Vec<S
                         .map(|(dimension, value)| (dimension, Text::from(value)))
                         .collect()
                 });
-                values.extend(parsed.iter().cloned());
+                for (dimension, value) in parsed.iter() {
+                    if !target.is_some_and(|t| t.iter().any(|(d, _)| d == dimension)) {
+                        values.push((*dimension, value.clone()));
+                    }
+                }
             }
         }
         seen.push(Seen {

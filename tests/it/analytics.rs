@@ -1363,3 +1363,87 @@ async fn campaign_values_with_control_characters_are_counted_without_them() {
         Some(&(1, 1))
     );
 }
+
+/// Issue 40: the UTM parameters the UTM builder writes into a link's target count in the
+/// campaign breakdowns, as those of the short URL's own query do. Where both have one, the
+/// target's counts, as the redirect gives the target's to the landing page; `stats rebuild`
+/// recounts days the same way.
+#[actix_web::test]
+async fn campaign_breakdowns_count_the_utm_parameters_of_the_target_and_of_the_short_url() {
+    let app = spawn_app_with(&[]).await;
+    let mut browser = signed_in(&app).await;
+    let csrf = crate::admin::csrf_in(&browser.get("/admin/links/new").await.body);
+    let host = format!("localhost:{}", app.port);
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://shop.example.com/sale"),
+                ("domain", &host),
+                ("code", "built"),
+                ("utm_source", "sms"),
+                ("utm_campaign", "双十一"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let agent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36";
+    for path in [
+        "/built",
+        "/built?utm_source=wechat",
+        "/built?utm_medium=moments",
+    ] {
+        let visit = app
+            .client
+            .get(app.url(path))
+            .insert_header(("user-agent", agent))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(visit.status().as_u16(), 302);
+    }
+    wait_written(&app, 3).await;
+    let tz = app.core.settings.timezone;
+    let today = days::today(tz);
+    let link = inklink::services::links::find_by_code(
+        &app.core.db,
+        &inklink::rules::ShortCode::parse("built").unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let expected: BTreeMap<(&str, &str), i64> = [
+        (("utm_source", "sms"), 3),
+        (("utm_campaign", "双十一"), 3),
+        (("utm_medium", "moments"), 1),
+    ]
+    .into_iter()
+    .collect();
+    let shown = || async {
+        let mut out: BTreeMap<(&str, String), i64> = BTreeMap::new();
+        for (dimension, shares) in
+            report::breakdowns(&app.core.db, Scope::Link(link.id), today, today, 10)
+                .await
+                .unwrap()
+        {
+            if dimension.is_query() {
+                for share in shares {
+                    out.insert((dimension.name(), share.value), share.pv);
+                }
+            }
+        }
+        out
+    };
+    tally::drain(&app.core.db, tz).await.unwrap();
+    let counted = shown().await;
+    let want: BTreeMap<(&str, String), i64> = expected
+        .iter()
+        .map(|((d, v), n)| ((*d, v.to_string()), *n))
+        .collect();
+    assert_eq!(counted, want, "counted as the clicks came");
+    recount::rebuild(&app.core.db, tz, today, today)
+        .await
+        .unwrap();
+    assert_eq!(shown().await, want, "recounted by stats rebuild");
+}
