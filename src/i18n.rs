@@ -186,6 +186,16 @@ impl Lang {
         self.t(english).replacen("{}", &value.to_string(), 1)
     }
 
+    /// A text with named values (`Add the tags {tags} to {links}`), each put in as it is:
+    /// the values are data, or already in this language.
+    pub fn fill(self, english: &str, values: &[(&str, &str)]) -> String {
+        let values: HashMap<&str, Cow<'_, str>> = values
+            .iter()
+            .map(|(name, value)| (*name, Cow::Borrowed(*value)))
+            .collect();
+        fill(self.t(english), &values)
+    }
+
     /// A message made at run time (an error, a flash message, a confirmation) in this
     /// language: found whole, else by the pattern it was made from, with its values (which may
     /// be messages themselves) put into the translation.
@@ -230,23 +240,131 @@ struct Catalog {
     patterns: Vec<Pattern>,
 }
 
+/// What a value in a message is, as the Chinese of its pattern says (`{name}`, `{name:msg}`,
+/// `{name:word}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// What a person typed or the system named (a code, a tag, a user name, a URL, a host, a
+    /// number, a date, a command): shown as it is in every language. Every value is data
+    /// unless its pattern says otherwise, so that nobody's `Edit` ever reads 「编辑」.
+    Data,
+    /// A message itself (an error inside an error, "3 links"): translated in turn.
+    Message,
+    /// A word of the UI (a role, a status): translated by its English whole.
+    Word,
+}
+
 /// `Added {name} ({role})`: the literal pieces around its values, and the Chinese with the
 /// same names.
 struct Pattern {
     pieces: Vec<String>,
     names: Vec<String>,
     chinese: String,
+    kinds: HashMap<String, Kind>,
+}
+
+/// The Chinese of a catalog entry without its markers, and the kind of each value it marks.
+/// `{}` placeholders are numbered like `format!` numbers them (`{0}`, `{1}`), and a format
+/// spec (`{1:?}`) is dropped: the value comes formatted already.
+fn unmark(chinese: &str) -> (String, HashMap<String, Kind>) {
+    let mut out = String::with_capacity(chinese.len());
+    let mut kinds = HashMap::new();
+    let mut rest = chinese;
+    let mut position = 0;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        // `{{` is a literal brace, as in `format!`.
+        if let Some(tail) = after.strip_prefix('{') {
+            out.push_str("{{");
+            rest = tail;
+            continue;
+        }
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return (out, kinds);
+        };
+        let inside = &after[..close];
+        let (name, spec) = inside.split_once(':').unwrap_or((inside, ""));
+        let valid = name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        if !valid {
+            out.push_str(&rest[open..open + close + 2]);
+            rest = &after[close + 1..];
+            continue;
+        }
+        let name = if name.is_empty() {
+            position += 1;
+            (position - 1).to_string()
+        } else {
+            name.to_owned()
+        };
+        match spec {
+            "msg" => {
+                kinds.insert(name.clone(), Kind::Message);
+            }
+            "word" => {
+                kinds.insert(name.clone(), Kind::Word);
+            }
+            _ => {}
+        }
+        out.push('{');
+        out.push_str(&name);
+        out.push('}');
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    (out, kinds)
+}
+
+/// `template` with each `{name}` replaced by its value, in one pass (a value is never searched
+/// for placeholders: it may contain `{1}` itself).
+fn fill(template: &str, values: &HashMap<&str, Cow<'_, str>>) -> String {
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after
+            .find('}')
+            .and_then(|close| Some((close, values.get(&after[..close])?)))
+        {
+            Some((close, value)) => {
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Catalog {
-    fn new(exact: HashMap<String, String>) -> Self {
-        let mut patterns: Vec<Pattern> = exact
-            .iter()
-            .filter_map(|(english, chinese)| Pattern::parse(english, chinese))
-            .collect();
-        // The most specific pattern (most literal text) is tried first.
-        patterns
-            .sort_by_key(|p| std::cmp::Reverse(p.pieces.iter().map(String::len).sum::<usize>()));
+    fn new(table: HashMap<String, String>) -> Self {
+        let mut exact = HashMap::with_capacity(table.len());
+        let mut patterns = Vec::new();
+        for (english, marked) in table {
+            let (chinese, kinds) = unmark(&marked);
+            if let Some(pattern) = Pattern::parse(&english, &chinese, kinds) {
+                patterns.push(pattern);
+            }
+            // A text found whole has its values written in by `Lang::f`: without markers.
+            let plain = marked.replace(":msg}", "}").replace(":word}", "}");
+            exact.insert(english, plain);
+        }
+        // The most specific pattern (most literal text) is tried first; among equals, the
+        // same one every time.
+        patterns.sort_by(|a, b| {
+            let literal = |p: &Pattern| p.pieces.iter().map(String::len).sum::<usize>();
+            literal(b)
+                .cmp(&literal(a))
+                .then_with(|| a.pieces.cmp(&b.pieces))
+        });
         Self { exact, patterns }
     }
 
@@ -256,20 +374,46 @@ impl Catalog {
         }
         for pattern in &self.patterns {
             if let Some(values) = pattern.capture(message) {
-                let mut out = pattern.chinese.clone();
-                for (name, value) in pattern.names.iter().zip(values) {
-                    let value = self.translate(value);
-                    out = out.replace(&format!("{{{name}}}"), &value);
-                }
-                return Cow::Owned(out);
+                let values: HashMap<&str, Cow<'_, str>> = pattern
+                    .names
+                    .iter()
+                    .zip(values)
+                    .map(|(name, value)| {
+                        let kind = pattern.kinds.get(name).copied().unwrap_or(Kind::Data);
+                        let value = match kind {
+                            Kind::Data => Cow::Borrowed(value),
+                            Kind::Message => self.translate(value),
+                            Kind::Word => self
+                                .exact
+                                .get(value)
+                                .map_or(Cow::Borrowed(value), |w| Cow::Borrowed(w.as_str())),
+                        };
+                        (name.as_str(), value)
+                    })
+                    .collect();
+                return Cow::Owned(fill(&pattern.chinese, &values));
             }
         }
         Cow::Borrowed(message)
     }
+
+    /// The patterns whose values are all data, for the tests.
+    #[cfg(test)]
+    fn kinds(&self, english_pieces: &[&str]) -> Option<&HashMap<String, Kind>> {
+        self.patterns
+            .iter()
+            .find(|p| {
+                p.pieces
+                    .iter()
+                    .map(String::as_str)
+                    .eq(english_pieces.iter().copied())
+            })
+            .map(|p| &p.kinds)
+    }
 }
 
 impl Pattern {
-    fn parse(english: &str, chinese: &str) -> Option<Self> {
+    fn parse(english: &str, chinese: &str, kinds: HashMap<String, Kind>) -> Option<Self> {
         let mut pieces = vec![String::new()];
         let mut names = Vec::new();
         let mut rest = english;
@@ -298,16 +442,11 @@ impl Pattern {
                 position += 1;
             }
         }
-        let mut chinese = chinese.to_owned();
-        let mut position = 0;
-        while let Some(at) = chinese.find("{}") {
-            chinese.replace_range(at..at + 2, &format!("{{{position}}}"));
-            position += 1;
-        }
-        (!names.is_empty()).then_some(Self {
+        (!names.is_empty()).then(|| Self {
             pieces,
             names,
-            chinese,
+            chinese: chinese.to_owned(),
+            kinds,
         })
     }
 
@@ -351,9 +490,9 @@ mod tests {
     #[test]
     fn messages_with_values_are_found_by_their_pattern() {
         let c = catalog(&[
-            ("Added {} ({})", "已添加 {}（{}）"),
+            ("Added {} ({})", "已添加 {}（{:word}）"),
             ("Created {url}", "已创建 {url}"),
-            ("row {0}: {1}", "第 {0} 行：{1}"),
+            ("row {0}: {1}", "第 {0} 行：{1:msg}"),
             ("the link is too long", "链接太长"),
             ("admin", "管理员"),
             (
@@ -373,5 +512,35 @@ mod tests {
         );
         assert_eq!(c.translate("nothing like it"), "nothing like it");
         assert_eq!(c.translate("Created "), "Created ");
+    }
+
+    #[test]
+    fn values_are_data_unless_the_pattern_says_otherwise() {
+        let c = catalog(&[
+            ("Disabled {code}", "已停用 {code}"),
+            ("Edit", "编辑"),
+            ("Disabled", "已停用"),
+            ("operator", "运营"),
+            ("by {}", "创建者 {}"),
+            ("Replace {} by {}?", "用 {1} 替换 {0}？"),
+            (
+                "the tag '{0}' contains {1:?}; no",
+                "标签“{0}”中含有 {1:?}；不行",
+            ),
+            ("Delete {links}?", "删除 {links:msg}？"),
+            ("{} links", "{} 个链接"),
+        ]);
+        assert_eq!(c.translate("Disabled Edit"), "已停用 Edit");
+        assert_eq!(c.translate("Disabled Expired Edit"), "已停用 Expired Edit");
+        assert_eq!(c.translate("by operator"), "创建者 operator");
+        assert_eq!(c.translate("Replace a{1}b by c?"), "用 c 替换 a{1}b？");
+        assert_eq!(
+            c.translate("the tag 'x' contains '|'; no"),
+            "标签“x”中含有 '|'；不行"
+        );
+        assert_eq!(c.translate("Delete 3 links?"), "删除 3 个链接？");
+        assert_eq!(c.kinds(&["Delete ", "?"]).unwrap()["links"], Kind::Message);
+        // `Lang::f` fills the whole text found: no marker is left in it.
+        assert_eq!(c.exact["Delete {links}?"], "删除 {links}？");
     }
 }

@@ -35,6 +35,8 @@ pub struct Row {
 #[template(path = "admin/audit.html")]
 struct AuditPage {
     frame: Frame,
+    /// Each action's identifier (the filter's value), its words, and whether it is chosen.
+    actions: Vec<(&'static str, String, bool)>,
     rows: Vec<Row>,
     actor: String,
     action: String,
@@ -61,20 +63,33 @@ pub async fn list(
     } else {
         None
     };
+    // Actions and kinds in the reader's words; names, codes and hosts as they are.
+    let lang = user.0.lang;
     let rows = entries
         .into_iter()
         .map(|e| Row {
             at: crate::admin::pages::human_time(e.at, user.0.tz),
             actor: e.actor,
-            actor_kind: e.actor_kind,
-            action: e.action,
-            target: format!("{} {}", e.target_kind, e.target_id),
+            actor_kind: lang
+                .t(audit::words(&audit::ACTOR_KINDS, &e.actor_kind))
+                .to_owned(),
+            action: lang.t(audit::words(&audit::ACTIONS, &e.action)).to_owned(),
+            target: format!(
+                "{} {}",
+                lang.t(audit::words(&audit::TARGET_KINDS, &e.target_kind)),
+                e.target_id
+            ),
             before: e.before_state.unwrap_or_default(),
             after: e.after_state.unwrap_or_default(),
         })
         .collect();
+    let actions = audit::ACTIONS
+        .iter()
+        .map(|(id, words)| (*id, lang.t(words).to_owned(), *id == action))
+        .collect();
     let page = AuditPage {
         frame: Frame::new(&user.0, None, "audit"),
+        actions,
         rows,
         actor: actor.to_owned(),
         action: action.to_owned(),

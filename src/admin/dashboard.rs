@@ -87,11 +87,17 @@ fn title(dimension: Dimension) -> &'static str {
     }
 }
 
-/// What an empty value stands for in each dimension.
-fn label(dimension: Dimension, value: &str) -> String {
+/// A value of a breakdown as the table and its chart show it: the words of inklink's own
+/// vocabularies (browsers, systems, devices, carriers, and what an empty value stands for) in
+/// the reader's language; what visitors brought (referrers, campaign parameters, places) as
+/// it is.
+fn label(dimension: Dimension, value: &str, lang: crate::i18n::Lang) -> String {
     match (dimension, value) {
-        (Dimension::Referrer, "") => "(direct)".to_owned(),
-        (_, "") => "(unknown)".to_owned(),
+        (Dimension::Referrer, "") => lang.t("(direct)").to_owned(),
+        (_, "") => lang.t("(unknown)").to_owned(),
+        (Dimension::Browser | Dimension::Os | Dimension::Device | Dimension::Carrier, word) => {
+            lang.t(word).to_owned()
+        }
         _ => value.to_owned(),
     }
 }
@@ -122,7 +128,7 @@ async fn page(
             let rows: Vec<Share> = shares
                 .into_iter()
                 .map(|share| Share {
-                    value: label(dimension, &share.value),
+                    value: label(dimension, &share.value, user.lang),
                     ..share
                 })
                 .collect();

@@ -356,10 +356,17 @@ pub async fn finish<T, E: From<DbErr>>(
     }
 }
 
-/// A stored UTC time as people read it, in time zone `tz`.
+/// A stored UTC time as people read it, in time zone `tz`, with its offset (`2026-11-26 09:30
+/// UTC+8`): zone abbreviations are ambiguous (`CST` is China's, Cuba's and the US Central's).
 pub fn local_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
-    use chrono::TimeZone;
-    tz.from_utc_datetime(&at)
-        .format("%Y-%m-%d %H:%M %Z")
-        .to_string()
+    use chrono::{Offset, TimeZone};
+    let local = tz.from_utc_datetime(&at);
+    let seconds = local.offset().fix().local_minus_utc();
+    let (sign, minutes) = (if seconds < 0 { '-' } else { '+' }, seconds.abs() / 60);
+    let offset = match (minutes / 60, minutes % 60) {
+        (0, 0) => String::new(),
+        (hours, 0) => format!("{sign}{hours}"),
+        (hours, minutes) => format!("{sign}{hours}:{minutes:02}"),
+    };
+    format!("{} UTC{offset}", local.format("%Y-%m-%d %H:%M"))
 }

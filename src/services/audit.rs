@@ -64,6 +64,64 @@ impl Actor {
     }
 }
 
+/// Every action the log records, with what it means to a person (the admin UI shows the
+/// words, translated; filters and the API keep the identifiers).
+pub const ACTIONS: [(&str, &str); 26] = [
+    ("link.create", "Link created"),
+    ("link.edit", "Link edited"),
+    ("link.tags", "Link's tags changed"),
+    ("link.disable", "Link disabled"),
+    ("link.enable", "Link enabled"),
+    ("link.delete", "Link deleted"),
+    ("tag.preset", "Tag's UTM preset set"),
+    ("domain.add", "Domain added"),
+    ("domain.default", "Default domain changed"),
+    ("domain.disable", "Domain disabled"),
+    ("domain.enable", "Domain enabled"),
+    ("domain.rotate", "Domain rotated"),
+    ("domain.settings", "Domain's link defaults changed"),
+    ("user.add", "User added"),
+    ("user.disable", "User disabled"),
+    ("user.enable", "User enabled"),
+    ("user.role", "User's role changed"),
+    ("user.password", "User's password changed"),
+    ("user.sign_in", "Signed in"),
+    ("user.time_zone", "Time zone setting changed"),
+    ("user.language", "Language setting changed"),
+    ("api_key.create", "API key created"),
+    ("api_key.revoke", "API key revoked"),
+    ("batch.create", "Batch created"),
+    ("batch.export", "Batch's recipients exported"),
+    ("batch.purge", "Batch's phone numbers deleted"),
+];
+
+/// What the things acted on are, as people call them.
+pub const TARGET_KINDS: [(&str, &str); 6] = [
+    ("link", "Link"),
+    ("tag", "Tag"),
+    ("domain", "Domain"),
+    ("user", "User"),
+    ("api_key", "API key"),
+    ("batch", "Batch"),
+];
+
+/// Who acts, by kind.
+pub const ACTOR_KINDS: [(&str, &str); 4] = [
+    ("user", "user"),
+    ("api_key", "API key"),
+    ("cli", "command line"),
+    ("system", "inklink itself"),
+];
+
+/// The words for `id` in `table` (English, to be translated); an identifier a newer version
+/// wrote is shown as it is.
+pub fn words<'a>(table: &[(&str, &'static str)], id: &'a str) -> &'a str {
+    table
+        .iter()
+        .find(|(known, _)| *known == id)
+        .map_or(id, |(_, words)| words)
+}
+
 pub struct Entry<'a> {
     pub action: &'a str,
     pub target_kind: &'a str,

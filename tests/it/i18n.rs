@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "ANALYZE batch_recipient",
+    "ANALYZE TABLE batch_recipient",
     "DELETE FROM {table} WHERE batch_id = ?",
     "INSERT INTO batch_recipient (batch_id, number, token, phone, vars) VALUES {}",
     " AND first_click IS NOT NULL",
@@ -238,8 +240,22 @@ fn messages_with_values_come_out_in_chinese() {
         zh.say("there is no link with the code 'abc'"),
         "没有代码为 'abc' 的链接"
     );
-    assert_eq!(zh.say("Disable 3 links?"), "停用 3 个链接？");
-    assert_eq!(zh.say("Disable 1 link?"), "停用 1 个链接？");
+    // Values are data: a link whose code is `Edit`, a user called `operator` stay as typed.
+    assert_eq!(zh.say("Disabled Edit"), "已停用 Edit");
+    assert_eq!(zh.say("Deleted Disabled"), "已删除 Disabled");
+    assert_eq!(
+        zh.say("Added operator (operator)"),
+        "已添加 operator（运营）"
+    );
+    // A value that is a message itself is translated where its pattern says so.
+    assert_eq!(
+        zh.say("the URL's host is not valid: the IPv4 address is not valid"),
+        "网址的主机名无效：IPv4 地址无效"
+    );
+    assert_eq!(
+        zh.fill("Disable {links}?", &[("links", "3 个链接")]),
+        "停用 3 个链接？"
+    );
     // English is the text itself; unknown text stays as it is.
     assert_eq!(Lang::En.say("Created x"), "Created x");
     assert_eq!(zh.say("spring-sale"), "spring-sale");
@@ -426,4 +442,157 @@ async fn visitor_pages_switch_language_with_a_cookie_and_go_back_where_they_were
             .body
             .contains("This short link")
     );
+}
+
+/// Issue 40: what people typed is never translated. A link whose code is `Edit`, tagged
+/// `Disabled`, described in UI words, made by a user called `operator`, and a campaign value
+/// `Disabled` read verbatim on every page, flash and confirmation, in both languages; the
+/// words around them are in the reader's language, and the audit log says what happened in
+/// words, not `link.create`.
+#[actix_web::test]
+async fn what_people_typed_is_shown_verbatim_on_every_page_in_both_languages() {
+    let app = spawn_app().await;
+    add_user(&app, "operator", "operator-pass", Role::Operator).await;
+    add_user(&app, "ada", "admin-password", Role::Admin).await;
+    let host = format!("localhost:{}", app.port);
+    let description = "Disabled Expired Edit";
+
+    let mut zh = Browser::speaking(&app, "zh-CN,zh;q=0.9");
+    assert_eq!(zh.sign_in("operator", "operator-pass").await.status, 303);
+    let csrf = csrf_in(&zh.get("/admin/links/new").await.body);
+    let created = zh
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/Edit"),
+                ("domain", &host),
+                ("code", "Edit"),
+                ("tags", "Disabled"),
+                ("description", description),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let flashed = zh.get("/admin/links").await.body;
+    assert!(
+        flashed.contains(&format!("已创建 http://{host}/Edit")),
+        "{flashed}"
+    );
+
+    // A visit that brought a campaign value made of a UI word.
+    let visit = app
+        .client
+        .get(app.url("/Edit?utm_campaign=Disabled"))
+        .insert_header(("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(visit.status().as_u16(), 302);
+    crate::analytics::wait_written(&app, 1).await;
+    inklink::stats::tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+
+    let mut en = Browser::speaking(&app, "en");
+    assert_eq!(en.sign_in("operator", "operator-pass").await.status, 303);
+    for (browser, words) in [
+        (
+            &mut zh,
+            [
+                "为 1 个链接添加标签 Disabled？",
+                "已停用 Edit",
+                "已启用 Edit",
+            ],
+        ),
+        (
+            &mut en,
+            [
+                "Add the tags Disabled to 1 link?",
+                "Disabled Edit",
+                "Enabled Edit",
+            ],
+        ),
+    ] {
+        let list = browser.get("/admin/links").await.body;
+        assert!(list.contains(description), "{list}");
+        assert!(list.contains(">disabled</a>"), "the tag as stored: {list}");
+        let page = browser.get("/admin/links/Edit").await.body;
+        for verbatim in [
+            format!("<td>{description}</td>"),
+            "<td>operator</td>".to_owned(),
+            ">disabled</a>".to_owned(),
+        ] {
+            assert!(page.contains(&verbatim), "{verbatim}: {page}");
+        }
+        // Times carry their offset, never an ambiguous zone abbreviation such as CST.
+        assert!(
+            page.contains(" UTC</td>") && !page.contains("CST"),
+            "{page}"
+        );
+        let stats = browser.get("/admin/links/Edit/stats").await.body;
+        assert!(stats.contains("<td>Disabled</td>"), "{stats}");
+
+        let csrf = csrf_in(&list);
+        let asked = browser
+            .post(
+                "/admin/links/selection",
+                &[
+                    ("csrf", &csrf),
+                    ("action", "tag"),
+                    ("tags", "Disabled"),
+                    ("codes", "Edit"),
+                ],
+            )
+            .await;
+        assert_eq!(asked.status, 200);
+        assert!(asked.body.contains(words[0]), "{}", asked.body);
+
+        let disabled = browser
+            .post("/admin/links/Edit/disable", &[("csrf", &csrf)])
+            .await;
+        assert_eq!(disabled.status, 303);
+        let flash = browser.get("/admin/links").await.body;
+        assert!(flash.contains(words[1]), "{flash}");
+        browser
+            .post("/admin/links/Edit/enable", &[("csrf", &csrf)])
+            .await;
+        let flash = browser.get("/admin/links").await.body;
+        assert!(flash.contains(words[2]), "{flash}");
+
+        let composed = browser
+            .post(
+                "/admin/sms",
+                &[
+                    ("csrf", &csrf),
+                    ("message", "Edit Disabled {link} operator"),
+                    ("url", "https://example.com/sms"),
+                    ("rule", "china"),
+                    ("segments", "1"),
+                    ("action", "preview"),
+                ],
+            )
+            .await;
+        assert_eq!(composed.status, 200, "{}", composed.body);
+        assert!(
+            composed.body.contains("Edit Disabled http://"),
+            "{}",
+            composed.body
+        );
+    }
+
+    let mut admin = Browser::speaking(&app, "zh-CN");
+    assert_eq!(admin.sign_in("ada", "admin-password").await.status, 303);
+    let audit = admin.get("/admin/audit").await.body;
+    for shown in ["operator", "链接 Edit", "创建链接", "停用链接"] {
+        assert!(audit.contains(shown), "{shown}: {audit}");
+    }
+    // What a person reads (the filter's values are the identifiers, for links to it).
+    let text: String = audit
+        .split('<')
+        .map(|part| part.split_once('>').map_or("", |(_, text)| text))
+        .collect();
+    for raw in ["link.create", "link.disable", "user operator"] {
+        assert!(!text.contains(raw), "{raw} shown raw: {text}");
+    }
 }

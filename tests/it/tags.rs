@@ -548,7 +548,11 @@ async fn only_admins_change_a_tags_utm_preset_and_each_change_is_audited() {
         )
         .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
-    assert!(refused.body.contains("only an admin can change"), "{}", refused.body);
+    assert!(
+        refused.body.contains("only an admin can change"),
+        "{}",
+        refused.body
+    );
     let stored = tags::presets(&app.core.db).await.unwrap();
     assert_eq!(stored["spring"].source, "sms", "unchanged");
 
@@ -563,11 +567,17 @@ async fn only_admins_change_a_tags_utm_preset_and_each_change_is_audited() {
         .all(&app.core.db)
         .await
         .unwrap();
-    let presets: Vec<_> = entries.iter().filter(|e| e.action == "tag.preset").collect();
+    let presets: Vec<_> = entries
+        .iter()
+        .filter(|e| e.action == "tag.preset")
+        .collect();
     assert_eq!(presets.len(), 2, "the refused change left no entry");
     let last = presets.last().unwrap();
     assert_eq!(last.actor, "ada");
     let before = last.before_state.as_deref().unwrap_or_default();
     let after = last.after_state.as_deref().unwrap_or_default();
-    assert!(before.contains("sms") && after.contains("wechat"), "{before} → {after}");
+    assert!(
+        before.contains("sms") && after.contains("wechat"),
+        "{before} → {after}"
+    );
 }

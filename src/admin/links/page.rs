@@ -73,16 +73,24 @@ pub async fn show(
     .map(|entry| Event {
         at: time(entry.at),
         actor: entry.actor,
-        action: entry.action,
+        action: user
+            .lang
+            .t(audit::words(&audit::ACTIONS, &entry.action))
+            .to_owned(),
     })
     .collect();
+    // Values as shown: the words in the reader's language, here; what people typed (the
+    // creator's name, the description, URLs) as it is.
+    let lang = user.lang;
     let mut details: Vec<(&'static str, String)> = vec![
         ("Created", time(link.created_at)),
         ("Creator", link.creator.clone().unwrap_or_default()),
         ("Description", link.description.clone().unwrap_or_default()),
         (
             "Expires",
-            link.expires_at.map(time).unwrap_or_else(|| "never".into()),
+            link.expires_at
+                .map(time)
+                .unwrap_or_else(|| lang.t("never").to_owned()),
         ),
         (
             "Redirect",
@@ -93,10 +101,14 @@ pub async fn show(
         ),
     ];
     if link.password_hash.is_some() {
-        details.push(("Visitor password", "yes".into()));
+        details.push(("Visitor password", lang.t("yes").to_owned()));
     }
     if let Some(max) = link.max_visits {
-        details.push(("Visits", format!("{} of {max}", link.visit_count)));
+        details.push((
+            "Visits",
+            lang.say(&format!("{} of {max}", link.visit_count))
+                .into_owned(),
+        ));
     }
     if let Some(from) = link.valid_from {
         details.push(("Opens", time(from)));

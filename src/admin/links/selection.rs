@@ -100,17 +100,28 @@ pub async fn apply(
         Selection::Filter(filter) => listing::count(&state.core.db, filter).await?,
     };
     if !posted.confirm {
+        // Written in the reader's language here, where the tags (data) and the number of
+        // links (words) are still apart: the tags are never translated.
+        let lang = user.lang;
         let links = match count {
-            1 => "1 link".to_owned(),
-            _ => format!("{count} links"),
+            1 => lang.t("1 link").to_owned(),
+            _ => lang.say(&format!("{count} links")).into_owned(),
         };
         let tags = posted.tags.trim();
-        let button = match &action {
-            BulkAction::Disable => format!("Disable {links}"),
-            BulkAction::Enable => format!("Enable {links}"),
-            BulkAction::Delete => format!("Delete {links}"),
-            BulkAction::Tag(_) => format!("Add the tags {tags} to {links}"),
-            BulkAction::Untag(_) => format!("Remove the tags {tags} from {links}"),
+        let values = [("tags", tags), ("links", links.as_str())];
+        let text = |english: &str| lang.fill(english, &values);
+        let (button, heading) = match &action {
+            BulkAction::Disable => (text("Disable {links}"), text("Disable {links}?")),
+            BulkAction::Enable => (text("Enable {links}"), text("Enable {links}?")),
+            BulkAction::Delete => (text("Delete {links}"), text("Delete {links}?")),
+            BulkAction::Tag(_) => (
+                text("Add the tags {tags} to {links}"),
+                text("Add the tags {tags} to {links}?"),
+            ),
+            BulkAction::Untag(_) => (
+                text("Remove the tags {tags} from {links}"),
+                text("Remove the tags {tags} from {links}?"),
+            ),
         };
         let mut fields: Vec<(&'static str, String)> = vec![
             ("action", posted.action.clone()),
@@ -137,11 +148,13 @@ pub async fn apply(
         };
         return Ok(Confirm {
             frame: Frame::new(&user, None, "links"),
-            heading: format!("{button}?"),
+            heading,
             lines: vec![
-                consequence.to_owned(),
-                "Links you may not change (others' links, for operators) are left as they are."
-                    .to_owned(),
+                lang.t(consequence).to_owned(),
+                lang.t(
+                    "Links you may not change (others' links, for operators) are left as they are.",
+                )
+                .to_owned(),
             ],
             action: "/admin/links/selection".to_owned(),
             fields,
@@ -156,12 +169,16 @@ pub async fn apply(
             BulkError::Db(err) => AdminError::Db(err),
             other => AdminError::Refused(other.to_string()),
         })?;
-    let mut message = format!(
-        "{} of {} selected links changed",
-        outcome.changed, outcome.matched
-    );
+    // Two messages in one flash: each translated on its own, here.
+    let lang = user.lang;
+    let mut message = lang
+        .say(&format!(
+            "{} of {} selected links changed",
+            outcome.changed, outcome.matched
+        ))
+        .into_owned();
     if outcome.refused > 0 {
-        message.push_str(&format!("; {} left alone (not yours)", outcome.refused));
+        message.push_str(&lang.say(&format!("; {} left alone (not yours)", outcome.refused)));
     }
     user.flash(message);
     Ok(see_other(&back(&posted.filter)))
