@@ -190,10 +190,14 @@ async fn batch_page(
         Err(BatchError::Purged(_)) => (Vec::new(), String::new()),
         Err(err) => return Err(err.into()),
     };
-    let rows = |rows: &[funnel::Row]| -> Vec<BreakdownRow> {
+    // Places as the GeoIP database names them; carriers are inklink's own words (`other`).
+    let rows = |rows: &[funnel::Row], words: bool| -> Vec<BreakdownRow> {
         rows.iter()
             .map(|r| BreakdownRow {
-                value: r.value.clone(),
+                value: match words {
+                    true => user.lang.t(&r.value).to_owned(),
+                    false => r.value.clone(),
+                },
                 delivered: r.delivered,
                 clicked: r.clicked,
                 clicks: r.clicks,
@@ -228,9 +232,9 @@ async fn batch_page(
         ctr: percent(funnel.clicked, funnel.delivered),
         failed_by: funnel.failed_by_code.clone(),
         breakdowns: vec![
-            ("Province", rows(&funnel.by_province)),
-            ("City", rows(&funnel.by_city)),
-            ("Carrier", rows(&funnel.by_carrier)),
+            ("Province", rows(&funnel.by_province, false)),
+            ("City", rows(&funnel.by_city, false)),
+            ("Carrier", rows(&funnel.by_carrier, true)),
         ],
         province_chart,
         hours_chart,
