@@ -116,6 +116,10 @@ pub struct Settings {
     /// says the request came over https) (set this when the admin UI is served over https)
     #[arg(long, env = "INKLINK_SECURE_COOKIE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
     pub secure_cookie: bool,
+    /// Two-factor sign-in for everyone: a user without an authenticator app enrols one at
+    /// their next sign-in (API keys are not affected)
+    #[arg(long = "require-2fa", env = "INKLINK_REQUIRE_2FA", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub require_2fa: bool,
 
     /// MaxMind-format city database (.mmdb: GeoLite2-City, DB-IP City Lite) for the country,
     /// province and city of clicks; re-read when the file changes. Unset: geo fields stay empty

@@ -118,11 +118,13 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
     param_key.copy_from_slice(
         &crate::digest::derive_key(secret.as_bytes(), b"inklink/recipient-param")[..16],
     );
+    let totp_key = crate::digest::derive_key(secret.as_bytes(), b"inklink/totp-seal");
     Ok(Inklink {
         db,
         cookie_key,
         visitor_key,
         param_key,
+        totp_key,
         codes: CodeGenerator::new(format, secret.as_bytes()),
         allocator: BlockAllocator::new(db::allocator::SEQUENCE, ID_BLOCK),
         other_lengths: CodeLength::all()

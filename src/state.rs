@@ -29,6 +29,8 @@ pub struct Inklink {
     pub visitor_key: [u8; 16],
     /// Keys the permutation that turns a campaign recipient's number into its `r` parameter.
     pub param_key: [u8; 16],
+    /// Seals users' two-factor secrets in the database (`services::two_factor`).
+    pub totp_key: [u8; 32],
     /// What dashboards read of finished days (range UV and IP, page views per link), kept
     /// between requests.
     pub kept: FinishedDays,

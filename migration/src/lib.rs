@@ -26,6 +26,7 @@ mod m20261124_000020_lean_clicks;
 mod m20261124_000021_click_waiting;
 mod m20261126_000022_campaign_batches;
 mod m20261126_000023_click_carrier;
+mod m20261126_000024_two_factor;
 
 pub struct Migrator;
 
@@ -56,6 +57,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000021_click_waiting::Migration),
             Box::new(m20261126_000022_campaign_batches::Migration),
             Box::new(m20261126_000023_click_carrier::Migration),
+            Box::new(m20261126_000024_two_factor::Migration),
         ]
     }
 }

@@ -10,12 +10,13 @@ pub mod download;
 pub mod error;
 pub mod links;
 pub mod pages;
+pub mod qr;
 pub mod sms;
 pub mod tags;
 
 use crate::net::hosts::AdminHosts;
 use access::session_store::DbSessionStore;
-use access::{account, auth, keys, users};
+use access::{account, auth, keys, second_factor, users};
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
 use actix_web::cookie::{Key, SameSite};
@@ -93,6 +94,10 @@ pub fn routes(
             .route("/", web::get().to(to_links))
             .route("/login", web::get().to(auth::login_form))
             .route("/login", web::post().to(auth::login))
+            .route("/login/code", web::get().to(second_factor::code_form))
+            .route("/login/code", web::post().to(second_factor::code_submit))
+            .route("/login/enrol", web::get().to(second_factor::enrol_form))
+            .route("/login/enrol", web::post().to(second_factor::enrol_submit))
             .route("/logout", web::post().to(auth::logout))
             .route("/links", web::get().to(links::list))
             .route("/links", web::post().to(links::create))
@@ -109,6 +114,18 @@ pub fn routes(
             .route("/links/{code}/delete", web::post().to(links::delete))
             .route("/account", web::get().to(account::form))
             .route("/account", web::post().to(account::save))
+            .route(
+                "/account/two-factor",
+                web::get().to(second_factor::settings),
+            )
+            .route(
+                "/account/two-factor",
+                web::post().to(second_factor::settings_enrol),
+            )
+            .route(
+                "/account/two-factor/off",
+                web::post().to(second_factor::settings_disable),
+            )
             .route("/language", web::post().to(account::set_language))
             .route("/tags", web::get().to(tags::list))
             .route("/tags/{tag}/preset", web::post().to(tags::set_preset))
@@ -147,6 +164,10 @@ pub fn routes(
             .route("/domains/{id}/{action}", web::post().to(domains::change))
             .route("/users", web::get().to(users::list))
             .route("/users", web::post().to(users::add))
+            .route(
+                "/users/{id}/two-factor-reset",
+                web::post().to(second_factor::reset),
+            )
             .route("/users/{id}/{action}", web::post().to(users::change))
             .route("/audit", web::get().to(audit::list))
             .route("/keys", web::get().to(keys::list))

@@ -13,6 +13,7 @@ pub mod sms;
 pub mod tag;
 pub mod target_url;
 pub mod time;
+pub mod totp;
 
 pub use account::{Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};

@@ -9,6 +9,7 @@ pub mod secret;
 pub mod signin;
 pub mod sms;
 pub mod tags;
+pub mod two_factor;
 pub mod users;
 pub mod visitors;
 

@@ -65,8 +65,8 @@ fn known_bucket(name: &str, ip: &str) -> String {
     format!("known:{name}@{ip}")
 }
 
-/// Checks a sign-in attempt against throttling, the password and the account's state; records
-/// the sign-in (last sign-in time and an audit entry) when it succeeds.
+/// Checks a sign-in attempt against throttling, the password and the account's state. The
+/// caller records the sign-in ([`record`]) once every step is passed.
 pub async fn sign_in(
     db: &DatabaseConnection,
     name: &str,
@@ -75,12 +75,18 @@ pub async fn sign_in(
 ) -> Result<user_rows::Model, SignInError> {
     let name: String = name.trim().to_ascii_lowercase().chars().take(64).collect();
     let ip: String = ip.chars().take(45).collect();
-    let known = is_known(db, &name, &ip).await?;
+    let user = match Username::parse(&name) {
+        Ok(username) => users::find(db, &username).await?,
+        Err(_) => None,
+    };
     let mut buckets = vec![
         (address_bucket(&ip), ADDRESS_LIMIT),
         (pair_bucket(&name, &ip), PAIR_LIMIT),
     ];
-    if !known {
+    // With a second factor, the code is the proof a new address needs: strangers' wrong
+    // passwords no longer lock the owner out of addresses new to the account.
+    let second_factor = user.as_ref().is_some_and(|u| u.has_second_factor());
+    if !second_factor && !is_known(db, &name, &ip).await? {
         buckets.push((new_address_bucket(&name), NEW_ADDRESS_LIMIT));
     }
     for (bucket, limit) in &buckets {
@@ -92,10 +98,6 @@ pub async fn sign_in(
             });
         }
     }
-    let user = match Username::parse(&name) {
-        Ok(username) => users::find(db, &username).await?,
-        Err(_) => None,
-    };
     // Verify against a real hash even for unknown users, so timing reveals nothing.
     let hash = user.as_ref().map(|u| u.password_hash.clone());
     let password_ok = users::off_the_workers({
@@ -106,7 +108,6 @@ pub async fn sign_in(
     match user {
         Some(user) if password_ok && !user.disabled => {
             give_back(db, &name, &ip, &buckets).await?;
-            record_sign_in(db, &user, &ip).await?;
             Ok(user)
         }
         _ => {
@@ -257,7 +258,8 @@ static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| {
     users::hash_password(&password)
 });
 
-async fn record_sign_in(
+/// Records a completed sign-in: the last sign-in time and an audit entry.
+pub async fn record(
     db: &DatabaseConnection,
     user: &user_rows::Model,
     ip: &str,

@@ -7,6 +7,15 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "DELETE FROM recovery_code WHERE user_id = ?",
+    "INSERT INTO recovery_code (user_id, digest) VALUES {}",
+    "SELECT COUNT(*) AS n FROM recovery_code WHERE user_id = ? AND used_at IS NULL",
+    "UPDATE users SET totp_secret = ?, totp_step = ? WHERE id = ? AND totp_secret IS NULL",
+    "UPDATE users SET totp_secret = NULL, totp_step = NULL WHERE id = ?",
+    "a new nonce each time",
+    "any key length",
+    "gezd gnbv gy3t qojq gezd gnbv gy3t qojq",
+    "the system's random source",
     "ANALYZE batch_recipient",
     "ANALYZE TABLE batch_recipient",
     "DELETE FROM {table} WHERE batch_id = ?",

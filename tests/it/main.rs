@@ -23,4 +23,5 @@ mod rules;
 mod sms;
 mod support;
 mod tags;
+mod two_factor;
 mod two_instances;

@@ -1,6 +1,7 @@
 //! Signing in and out (the checks and throttling are `services::signin`), the signed-in user
 //! and CSRF tokens.
 
+use super::pending::{self, Step};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::i18n::Lang;
@@ -84,7 +85,7 @@ impl CurrentUser {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -205,7 +206,7 @@ pub struct NextQuery {
 const LOGIN_COOKIE: &str = "inklink_login";
 
 /// The token of a valid login cookie on `req` (signed by us, so not planted by another site).
-fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
+pub(super) fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
     let mut jar = CookieJar::new();
     jar.add_original(req.cookie(LOGIN_COOKIE)?);
     let token = jar.signed(key).get(LOGIN_COOKIE)?.value().to_owned();
@@ -281,33 +282,17 @@ pub async fn login(
         .unwrap_or_default();
     match signin::sign_in(&state.core.db, &form.username, &form.password, &ip).await {
         Ok(user) => {
-            // A new session id at sign-in: a session id planted before it is worthless after.
-            session.renew();
-            let fresh_csrf = random_hex(32);
-            let insert = |key: &str, value: serde_json::Value| {
-                session
-                    .insert(key, value)
-                    .map_err(|err| AdminError::Session(err.to_string()))
+            let next = crate::admin::pages::local_next(&form.next).unwrap_or("");
+            // The password was right; a second factor, when on (or required), comes next.
+            let step = match (user.has_second_factor(), state.core.settings.require_2fa) {
+                (true, _) => Some(Step::Code),
+                (false, true) => Some(Step::Enrol),
+                (false, false) => None,
             };
-            insert(UID, user.id.into())?;
-            insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
-            insert(EPOCH, user.session_epoch.into())?;
-            insert(CSRF, fresh_csrf.into())?;
-            let mut response = crate::admin::pages::see_other(
-                crate::admin::pages::local_next(&form.next).unwrap_or("/admin/links"),
-            );
-            // The language they chose before follows them to every page.
-            if let Some(chosen) = user.language.as_deref().and_then(Lang::from_tag) {
-                response
-                    .add_cookie(&chosen.cookie())
-                    .map_err(|err| AdminError::Session(err.to_string()))?;
+            match step {
+                Some(step) => pending::ask(&key, &user, step, next, &state),
+                None => start_session(&state, &session, &user, &ip, next).await,
             }
-            let mut spent = Cookie::build(LOGIN_COOKIE, "").path("/admin").finish();
-            spent.make_removal();
-            response
-                .add_cookie(&spent)
-                .map_err(|err| AdminError::Session(err.to_string()))?;
-            Ok(response)
         }
         Err(SignInError::Db(err)) => Err(err.into()),
         Err(err) => {
@@ -328,6 +313,47 @@ pub async fn login(
             ))
         }
     }
+}
+
+/// Signs `user` in on this browser, every step passed: a new session, the sign-in recorded,
+/// and on to `next` (or the links).
+pub(super) async fn start_session(
+    state: &AppState,
+    session: &Session,
+    user: &crate::db::entities::users::Model,
+    ip: &str,
+    next: &str,
+) -> Result<HttpResponse, AdminError> {
+    signin::record(&state.core.db, user, ip).await?;
+    // A new session id at sign-in: a session id planted before it is worthless after.
+    session.renew();
+    let fresh_csrf = random_hex(32);
+    let insert = |key: &str, value: serde_json::Value| {
+        session
+            .insert(key, value)
+            .map_err(|err| AdminError::Session(err.to_string()))
+    };
+    insert(UID, user.id.into())?;
+    insert(SIGNED_IN_AT, chrono::Utc::now().timestamp().into())?;
+    insert(EPOCH, user.session_epoch.into())?;
+    insert(CSRF, fresh_csrf.into())?;
+    let mut response = crate::admin::pages::see_other(
+        crate::admin::pages::local_next(next).unwrap_or("/admin/links"),
+    );
+    // The language they chose before follows them to every page.
+    if let Some(chosen) = user.language.as_deref().and_then(Lang::from_tag) {
+        response
+            .add_cookie(&chosen.cookie())
+            .map_err(|err| AdminError::Session(err.to_string()))?;
+    }
+    for name in [LOGIN_COOKIE, pending::PENDING_COOKIE] {
+        let mut spent = Cookie::build(name, "").path("/admin").finish();
+        spent.make_removal();
+        response
+            .add_cookie(&spent)
+            .map_err(|err| AdminError::Session(err.to_string()))?;
+    }
+    Ok(response)
 }
 
 #[derive(serde::Deserialize)]

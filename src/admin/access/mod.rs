@@ -3,5 +3,7 @@
 pub mod account;
 pub mod auth;
 pub mod keys;
+pub mod pending;
+pub mod second_factor;
 pub mod session_store;
 pub mod users;

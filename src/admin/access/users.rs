@@ -19,6 +19,8 @@ pub struct Row {
     pub disabled: bool,
     pub last_login: String,
     pub is_me: bool,
+    /// Signs in with a second factor (an admin may reset it).
+    pub two_factor: bool,
 }
 
 #[derive(Template)]
@@ -44,6 +46,7 @@ async fn page(
             id: u.id,
             is_admin: u.role == Role::Admin,
             disabled: u.disabled,
+            two_factor: u.has_second_factor(),
             last_login: u
                 .last_login_at
                 .map(|at| crate::admin::pages::human_time(at, user.0.tz))

@@ -3,7 +3,6 @@
 pub mod bulk;
 pub mod form;
 pub mod page;
-pub mod qr;
 pub mod selection;
 
 use crate::admin::access::auth::CurrentUser;
@@ -499,7 +498,7 @@ pub async fn qr_svg(
     code: web::Path<String>,
 ) -> Result<HttpResponse, AdminError> {
     let (_, short_url) = find(&state, &code).await?;
-    let svg = crate::admin::links::qr::svg(&short_url).ok_or(AdminError::NotFound)?;
+    let svg = crate::admin::qr::svg(&short_url).ok_or(AdminError::NotFound)?;
     Ok(HttpResponse::Ok().content_type("image/svg+xml").body(svg))
 }
 
@@ -511,7 +510,7 @@ pub async fn qr_png(
 ) -> Result<HttpResponse, AdminError> {
     let (link, short_url) = find(&state, &code).await?;
     let scale = query.scale.map(|scale| scale.clamp(1, 40));
-    let png = crate::admin::links::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
+    let png = crate::admin::qr::png(&short_url, scale).ok_or(AdminError::NotFound)?;
     Ok(HttpResponse::Ok()
         .content_type("image/png")
         .insert_header((

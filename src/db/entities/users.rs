@@ -20,9 +20,20 @@ pub struct Model {
     pub time_zone: Option<String>,
     /// `en` or `zh-CN`; `None`: the browser's language.
     pub language: Option<String>,
+    /// The authenticator's secret, sealed (`services::two_factor`); `None`: no second factor.
+    pub totp_secret: Option<String>,
+    /// The time step of the last code accepted: a code opens once.
+    pub totp_step: Option<i64>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// Signs in with a second factor (an authenticator app's code) after the password.
+    pub fn has_second_factor(&self) -> bool {
+        self.totp_secret.is_some()
+    }
+}
