@@ -89,14 +89,14 @@ impl TargetUrl {
         let port = url.port_or_known_default();
         // Compared as resolvers compare names: another spelling of one of our hosts is that
         // host. Trailing dots are all dropped (`localhost..` reaches localhost in browsers and
-        // curl), and any name under `localhost` or any loopback address is the machine's own.
+        // curl). An address is another host, even one that reaches this machine.
         let loose = host.trim_end_matches('.');
         let host = crate::rules::host::canonical(loose).unwrap_or_else(|_| loose.to_owned());
-        let loopback = is_loopback(&host);
-        if let Some(own) = rules.own_hosts.iter().find(|own| {
-            (own.host == host || loopback && is_loopback(&own.host))
-                && own.port.is_none_or(|p| Some(p) == port)
-        }) {
+        if let Some(own) = rules
+            .own_hosts
+            .iter()
+            .find(|own| own.host == host && own.port.is_none_or(|p| Some(p) == port))
+        {
             let shown = match own.port {
                 Some(p) => format!("{}:{p}", own.host),
                 None => own.host.clone(),
@@ -189,18 +189,6 @@ impl fmt::Debug for TargetUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TargetUrl({})", self.as_str())
     }
-}
-
-/// `localhost`, a name under it (RFC 6761: they all resolve to the machine itself) or a
-/// loopback address, as [`crate::rules::host::canonical`] writes them.
-fn is_loopback(host: &str) -> bool {
-    if host == "localhost" || host.ends_with(".localhost") {
-        return true;
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    // 0.0.0.0 and [::] reach the machine itself too, when connected to.
-    bare.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
 fn map_parse_error(err: url::ParseError, input: &str) -> TargetUrlError {

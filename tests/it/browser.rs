@@ -282,7 +282,7 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
     wait_for_text(&client, "Add a user").await;
     screenshot(&client, "users").await;
     client.goto(&app.url("/admin/audit")).await.unwrap();
-    wait_for_text(&client, "domain.rotate").await;
+    wait_for_text(&client, "Domain rotated").await;
     screenshot(&client, "audit").await;
 
     // At phone width nothing spills sideways.
@@ -615,6 +615,10 @@ async fn the_sms_composer_counts_as_you_type_and_wechat_visitors_get_the_open_in
 /// Words that may stay Latin on a Chinese page: names, abbreviations and values people type.
 const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "inklink",
+    // Authenticator apps, by their names.
+    "Google",
+    "Microsoft",
+    "Authenticator",
     "English",
     "PV",
     "UV",
@@ -858,6 +862,7 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
         ("import", "/admin/links/import"),
         ("domains", "/admin/domains"),
         ("users", "/admin/users"),
+        ("two-factor", "/admin/account/two-factor"),
         ("keys", "/admin/keys"),
         ("audit", "/admin/audit"),
         ("api", "/admin/api"),
@@ -1016,4 +1021,85 @@ async fn an_operator_makes_a_batch_from_a_file_uploads_receipts_and_reads_the_fu
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_file(&receipts);
     client.close().await.unwrap();
+}
+
+/// Issue 43: a person enrols an authenticator app from their settings, then signs in with its
+/// code in English and with a recovery code in Chinese, in a real browser.
+#[actix_web::test]
+async fn a_person_enrols_an_authenticator_and_signs_in_with_a_second_factor_in_both_languages() {
+    use inklink::rules::totp::{STEP_SECONDS, TotpSecret};
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    client
+        .goto(&app.url("/admin/account/two-factor"))
+        .await
+        .unwrap();
+    wait_for_text(&client, "Scan this QR code").await;
+    let key = client
+        .find(Locator::Css("code.secret"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let secret = TotpSecret::from_base32(&key).expect("the key shown");
+    let step = chrono::Utc::now().timestamp() / STEP_SECONDS;
+    fill(&client, "#code", &format!("{:06}", secret.code_at(step))).await;
+    screenshot(&client, "two-factor-enrol").await;
+    click(&client, "form[action='/admin/account/two-factor'] button").await;
+    wait_for_text(&client, "Keep these recovery codes").await;
+    let mut codes = Vec::new();
+    for code in client
+        .find_all(Locator::Css("ul.recovery-codes code"))
+        .await
+        .unwrap()
+    {
+        codes.push(code.text().await.unwrap());
+    }
+    assert_eq!(codes.len(), 10);
+    client.delete_all_cookies().await.unwrap();
+
+    // English: the password, then the app's next code.
+    client.goto(&app.url("/admin/links")).await.unwrap();
+    fill(&client, "#username", "ada").await;
+    fill(&client, "#password", "admin-password").await;
+    click(&client, "form button[type=submit]").await;
+    wait_for_text(&client, "Enter the 6-digit code").await;
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/admin/login/code"
+    );
+    fill(
+        &client,
+        "#code",
+        &format!("{:06}", secret.code_at(step + 1)),
+    )
+    .await;
+    click(&client, "form button[type=submit]").await;
+    wait_for_text(&client, "Sign out").await;
+    assert_eq!(client.current_url().await.unwrap().path(), "/admin/links");
+    client.close().await.unwrap();
+
+    // Chinese: the password, then a recovery code.
+    let chinese = open_browser_as(&driver, "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", "zh-CN").await;
+    chinese.goto(&app.url("/admin/login")).await.unwrap();
+    fill(&chinese, "#username", "ada").await;
+    fill(&chinese, "#password", "admin-password").await;
+    click(&chinese, "form button[type=submit]").await;
+    wait_for_text(&chinese, "请输入身份验证器应用中的 6 位验证码").await;
+    let stray = latin_words(&chinese).await;
+    assert!(
+        stray.is_empty(),
+        "English on the Chinese code page: {stray:?}"
+    );
+    screenshot(&chinese, "two-factor-code-zh").await;
+    fill(&chinese, "#code", "000000").await;
+    click(&chinese, "form button[type=submit]").await;
+    wait_for_text(&chinese, "验证码不正确").await;
+    fill(&chinese, "#code", &codes[0]).await;
+    click(&chinese, "form button[type=submit]").await;
+    wait_for_text(&chinese, "退出登录").await;
+    chinese.close().await.unwrap();
 }
