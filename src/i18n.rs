@@ -196,6 +196,50 @@ impl Lang {
         fill(self.t(english), &values)
     }
 
+    /// A count as people read it: `15,812`; in Chinese a large one in 万 or 亿 (`1.6万`), as
+    /// Chinese dashboards show them.
+    pub fn number(self, n: i64) -> String {
+        let grouped = |n: i64| {
+            let digits = n.unsigned_abs().to_string();
+            let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+            if n < 0 {
+                out.push('-');
+            }
+            for (i, digit) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(digit);
+            }
+            out
+        };
+        let large = |unit: f64, name: &str| {
+            let value = format!("{:.1}", n as f64 / unit);
+            format!("{}{name}", value.strip_suffix(".0").unwrap_or(&value))
+        };
+        match self {
+            Self::ZhCn if n.abs() >= 100_000_000 => large(1e8, "亿"),
+            Self::ZhCn if n.abs() >= 10_000 => large(1e4, "万"),
+            _ => grouped(n),
+        }
+    }
+
+    /// The change from `before` to `now`: `▲ 12.5 %`, `▼ 3 %`, `0 %`; `—` when there was
+    /// nothing before to compare with.
+    pub fn change(self, now: i64, before: i64) -> String {
+        if before == 0 {
+            return "—".to_owned();
+        }
+        let percent = (now - before) as f64 * 100.0 / before as f64;
+        let shown = format!("{:.1}", percent.abs());
+        let shown = shown.strip_suffix(".0").unwrap_or(&shown);
+        match percent {
+            p if p > 0.0 => format!("▲ {shown} %"),
+            p if p < 0.0 => format!("▼ {shown} %"),
+            _ => "0 %".to_owned(),
+        }
+    }
+
     /// A message made at run time (an error, a flash message, a confirmation) in this
     /// language: found whole, else by the pattern it was made from, with its values (which may
     /// be messages themselves) put into the translation.
@@ -512,6 +556,21 @@ mod tests {
         );
         assert_eq!(c.translate("nothing like it"), "nothing like it");
         assert_eq!(c.translate("Created "), "Created ");
+    }
+
+    #[test]
+    fn numbers_and_changes_read_as_people_write_them() {
+        assert_eq!(Lang::En.number(15_812), "15,812");
+        assert_eq!(Lang::En.number(-1_234_567), "-1,234,567");
+        assert_eq!(Lang::En.number(999), "999");
+        assert_eq!(Lang::ZhCn.number(9_999), "9,999");
+        assert_eq!(Lang::ZhCn.number(15_812), "1.6万");
+        assert_eq!(Lang::ZhCn.number(20_000), "2万");
+        assert_eq!(Lang::ZhCn.number(123_456_789), "1.2亿");
+        assert_eq!(Lang::En.change(1125, 1000), "▲ 12.5 %");
+        assert_eq!(Lang::En.change(970, 1000), "▼ 3 %");
+        assert_eq!(Lang::En.change(5, 5), "0 %");
+        assert_eq!(Lang::En.change(5, 0), "—");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::services::links;
 use crate::state::AppState;
 use crate::stats::days::today;
 use crate::stats::dimension::Dimension;
-use crate::stats::report::{self, DayRow, LinkTotal, PRESETS, Period, Scope, Share};
+use crate::stats::report::{self, DayRow, LinkTotal, PRESETS, Period, Preset, Scope, Share};
 use crate::stats::visits::Visits;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -52,12 +52,11 @@ struct DashboardPage {
     link: Option<(String, String)>,
     base: String,
     period: Period,
-    /// Each preset and whether it is the one shown.
-    presets: Vec<(u32, bool)>,
+    /// Each preset: its `range` value, its label, and whether it is the one shown.
+    presets: Vec<(String, String, bool)>,
     timezone: String,
-    totals: Visits,
-    /// The same number of days just before the range.
-    previous: Visits,
+    /// The range's totals as shown, each with its change against the days just before.
+    totals: Vec<Total>,
     previous_from: chrono::NaiveDate,
     previous_to: chrono::NaiveDate,
     days: Vec<DayRow>,
@@ -67,6 +66,49 @@ struct DashboardPage {
     hours: Vec<Share>,
     breakdowns: Vec<Breakdown>,
     top_links: Vec<LinkTotal>,
+}
+
+/// A total of the range as the page shows it.
+struct Total {
+    /// `pv`, `uv`, …: the ids of its elements.
+    id: &'static str,
+    label: String,
+    value: i64,
+    shown: String,
+    change: String,
+    /// `up`, `down` or `flat`, for its colour and arrow.
+    trend: &'static str,
+    previous: String,
+}
+
+fn shown_totals(now: &Visits, before: &Visits, lang: crate::i18n::Lang) -> Vec<Total> {
+    [
+        ("pv", "PV", now.pv, before.pv),
+        ("uv", "UV", now.uv, before.uv),
+        ("ip", "IP", now.ip, before.ip),
+        ("effective", "Effective", now.effective, before.effective),
+        (
+            "ineffective",
+            "Ineffective",
+            now.ineffective,
+            before.ineffective,
+        ),
+    ]
+    .into_iter()
+    .map(|(id, label, value, previous)| Total {
+        id,
+        label: lang.t(label).to_owned(),
+        value,
+        shown: lang.number(value),
+        change: lang.change(value, previous),
+        trend: match value.cmp(&previous) {
+            std::cmp::Ordering::Greater => "up",
+            std::cmp::Ordering::Less => "down",
+            std::cmp::Ordering::Equal => "flat",
+        },
+        previous: lang.f("{} before", lang.number(previous)),
+    })
+    .collect()
 }
 
 fn title(dimension: Dimension) -> &'static str {
@@ -159,15 +201,21 @@ async fn page(
         period,
         presets: PRESETS
             .iter()
-            .map(|days| (*days, period.preset == Some(*days)))
+            .map(|preset| {
+                let label = match preset {
+                    Preset::Today => user.lang.t("Today").to_owned(),
+                    Preset::Yesterday => user.lang.t("Yesterday").to_owned(),
+                    Preset::Last(days) => user.lang.f("{} days", days),
+                };
+                (preset.name(), label, period.preset == Some(*preset))
+            })
             .collect(),
         timezone: state.core.settings.timezone.name().to_owned(),
         daily_chart: charts::daily_lines(&days),
         outcome_chart: charts::outcome_bars(&days, user.lang),
         hour_chart: charts::hour_bars(&hours),
         hours,
-        totals,
-        previous,
+        totals: shown_totals(&totals, &previous, user.lang),
         previous_from,
         previous_to,
         days,

@@ -268,11 +268,62 @@ pub async fn top_links(
 pub struct Period {
     pub from: NaiveDate,
     pub to: NaiveDate,
-    /// 7, 30 or 90 when chosen as "the last N days".
-    pub preset: Option<u32>,
+    /// How it was chosen, when by a preset.
+    pub preset: Option<Preset>,
 }
 
-pub const PRESETS: [u32; 3] = [7, 30, 90];
+/// The ranges offered in one click.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    Today,
+    Yesterday,
+    /// The last N days, today included.
+    Last(u32),
+}
+
+pub const PRESETS: [Preset; 5] = [
+    Preset::Today,
+    Preset::Yesterday,
+    Preset::Last(7),
+    Preset::Last(30),
+    Preset::Last(90),
+];
+
+impl Preset {
+    /// Its value of the `range` parameter.
+    pub fn name(self) -> String {
+        match self {
+            Self::Today => "today".to_owned(),
+            Self::Yesterday => "yesterday".to_owned(),
+            Self::Last(days) => days.to_string(),
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        PRESETS.into_iter().find(|preset| preset.name() == text)
+    }
+
+    pub fn period(self, today: NaiveDate) -> Period {
+        let (from, to) = match self {
+            Self::Today => (today, today),
+            Self::Yesterday => {
+                let yesterday = today.pred_opt().unwrap_or(today);
+                (yesterday, yesterday)
+            }
+            Self::Last(days) => (
+                today
+                    .checked_sub_days(Days::new(u64::from(days.max(1) - 1)))
+                    .unwrap_or(today),
+                today,
+            ),
+        };
+        Period {
+            from,
+            to,
+            preset: Some(self),
+        }
+    }
+}
 /// Longest custom range: a year of days (leap years included) keeps charts readable.
 pub const MAX_DAYS: i64 = 366;
 
@@ -280,7 +331,7 @@ pub const MAX_DAYS: i64 = 366;
 pub enum PeriodError {
     #[error("{field} '{text}' is not a date; use YYYY-MM-DD")]
     BadDate { field: &'static str, text: String },
-    #[error("the range must be 7, 30 or 90 days, not '{0}'")]
+    #[error("the range must be today, yesterday, 7, 30 or 90 (days), not '{0}'")]
     BadPreset(String),
     #[error("the start {from} is after the end {to}")]
     Reversed { from: NaiveDate, to: NaiveDate },
@@ -301,18 +352,12 @@ impl PeriodError {
 
 impl Period {
     pub fn last(days: u32, today: NaiveDate) -> Self {
-        let from = today
-            .checked_sub_days(Days::new(u64::from(days.max(1) - 1)))
-            .unwrap_or(today);
-        Self {
-            from,
-            to: today,
-            preset: Some(days),
-        }
+        Preset::Last(days).period(today)
     }
 
-    /// From a query string's `range` (7/30/90) or `from` and `to` (YYYY-MM-DD; a missing end
-    /// is today, a missing start six days before the end). Default: the last 7 days.
+    /// From a query string's `range` (today, yesterday, 7, 30, 90) or `from` and `to`
+    /// (YYYY-MM-DD; a missing end is today, a missing start six days before the end).
+    /// Default: the last 7 days.
     pub fn parse(
         range: Option<&str>,
         from: Option<&str>,
@@ -330,10 +375,9 @@ impl Period {
         if from.is_none() && to.is_none() {
             return match range {
                 None => Ok(Self::last(7, today)),
-                Some(text) => match text.parse::<u32>() {
-                    Ok(days) if PRESETS.contains(&days) => Ok(Self::last(days, today)),
-                    _ => Err(PeriodError::BadPreset(text.to_owned())),
-                },
+                Some(text) => Preset::parse(text)
+                    .map(|preset| preset.period(today))
+                    .ok_or_else(|| PeriodError::BadPreset(text.chars().take(40).collect())),
             };
         }
         let to = to

@@ -565,7 +565,7 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     assert_eq!(page.status, 200);
     assert!(
         page.body
-            .contains(&format!("<dd id=\"total-pv\">{total_pv}</dd>"))
+            .contains(&format!("<dd id=\"total-pv\" data-value=\"{total_pv}\""))
     );
     assert!(page.body.contains("<svg"), "charts are inline SVG");
     assert!(page.body.contains("北京市") && page.body.contains("WeChat"));
@@ -610,11 +610,11 @@ async fn a_replay_of_10000_clicks_gives_exactly_the_expected_days_breakdowns_and
     let page = browser.get(&format!("/admin/dashboard?{range}")).await;
     assert!(
         page.body
-            .contains(&format!("<dd id=\"total-uv\">{}</dd>", all.1))
+            .contains(&format!("<dd id=\"total-uv\" data-value=\"{}\"", all.1))
     );
     assert!(
         page.body
-            .contains(&format!("<dd id=\"total-ip\">{}</dd>", all.2))
+            .contains(&format!("<dd id=\"total-ip\" data-value=\"{}\"", all.2))
     );
     for (id, code) in links.iter().take(5) {
         let want = expected_range(&clicks, *id);
@@ -948,7 +948,10 @@ async fn dashboards_of_a_service_without_visits_show_zeros_and_empty_states() {
     let mut browser = signed_in(&app).await;
     let page = browser.get("/admin/dashboard?range=30").await;
     assert_eq!(page.status, 200);
-    assert!(page.body.contains("<dd id=\"total-pv\">0</dd>"));
+    assert!(
+        page.body
+            .contains("<dd id=\"total-pv\" data-value=\"0\" title=\"0\">0</dd>")
+    );
     assert!(page.body.contains("No link was visited in this range."));
     assert!(page.body.contains("No page views in this range."));
     assert!(
@@ -1446,4 +1449,57 @@ async fn campaign_breakdowns_count_the_utm_parameters_of_the_target_and_of_the_s
         .await
         .unwrap();
     assert_eq!(shown().await, want, "recounted by stats rebuild");
+}
+
+/// Issue 40: the range presets today and yesterday beside 7, 30 and 90 days, and each total
+/// with its change against the days just before.
+#[actix_web::test]
+async fn dashboards_offer_today_and_yesterday_and_show_each_totals_change() {
+    let app = spawn_app_with(&[]).await;
+    let link = create_link(&app, "https://example.com/glance").await;
+    let code = link.link.compression_code.to_string();
+    let agent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36";
+    for _ in 0..2 {
+        let visit = app
+            .client
+            .get(app.url(&format!("/{code}")))
+            .insert_header(("user-agent", agent))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(visit.status().as_u16(), 302);
+    }
+    wait_written(&app, 2).await;
+    tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+    let mut browser = signed_in(&app).await;
+    let today = browser
+        .get(&format!("/admin/links/{code}/stats?range=today"))
+        .await;
+    assert_eq!(today.status, 200);
+    assert!(
+        today.body.contains(r#"?range=today" aria-current="page""#),
+        "{}",
+        today.body
+    );
+    assert!(
+        today.body.contains(r#"id="total-pv" data-value="2""#),
+        "{}",
+        today.body
+    );
+    assert!(
+        today.body.contains(r#"id="change-pv">—</dd>"#),
+        "nothing before: {}",
+        today.body
+    );
+    let yesterday = browser
+        .get(&format!("/admin/links/{code}/stats?range=yesterday"))
+        .await;
+    assert!(yesterday.body.contains(r#"id="total-pv" data-value="0""#));
+    let refused = browser
+        .get(&format!("/admin/links/{code}/stats?range=fortnight"))
+        .await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("today, yesterday, 7, 30 or 90"));
 }
