@@ -27,6 +27,7 @@ mod m20261124_000021_click_waiting;
 mod m20261126_000022_campaign_batches;
 mod m20261126_000023_click_carrier;
 mod m20261126_000024_two_factor;
+mod m20261126_000025_display_names;
 
 pub struct Migrator;
 
@@ -58,6 +59,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000022_campaign_batches::Migration),
             Box::new(m20261126_000023_click_carrier::Migration),
             Box::new(m20261126_000024_two_factor::Migration),
+            Box::new(m20261126_000025_display_names::Migration),
         ]
     }
 }

@@ -55,6 +55,34 @@ pub enum AccountError {
     PasswordTooShort,
     #[error("the password must be at most {MAX_PASSWORD_CHARS} characters long")]
     PasswordTooLong,
+    #[error(
+        "a display name is at most {MAX_DISPLAY_NAME_CHARS} characters, without line breaks or other control characters"
+    )]
+    DisplayName,
+}
+
+const MAX_DISPLAY_NAME_CHARS: usize = 50;
+
+/// The name people know someone by, in any script (王小美, Zoë), shown beside the sign-in name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    /// An empty name is no display name.
+    pub fn parse(input: &str) -> Result<Option<Self>, AccountError> {
+        let name = input.trim();
+        if name.is_empty() {
+            return Ok(None);
+        }
+        if name.chars().count() > MAX_DISPLAY_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(AccountError::DisplayName);
+        }
+        Ok(Some(Self(name.to_owned())))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 const MIN_PASSWORD_CHARS: usize = 8;

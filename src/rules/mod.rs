@@ -15,7 +15,7 @@ pub mod target_url;
 pub mod time;
 pub mod totp;
 
-pub use account::{Password, Role, Username};
+pub use account::{DisplayName, Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};
 pub use campaign::{
     AltTargets, App, CampaignError, CodeLength, InAppApps, LinkPassword, TargetRule, VisitLimit,

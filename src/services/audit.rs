@@ -66,7 +66,7 @@ impl Actor {
 
 /// Every action the log records, with what it means to a person (the admin UI shows the
 /// words, translated; filters and the API keep the identifiers).
-pub const ACTIONS: [(&str, &str); 28] = [
+pub const ACTIONS: [(&str, &str); 29] = [
     ("link.create", "Link created"),
     ("link.edit", "Link edited"),
     ("link.tags", "Link's tags changed"),
@@ -88,6 +88,7 @@ pub const ACTIONS: [(&str, &str); 28] = [
     ("user.sign_in", "Signed in"),
     ("user.time_zone", "Time zone setting changed"),
     ("user.language", "Language setting changed"),
+    ("user.display_name", "Display name changed"),
     ("user.two_factor", "Two-factor sign-in turned on or off"),
     (
         "user.two_factor_reset",

@@ -345,6 +345,8 @@ pub enum Preference {
     TimeZone(Option<chrono_tz::Tz>),
     /// The language of the pages; `None`: the browser's.
     Language(Option<crate::i18n::Lang>),
+    /// The name shown beside the sign-in name; `None`: none.
+    DisplayName(Option<crate::rules::DisplayName>),
 }
 
 impl Preference {
@@ -352,6 +354,7 @@ impl Preference {
         match self {
             Self::TimeZone(_) => "time_zone",
             Self::Language(_) => "language",
+            Self::DisplayName(_) => "display_name",
         }
     }
 
@@ -359,6 +362,7 @@ impl Preference {
         match self {
             Self::TimeZone(zone) => zone.map(|tz| tz.name().to_owned()),
             Self::Language(lang) => lang.map(|lang| lang.tag().to_owned()),
+            Self::DisplayName(name) => name.as_ref().map(|name| name.as_str().to_owned()),
         }
     }
 }
@@ -388,6 +392,10 @@ pub async fn set_preference(
         Preference::Language(_) => {
             row.language = Set(after.clone());
             user.language
+        }
+        Preference::DisplayName(_) => {
+            row.display_name = Set(after.clone());
+            user.display_name
         }
     };
     if before == after {

@@ -503,6 +503,37 @@ async fn what_people_typed_is_shown_verbatim_on_every_page_in_both_languages() {
         .await
         .unwrap();
 
+    // A display name in any script, beside the sign-in name; a line break in it is refused.
+    let account = zh.get("/admin/account").await.body;
+    let account_csrf = csrf_in(&account);
+    let bad_name = zh
+        .post(
+            "/admin/account",
+            &[
+                ("csrf", &account_csrf),
+                ("display_name", "王\n小美"),
+                ("language", ""),
+                ("time_zone", ""),
+            ],
+        )
+        .await;
+    assert_eq!(bad_name.status, 422);
+    assert!(bad_name.body.contains("显示名称最多"), "{}", bad_name.body);
+    let named = zh
+        .post(
+            "/admin/account",
+            &[
+                ("csrf", &account_csrf),
+                ("display_name", "王小美"),
+                ("language", ""),
+                ("time_zone", ""),
+            ],
+        )
+        .await;
+    assert_eq!(named.status, 303);
+    let greeted = zh.get("/admin/links").await.body;
+    assert!(greeted.contains(">王小美</a>"), "{greeted}");
+
     let mut en = Browser::speaking(&app, "en");
     assert_eq!(en.sign_in("operator", "operator-pass").await.status, 303);
     for (browser, words) in [
@@ -592,8 +623,19 @@ async fn what_people_typed_is_shown_verbatim_on_every_page_in_both_languages() {
 
     let mut admin = Browser::speaking(&app, "zh-CN");
     assert_eq!(admin.sign_in("ada", "admin-password").await.status, 303);
+    let users = admin.get("/admin/users").await.body;
+    assert!(
+        users.contains("王小美 <span class=\"muted\">(operator)</span>"),
+        "{users}"
+    );
     let audit = admin.get("/admin/audit").await.body;
-    for shown in ["operator", "链接 Edit", "创建链接", "停用链接"] {
+    for shown in [
+        "operator",
+        "链接 Edit",
+        "创建链接",
+        "停用链接",
+        "修改显示名称",
+    ] {
         assert!(audit.contains(shown), "{shown}: {audit}");
     }
     // What a person reads (the filter's values are the identifiers, for links to it).

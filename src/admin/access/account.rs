@@ -41,6 +41,9 @@ struct AccountPage {
     default_zone: String,
     zones: &'static [&'static str],
     error: Option<String>,
+    display_name: String,
+    /// What was wrong with the display name typed.
+    name_error: Option<String>,
 }
 
 async fn page(
@@ -53,6 +56,10 @@ async fn page(
     let language = row
         .as_ref()
         .and_then(|u| u.language.clone())
+        .unwrap_or_default();
+    let display_name = row
+        .as_ref()
+        .and_then(|u| u.display_name.clone())
         .unwrap_or_default();
     let stored = row.and_then(|u| u.time_zone).unwrap_or_default();
     let flash = if error.is_none() {
@@ -67,6 +74,8 @@ async fn page(
         default_zone: state.core.settings.timezone.name().to_owned(),
         zones: COMMON_ZONES,
         error,
+        display_name,
+        name_error: None,
     })
 }
 
@@ -84,6 +93,7 @@ pub struct AccountForm {
     csrf: String,
     time_zone: String,
     language: String,
+    display_name: String,
 }
 
 pub async fn save(
@@ -106,6 +116,22 @@ pub async fn save(
             }
         },
     };
+    let display_name = match crate::rules::DisplayName::parse(&form.display_name) {
+        Ok(name) => name,
+        Err(err) => {
+            let mut page = page(&state, &user, Some(typed.to_owned()), None).await?;
+            page.display_name = form.display_name.clone();
+            page.name_error = Some(err.to_string());
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
+    users::set_preference(
+        &state.core.db,
+        user.id,
+        users::Preference::DisplayName(display_name),
+        &user.actor(),
+    )
+    .await?;
     let language = crate::i18n::Lang::from_tag(&form.language);
     users::set_preference(
         &state.core.db,

@@ -36,7 +36,10 @@ const UNDO: &str = "undo";
 #[derive(Clone)]
 pub struct CurrentUser {
     pub id: i64,
+    /// The sign-in name (what the audit log records).
     pub name: String,
+    /// How pages greet them: their display name, else the sign-in name.
+    pub shown: String,
     pub role: Role,
     pub csrf: String,
     /// The time zone pages show this user times in (their choice, else INKLINK_TIMEZONE).
@@ -159,6 +162,7 @@ async fn signed_in_user(
             }
             None => Lang::current(),
         },
+        shown: user.shown_name().to_owned(),
         name: user.username,
         csrf,
         session,
@@ -375,7 +379,7 @@ pub async fn logout(
 impl Frame {
     pub fn new(user: &CurrentUser, flash: Option<String>, section: &'static str) -> Self {
         Self {
-            user: user.name.clone(),
+            user: user.shown.clone(),
             is_admin: user.is_admin(),
             lang: user.lang,
             csrf: user.csrf.clone(),

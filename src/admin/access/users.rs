@@ -21,6 +21,7 @@ pub struct Row {
     pub is_me: bool,
     /// Signs in with a second factor (an admin may reset it).
     pub two_factor: bool,
+    pub display_name: Option<String>,
 }
 
 #[derive(Template)]
@@ -47,6 +48,7 @@ async fn page(
             is_admin: u.role == Role::Admin,
             disabled: u.disabled,
             two_factor: u.has_second_factor(),
+            display_name: u.display_name.clone(),
             last_login: u
                 .last_login_at
                 .map(|at| crate::admin::pages::human_time(at, user.0.tz))

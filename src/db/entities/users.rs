@@ -24,6 +24,8 @@ pub struct Model {
     pub totp_secret: Option<String>,
     /// The time step of the last code accepted: a code opens once.
     pub totp_step: Option<i64>,
+    /// The name people know them by, in any script; `None`: the sign-in name.
+    pub display_name: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -32,6 +34,11 @@ pub enum Relation {}
 impl ActiveModelBehavior for ActiveModel {}
 
 impl Model {
+    /// How pages name them: the display name, else the sign-in name.
+    pub fn shown_name(&self) -> &str {
+        self.display_name.as_deref().unwrap_or(&self.username)
+    }
+
     /// Signs in with a second factor (an authenticator app's code) after the password.
     pub fn has_second_factor(&self) -> bool {
         self.totp_secret.is_some()
