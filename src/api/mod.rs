@@ -7,6 +7,7 @@ pub mod batches;
 pub mod body;
 pub mod domains;
 pub mod error;
+pub mod events;
 pub mod link_input;
 pub mod links;
 pub mod model;
@@ -96,6 +97,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                         resource("/receipts/tencent", "POST")
                             .route(web::post().to(batches::tencent)),
                     )
+                    .service(resource("/events", "GET").route(web::get().to(events::export)))
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
                     .service(resource("/sms", "POST").route(web::post().to(sms::compose)))
                     .service(resource("/sms/count", "POST").route(web::post().to(sms::count)))

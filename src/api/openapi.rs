@@ -26,6 +26,7 @@ use utoipa::{Modify, OpenApi};
         super::links::update,
         super::links::revoke,
         super::stats::stats,
+        super::events::export,
         super::domains::list,
         super::sms::compose,
         super::sms::count,
@@ -87,7 +88,8 @@ use utoipa::{Modify, OpenApi};
         (name = "links", description = "Shorten, restore, list, edit, revoke, and daily visits"),
         (name = "domains", description = "The hosts links are served on"),
         (name = "sms", description = "Count SMS segments and compose messages around a new link"),
-        (name = "batches", description = "Campaign batches: a link per recipient, the messages CSV, delivery receipts (Aliyun, Tencent, CSV) and the funnel")
+        (name = "batches", description = "Campaign batches: a link per recipient, the messages CSV, delivery receipts (Aliyun, Tencent, CSV) and the funnel"),
+        (name = "events", description = "The raw clicks: every stored click with readable fields, streamed")
     )
 )]
 pub struct ApiDoc;

@@ -109,8 +109,32 @@ pub enum Command {
     },
 }
 
-#[derive(Subcommand, Debug, Clone, Copy)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum EventsAction {
+    /// Write every stored click of a range of days to standard output, one per line with
+    /// readable fields (time, code, link id, host, address, visitor, user agent, browser, OS,
+    /// device, bot, referrer, query, country, province, city, carrier, outcome, target rule,
+    /// cursor), in constant memory. Resume an interrupted export with --after CURSOR
+    Export {
+        /// First day, YYYY-MM-DD, in INKLINK_TIMEZONE
+        #[arg(long)]
+        from: chrono::NaiveDate,
+        /// Last day, YYYY-MM-DD (default: --from); at most 366 days
+        #[arg(long)]
+        to: Option<chrono::NaiveDate>,
+        /// Only the clicks of this short code
+        #[arg(long)]
+        link: Option<String>,
+        /// Only the clicks of the links with this tag
+        #[arg(long)]
+        tag: Option<String>,
+        /// ndjson (one JSON object a line) or csv (with a header, for spreadsheets)
+        #[arg(long, default_value = "ndjson")]
+        format: String,
+        /// Go on after this click: the cursor of the last line received
+        #[arg(long)]
+        after: Option<String>,
+    },
     /// Delete the click events recorded before DATE (in INKLINK_TIMEZONE), in small batches.
     /// Every click still waiting is counted first; the daily statistics of those days are kept
     /// as they are, and `stats rebuild` leaves them alone from then on. See also INKLINK_EVENT_RETENTION_DAYS

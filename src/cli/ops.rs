@@ -246,7 +246,17 @@ pub(super) async fn stats(core: &Inklink, action: StatsAction) -> anyhow::Result
 }
 
 pub(super) async fn events(core: &Inklink, action: EventsAction) -> anyhow::Result<()> {
-    let EventsAction::Purge { before } = action;
+    let before = match action {
+        EventsAction::Purge { before } => before,
+        EventsAction::Export {
+            from,
+            to,
+            link,
+            tag,
+            format,
+            after,
+        } => return export_events(core, from, to, link, tag, &format, after).await,
+    };
     let tz = core.settings.timezone;
     let purged = crate::stats::retention::purge(&core.db, tz, before)
         .await
@@ -261,5 +271,51 @@ pub(super) async fn events(core: &Inklink, action: EventsAction) -> anyhow::Resu
             purged.values
         );
     }
+    Ok(())
+}
+
+async fn export_events(
+    core: &Inklink,
+    from: chrono::NaiveDate,
+    to: Option<chrono::NaiveDate>,
+    link: Option<String>,
+    tag: Option<String>,
+    format: &str,
+    after: Option<String>,
+) -> anyhow::Result<()> {
+    use crate::services::events::{self, Cursor, ExportFilter, Format};
+    use futures_util::StreamExt;
+    use std::io::Write;
+    let format = Format::parse(Some(format))?;
+    let after = after.as_deref().map(Cursor::parse).transpose()?;
+    let link = match link {
+        Some(code) => {
+            let code = crate::rules::ShortCode::parse(&code)?;
+            let found = crate::services::links::find_by_code(&core.db, &code)
+                .await
+                .context("cannot read the links")?
+                .with_context(|| format!("there is no link with the code '{code}'"))?;
+            Some(found.id)
+        }
+        None => None,
+    };
+    let tag = tag.as_deref().map(crate::rules::Tag::parse).transpose()?;
+    let filter = ExportFilter::new(from, to.unwrap_or(from), link, tag, &Actor::Cli)?;
+    let stream = events::stream(
+        core.db.clone(),
+        core.settings.timezone,
+        filter,
+        after,
+        format,
+    );
+    futures_util::pin_mut!(stream);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.context("the export stopped: the database failed")?;
+        out.write_all(chunk.as_bytes())
+            .context("cannot write to standard output")?;
+    }
+    out.flush().context("cannot write to standard output")?;
     Ok(())
 }

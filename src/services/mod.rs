@@ -4,6 +4,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod batches;
 pub mod domains;
+pub mod events;
 pub mod links;
 pub mod secret;
 pub mod signin;

@@ -47,7 +47,7 @@ impl<'a> Api<'a> {
         }
     }
 
-    fn request(&self, method: &str, path: &str) -> awc::ClientRequest {
+    pub fn request(&self, method: &str, path: &str) -> awc::ClientRequest {
         let method = actix_web::http::Method::from_bytes(method.as_bytes()).unwrap();
         let request = self.app.client.request(method, self.app.url(path));
         match self.key.is_empty() {

@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "c.at >= ? AND c.at < ?",
+    " AND (c.at > ? OR (c.at = ? AND c.event_key > ?))",
+    " AND c.link = ?",
+    " AND c.link IN (SELECT link_id FROM link_tag WHERE tag = ?)",
+    " AND c.link IN (SELECT id FROM url_map WHERE creator_kind = ? AND creator_id = ?)",
     "DELETE FROM recovery_code WHERE user_id = ?",
     "INSERT INTO recovery_code (user_id, digest) VALUES {}",
     "SELECT COUNT(*) AS n FROM recovery_code WHERE user_id = ? AND used_at IS NULL",

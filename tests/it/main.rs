@@ -13,6 +13,7 @@ mod cli;
 mod clicks;
 mod codes;
 mod event_insert;
+mod events;
 mod first_start;
 mod hardening;
 mod hosts;

@@ -1,0 +1,194 @@
+//! Getting the raw clicks out (issue 41): `GET /api/v1/events` and `inklink events export`
+//! give every stored click of the range once, with readable fields, resumable by a cursor,
+//! an operator's key only its own links'.
+
+use crate::analytics::wait_written;
+use crate::api::Api;
+use crate::cli::{inklink_live, ok};
+use crate::support::{TestApp, TestDb, spawn_on};
+use inklink::rules::Role;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36";
+const BOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+async fn raw(api: &Api<'_>, path: &str) -> (u16, String, String) {
+    let mut response = api.request("GET", path).send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.body().limit(64 << 20).await.unwrap();
+    (status, kind, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn lines(body: &str) -> Vec<Value> {
+    body.lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON object a line"))
+        .collect()
+}
+
+async fn visit(app: &TestApp, path: &str, agent: &str) {
+    let answer = app
+        .client
+        .get(app.url(path))
+        .insert_header(("user-agent", agent))
+        .insert_header(("referer", "https://weibo.com/post/1"))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_redirection() || answer.status().as_u16() == 404);
+}
+
+#[actix_web::test]
+async fn every_stored_click_comes_out_once_with_readable_fields_and_resumes_by_cursor() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let admin = Api::with_role(&app, "exporter", Role::Admin).await;
+    let operator = Api::with_role(&app, "crm", Role::Operator).await;
+    let mine = operator
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/mine", "code": "mine", "tags": ["wave"]})),
+        )
+        .await;
+    assert_eq!(mine.status, 201);
+    let theirs = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/theirs", "code": "theirs"})),
+        )
+        .await;
+    assert_eq!(theirs.status, 201);
+    let mut expected: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in 0..7 {
+        visit(&app, "/mine?utm_source=sms", DESKTOP).await;
+        *expected.entry("mine").or_default() += 1;
+        if n % 2 == 0 {
+            visit(&app, "/theirs", BOT).await;
+            *expected.entry("theirs").or_default() += 1;
+        }
+    }
+    visit(&app, "/nosuchcode", DESKTOP).await;
+    *expected.entry("nosuchcode").or_default() += 1;
+    let total: usize = expected.values().sum();
+    wait_written(&app, total as u64).await;
+    let today = inklink::stats::days::today(app.core.settings.timezone);
+
+    // Everything, as NDJSON: each click once, with its fields.
+    let (status, kind, body) = raw(&admin, &format!("/api/v1/events?from={today}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kind, "application/x-ndjson");
+    let all = lines(&body);
+    assert_eq!(all.len(), total);
+    let mut counted: BTreeMap<String, usize> = BTreeMap::new();
+    for line in &all {
+        *counted
+            .entry(line["code"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(line["time"].as_str().unwrap()).is_ok(),
+            "{line}"
+        );
+        assert_eq!(line["address"], "127.0.0.1");
+        assert!(line["cursor"].is_string());
+    }
+    let expected_owned: BTreeMap<String, usize> =
+        expected.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    assert_eq!(counted, expected_owned);
+    let first_mine = all.iter().find(|l| l["code"] == "mine").unwrap();
+    assert!(first_mine["link_id"].is_i64(), "{first_mine}");
+    assert_eq!(first_mine["bot"], false);
+    assert_eq!(first_mine["outcome"], "redirected");
+    assert_eq!(first_mine["query"], "utm_source=sms");
+    assert_eq!(first_mine["referrer"], "https://weibo.com/post/1");
+    assert_eq!(first_mine["browser"], "Chrome");
+    let bot = all.iter().find(|l| l["code"] == "theirs").unwrap();
+    assert_eq!(bot["bot"], true);
+    let unknown = all.iter().find(|l| l["code"] == "nosuchcode").unwrap();
+    assert_eq!(unknown["outcome"], "unknown");
+    assert!(unknown["link_id"].is_null());
+
+    // Resumed after the third line: the rest, in the same order.
+    let cursor = all[2]["cursor"].as_str().unwrap();
+    let (_, _, rest) = raw(
+        &admin,
+        &format!("/api/v1/events?from={today}&after={cursor}"),
+    )
+    .await;
+    assert_eq!(lines(&rest), all[3..].to_vec());
+
+    // One link, one tag; CSV for spreadsheets.
+    let (_, _, one) = raw(&admin, &format!("/api/v1/events?from={today}&link=theirs")).await;
+    assert_eq!(lines(&one).len(), expected["theirs"]);
+    let (_, kind, csv) = raw(
+        &admin,
+        &format!("/api/v1/events?from={today}&to={today}&tag=wave&format=csv"),
+    )
+    .await;
+    assert!(kind.starts_with("text/csv"));
+    assert!(csv.starts_with("\u{feff}time,code,link_id,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + expected["mine"]);
+
+    // An operator's key: the clicks of its own links only.
+    let (_, _, own) = raw(&operator, &format!("/api/v1/events?from={today}")).await;
+    let own = lines(&own);
+    assert_eq!(own.len(), expected["mine"]);
+    assert!(own.iter().all(|l| l["code"] == "mine"));
+
+    // Bad input: a clear 400 (or 404), never a 500.
+    for (query, field) in [
+        ("from=yesterday", "from"),
+        ("format=xml", "format"),
+        ("after=garbage", "after"),
+        ("from=2026-02-01&to=2026-01-01", "from"),
+        ("from=2020-01-01&to=2026-01-01", "from"),
+        ("tag=a%7Cb", "tag"),
+    ] {
+        let reply = admin
+            .call("GET", &format!("/api/v1/events?{query}"), None)
+            .await;
+        assert_eq!(reply.status, 400, "{query}: {}", reply.body);
+        assert_eq!(reply.body["error"]["field"], field, "{query}");
+    }
+    let missing = admin.call("GET", "/api/v1/events?link=nope", None).await;
+    assert_eq!(missing.status, 404);
+
+    // The command line gives the same clicks.
+    let cli = ok(inklink_live(&db, &["events", "export", "--from", &today.to_string()]).await);
+    assert_eq!(lines(&cli), all);
+    let cli_csv = ok(inklink_live(
+        &db,
+        &[
+            "events",
+            "export",
+            "--from",
+            &today.to_string(),
+            "--format",
+            "csv",
+            "--link",
+            "mine",
+        ],
+    )
+    .await);
+    assert_eq!(cli_csv.lines().count(), 1 + expected["mine"]);
+    let resumed = ok(inklink_live(
+        &db,
+        &[
+            "events",
+            "export",
+            "--from",
+            &today.to_string(),
+            "--after",
+            cursor,
+        ],
+    )
+    .await);
+    assert_eq!(lines(&resumed), all[3..].to_vec());
+}
