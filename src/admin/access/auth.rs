@@ -88,7 +88,7 @@ impl CurrentUser {
     }
 }
 
-pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -217,6 +217,20 @@ pub(super) fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
     (token.len() == 64).then_some(token)
 }
 
+/// The sign-in pages' token, when the form posted it back: the form came from this site.
+pub(super) fn posted_login_token(
+    req: &HttpRequest,
+    state: &AppState,
+    posted: &str,
+) -> Result<String, AdminError> {
+    let key = Key::from(&state.core.cookie_key);
+    let token = login_token(req, &key).ok_or(AdminError::Csrf)?;
+    match constant_time_eq(token.as_bytes(), posted.as_bytes()) {
+        true => Ok(token),
+        false => Err(AdminError::Csrf),
+    }
+}
+
 fn login_cookie(token: &str, key: &Key, secure: bool) -> Cookie<'static> {
     let mut jar = CookieJar::new();
     jar.signed_mut(key).add(
@@ -272,10 +286,7 @@ pub async fn login(
     form: web::Form<LoginForm>,
 ) -> Result<HttpResponse, AdminError> {
     let key = Key::from(&state.core.cookie_key);
-    let csrf = login_token(&req, &key).ok_or(AdminError::Csrf)?;
-    if !constant_time_eq(csrf.as_bytes(), form.csrf.as_bytes()) {
-        return Err(AdminError::Csrf);
-    }
+    let csrf = posted_login_token(&req, &state, &form.csrf)?;
     // Behind a reverse proxy the peer is the proxy; throttle by the visitor behind it.
     let ip = state
         .core

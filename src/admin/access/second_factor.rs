@@ -6,7 +6,7 @@
 //! path reaches a session without the code: the session is only made by `start_session`, which
 //! the password step calls only for users without a second factor (when none is required).
 
-use super::auth::{AdminUser, CurrentUser, constant_time_eq, login_token, start_session};
+use super::auth::{AdminUser, CurrentUser, login_token, posted_login_token, start_session};
 use super::pending::{Pending, Step, read_pending};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
@@ -114,11 +114,7 @@ pub async fn code_submit(
     state: web::Data<AppState>,
     form: web::Form<StepForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let key = Key::from(&state.core.cookie_key);
-    let csrf = login_token(&req, &key).ok_or(AdminError::Csrf)?;
-    if !constant_time_eq(csrf.as_bytes(), form.csrf.as_bytes()) {
-        return Err(AdminError::Csrf);
-    }
+    let csrf = posted_login_token(&req, &state, &form.csrf)?;
     let Some((pending, user)) = pending_user(&req, &state, Step::Code).await? else {
         return Ok(to_login());
     };
@@ -166,11 +162,7 @@ pub async fn enrol_submit(
     state: web::Data<AppState>,
     form: web::Form<StepForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let key = Key::from(&state.core.cookie_key);
-    let csrf = login_token(&req, &key).ok_or(AdminError::Csrf)?;
-    if !constant_time_eq(csrf.as_bytes(), form.csrf.as_bytes()) {
-        return Err(AdminError::Csrf);
-    }
+    let csrf = posted_login_token(&req, &state, &form.csrf)?;
     let Some((pending, user)) = pending_user(&req, &state, Step::Enrol).await? else {
         return Ok(to_login());
     };
