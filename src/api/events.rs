@@ -49,8 +49,9 @@ fn date(value: Option<&str>, field: &'static str) -> Result<Option<chrono::Naive
     }
 }
 
-/// Every stored click of a range of days, one per line, with readable fields: time (RFC
-/// 3339), code, link id, host, address (or its network, per `INKLINK_KEEP_ADDRESSES`),
+/// Every stored click of a range of days.
+///
+/// One per line, with readable fields: time (RFC 3339), code, link id, host, address (or its network, per `INKLINK_KEEP_ADDRESSES`),
 /// visitor id, user agent, browser, OS, device, bot, referrer, query, country, province, city,
 /// carrier, outcome, target rule, and the line's `cursor`. Streamed in constant memory; an
 /// interrupted export goes on with `after`. Operator keys get the clicks of the links they

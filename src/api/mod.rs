@@ -68,6 +68,8 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                     .service(
                         resource("/links/{code}/stats", "GET").route(web::get().to(stats::stats)),
                     )
+                    .service(resource("/tags/{tag}/stats", "GET").route(web::get().to(stats::tag)))
+                    .service(resource("/stats", "GET").route(web::get().to(stats::all)))
                     .service(
                         resource("/batches", "GET, POST")
                             .route(web::get().to(batches::list))

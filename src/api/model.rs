@@ -394,6 +394,10 @@ pub struct StatsQuery {
     /// Last day, YYYY-MM-DD (default: today, in the service's time zone). At most 366 days.
     #[param(format = Date)]
     pub to: Option<String>,
+    /// Also the range's page views and visitors by one dimension, as the dashboards show
+    /// them: country, province, city, carrier, browser, os, device, referrer, utm_source,
+    /// utm_medium, utm_campaign, channel or hour.
+    pub dimension: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]
@@ -423,6 +427,45 @@ pub struct LinkStats {
     /// The whole range: pv, effective and ineffective are the sums of the days; uv and ip
     /// are distinct over the range (a visitor who came on several days counts once).
     pub total: RangeStats,
+    /// With `dimension`: the range's values of it, most page views first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
+}
+
+/// The statistics of a tag's links or of every link.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct ScopeStats {
+    /// The tag, for a tag's statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// The IANA time zone the days are counted in.
+    pub timezone: String,
+    /// Every day of the range, days without visits as zeros.
+    pub days: Vec<DayStats>,
+    /// The whole range, uv and ip distinct over it.
+    pub total: RangeStats,
+    /// With `dimension`: the range's values of it, most page views first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
+}
+
+/// Page views and visitors by the values of one dimension over the range.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct Breakdown {
+    pub dimension: String,
+    pub values: Vec<BreakdownValue>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct BreakdownValue {
+    /// The value; empty when the visitors had none (no referrer, an unknown place).
+    pub value: String,
+    /// Page views.
+    pub pv: i64,
+    /// Distinct visitors over the range (for the hour: per hour of the day, summed over days).
+    pub uv: i64,
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]

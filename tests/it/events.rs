@@ -192,3 +192,92 @@ async fn every_stored_click_comes_out_once_with_readable_fields_and_resumes_by_c
     .await);
     assert_eq!(lines(&resumed), all[3..].to_vec());
 }
+
+/// Issue 41: the statistics API has what the dashboards have (a link's, a tag's links' and
+/// every link's days, distinct totals, and each dimension's breakdown) and says the same.
+#[actix_web::test]
+async fn the_stats_api_gives_what_the_dashboards_show_for_a_link_a_tag_and_every_link() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let api = Api::with_role(&app, "bi", Role::Operator).await;
+    for (code, tags) in [
+        ("s1", json!(["wave"])),
+        ("s2", json!(["wave"])),
+        ("s3", json!([])),
+    ] {
+        let created = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{code}"), "code": code, "tags": tags})),
+            )
+            .await;
+        assert_eq!(created.status, 201);
+    }
+    let phone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1";
+    let mut clicks = 0;
+    for n in 0..12 {
+        let code = ["s1", "s2", "s3"][n % 3];
+        let agent = if n % 2 == 0 { DESKTOP } else { phone };
+        visit(&app, &format!("/{code}?utm_source=src{}", n % 4), agent).await;
+        clicks += 1;
+    }
+    wait_written(&app, clicks).await;
+    inklink::stats::tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+    let mut browser = crate::admin::signed_in(&app).await;
+    for (api_path, page) in [
+        ("/api/v1/links/s1/stats", "/admin/links/s1/stats"),
+        ("/api/v1/tags/wave/stats", "/admin/tags/wave/stats"),
+        ("/api/v1/stats", "/admin/dashboard"),
+    ] {
+        let shown = browser.get(page).await.body;
+        for dimension in ["browser", "os", "device", "utm_source", "referrer"] {
+            let reply = api
+                .call("GET", &format!("{api_path}?dimension={dimension}"), None)
+                .await;
+            assert_eq!(reply.status, 200, "{api_path}: {}", reply.body);
+            for total in ["pv", "uv", "ip", "effective", "ineffective"] {
+                let needle = format!(
+                    "id=\"total-{total}\" data-value=\"{}\"",
+                    reply.body["total"][total]
+                );
+                assert!(shown.contains(&needle), "{api_path} {total}: {needle}");
+            }
+            let values = reply.body["breakdown"]["values"].as_array().unwrap();
+            assert!(!values.is_empty(), "{api_path} {dimension}");
+            for value in values {
+                let label = match value["value"].as_str().unwrap() {
+                    "" if dimension == "referrer" => "(direct)",
+                    "" => "(unknown)",
+                    other => other,
+                };
+                let row = format!(
+                    "<td>{label}</td><td>{}</td><td>{}</td>",
+                    value["pv"], value["uv"]
+                );
+                assert!(shown.contains(&row), "{api_path} {dimension}: {row}");
+            }
+        }
+    }
+    let hours = api.call("GET", "/api/v1/stats?dimension=hour", None).await;
+    let per_hour: i64 = hours.body["breakdown"]["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pv"].as_i64().unwrap())
+        .sum();
+    assert_eq!(per_hour, hours.body["total"]["pv"].as_i64().unwrap());
+    let plain = api.call("GET", "/api/v1/stats", None).await;
+    assert!(plain.body.get("breakdown").is_none());
+    for (path, field) in [
+        ("/api/v1/stats?dimension=colour", "dimension"),
+        ("/api/v1/tags/a%7Cb/stats", "tag"),
+        ("/api/v1/stats?from=2026-13-01", "from"),
+    ] {
+        let reply = api.call("GET", path, None).await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+        assert_eq!(reply.body["error"]["field"], field, "{path}");
+    }
+}

@@ -652,3 +652,27 @@ async fn what_people_typed_is_shown_verbatim_on_every_page_in_both_languages() {
         assert!(!text.contains(raw), "{raw} shown raw: {text}");
     }
 }
+
+/// The admin UI's API page lists every operation by its summary: each has its Chinese.
+#[test]
+fn every_api_operation_summary_has_its_chinese() {
+    use utoipa::OpenApi;
+    let doc = inklink::api::openapi::ApiDoc::openapi();
+    let mut missing = Vec::new();
+    for (path, item) in &doc.paths.paths {
+        for operation in [&item.get, &item.post, &item.patch, &item.delete]
+            .into_iter()
+            .flatten()
+        {
+            let summary = operation.summary.clone().unwrap_or_default();
+            if Lang::ZhCn.say(&summary) == summary {
+                missing.push(format!("{path}: {summary:?}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no Chinese for:\n{}",
+        missing.join("\n")
+    );
+}
