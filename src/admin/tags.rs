@@ -7,6 +7,7 @@ use crate::admin::pages::{Frame, render, see_other};
 use crate::rules::Tag;
 use crate::services::tags::{self, Utm};
 use crate::state::AppState;
+use crate::stats::report::{self, Scope};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
@@ -15,7 +16,16 @@ pub struct Row {
     pub tag: String,
     pub links: i64,
     pub preset: Utm,
+    /// Page views today, over the last 7 and 30 days, and distinct visitors over the 30.
+    pub today: String,
+    pub week: String,
+    pub month: String,
+    pub month_uv: String,
+    month_pv: i64,
 }
+
+/// Tags ranked on the page at most (the rest are listed without figures).
+const RANKED: usize = 200;
 
 #[derive(Template)]
 #[template(path = "admin/tags.html")]
@@ -34,15 +44,49 @@ async fn page(
 ) -> Result<TagsPage, AdminError> {
     let db = &state.core.db;
     let mut presets = tags::presets(db).await?;
-    let rows = tags::list(db)
-        .await?
-        .into_iter()
-        .map(|(tag, links)| Row {
+    let today = crate::stats::days::today(state.core.settings.timezone);
+    let days_before = |n: u64| {
+        today
+            .checked_sub_days(chrono::Days::new(n))
+            .unwrap_or(today)
+    };
+    let lang = user.lang;
+    let mut rows = Vec::new();
+    for (rank, (tag, links)) in tags::list(db).await?.into_iter().enumerate() {
+        let mut row = Row {
             preset: presets.remove(&tag).unwrap_or_default(),
             tag,
             links,
-        })
-        .collect();
+            today: String::new(),
+            week: String::new(),
+            month: String::new(),
+            month_uv: String::new(),
+            month_pv: -1,
+        };
+        if rank < RANKED {
+            let totals = |from| {
+                report::range_totals(db, &state.core.kept, Scope::Tag(&row.tag), from, today)
+            };
+            let (day, week, month) = (
+                totals(today).await?,
+                totals(days_before(6)).await?,
+                totals(days_before(29)).await?,
+            );
+            row.today = lang.number(day.pv);
+            row.week = lang.number(week.pv);
+            row.month = lang.number(month.pv);
+            row.month_uv = lang.number(month.uv);
+            row.month_pv = month.pv;
+        }
+        rows.push(row);
+    }
+    // The leaderboard: most page views over 30 days first, then most links.
+    rows.sort_by(|a, b| {
+        b.month_pv
+            .cmp(&a.month_pv)
+            .then(b.links.cmp(&a.links))
+            .then_with(|| a.tag.cmp(&b.tag))
+    });
     let flash = if error.is_none() {
         user.take_flash()
     } else {

@@ -581,3 +581,46 @@ async fn only_admins_change_a_tags_utm_preset_and_each_change_is_audited() {
         "{before} → {after}"
     );
 }
+
+/// Issue 40: the Tags page ranks the campaigns: page views today, over 7 and 30 days, and
+/// visitors over 30 days, beside the number of links.
+#[actix_web::test]
+async fn the_tags_page_ranks_campaigns_by_their_page_views() {
+    let app = spawn_app().await;
+    let api = Api::with_role(&app, "ranker", Role::Operator).await;
+    for (code, tag) in [("r1", "quiet"), ("r2", "busy"), ("r3", "busy")] {
+        let created = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{code}"), "code": code, "tags": [tag]})),
+            )
+            .await;
+        assert_eq!(created.status, 201);
+    }
+    let agent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36";
+    for code in ["r2", "r2", "r3", "r1"] {
+        let visit = app
+            .client
+            .get(app.url(&format!("/{code}")))
+            .insert_header(("user-agent", agent))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(visit.status().as_u16(), 302);
+    }
+    wait_written(&app, 4).await;
+    inklink::stats::tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+    let mut browser = signed_in(&app).await;
+    let page = browser.get("/admin/tags").await.body;
+    let busy = page.find(">busy</a>").expect("busy listed");
+    let quiet = page.find(">quiet</a>").expect("quiet listed");
+    assert!(busy < quiet, "most page views first");
+    let row = &page[busy..page[busy..].find("</tr>").unwrap() + busy];
+    assert!(
+        row.contains(r#"<td class="num">3</td><td class="num">3</td><td class="num">3</td><td class="num">1</td>"#),
+        "{row}"
+    );
+}
