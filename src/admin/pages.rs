@@ -16,6 +16,8 @@ pub struct Frame {
     pub flash: Option<String>,
     /// A link just disabled: the page offers to enable it again.
     pub undo: Option<String>,
+    /// A link just created: the page offers to copy its short URL.
+    pub copy: Option<String>,
     pub section: &'static str,
 }
 

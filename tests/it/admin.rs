@@ -2383,3 +2383,60 @@ async fn the_edit_form_changes_a_links_campaign_settings() {
     let home = String::from_utf8_lossy(&home);
     assert!(home.contains("此地址提供短链接服务"), "{home}");
 }
+
+/// Issue 40: the link form fits the task: campaign settings folded until wanted (open when one
+/// is set or refused), the tags in use offered as one types, and a copy button beside the
+/// "created" message.
+#[actix_web::test]
+async fn the_link_form_folds_campaign_settings_suggests_tags_and_offers_to_copy_the_new_link() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let host = format!("localhost:{}", app.port);
+    let form = browser.get("/admin/links/new").await.body;
+    assert!(
+        form.contains(r#"<details class="campaign">"#),
+        "folded: {form}"
+    );
+    let csrf = csrf_in(&form);
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/fold"),
+                ("domain", &host),
+                ("code", "fold"),
+                ("tags", "双十一"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303);
+    let list = browser.get("/admin/links").await.body;
+    assert!(
+        list.contains(&format!(
+            r#"<button type="button" class="copy" data-copy="http://{host}/fold">"#
+        )),
+        "{list}"
+    );
+    let again = browser.get("/admin/links").await.body;
+    assert!(!again.contains(r#"class="flash""#), "offered once");
+    let form = browser.get("/admin/links/new").await.body;
+    assert!(form.contains(r#"<option value="双十一">"#), "{form}");
+    let refused = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/fold2"),
+                ("domain", &host),
+                ("max_visits", "zero"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.body.contains(r#"<details class="campaign" open>"#),
+        "a refused setting shows: {}",
+        refused.body
+    );
+}

@@ -194,7 +194,13 @@ async fn an_operator_creates_follows_disables_and_rotates_in_a_real_browser() {
         .find(|l| l.starts_with("Created "))
         .expect("a flash message")
         .to_owned();
-    let short_url = created.trim_start_matches("Created ").trim().to_owned();
+    // The flash ends with its copy button.
+    let short_url = created
+        .trim_start_matches("Created ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
     assert!(
         short_url.starts_with(&format!("http://localhost:{}/", app.port)),
         "{short_url}"

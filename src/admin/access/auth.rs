@@ -31,6 +31,7 @@ const EPOCH: &str = "epoch";
 const CSRF: &str = "csrf";
 const FLASH: &str = "flash";
 const UNDO: &str = "undo";
+const COPY: &str = "copy";
 
 /// The person behind a request to an admin page.
 #[derive(Clone)]
@@ -73,6 +74,15 @@ impl CurrentUser {
     /// The next page offers to undo disabling this link.
     pub fn offer_undo(&self, code: &str) {
         let _ = self.session.insert(UNDO, code.to_owned());
+    }
+
+    /// The next page offers to copy this short URL (the link just created).
+    pub fn offer_copy(&self, url: &str) {
+        let _ = self.session.insert(COPY, url.to_owned());
+    }
+
+    pub fn take_copy(&self) -> Option<String> {
+        self.session.remove_as::<String>(COPY).and_then(Result::ok)
     }
 
     pub fn take_undo(&self) -> Option<String> {
@@ -396,6 +406,7 @@ impl Frame {
             csrf: user.csrf.clone(),
             flash,
             undo: None,
+            copy: None,
             section,
         }
     }

@@ -43,6 +43,20 @@ pub struct LinkForm {
 }
 
 impl LinkForm {
+    /// Whether a campaign setting has a value (the code length aside: it always has one).
+    pub fn campaign_set(&self) -> bool {
+        [
+            &self.password,
+            &self.max_visits,
+            &self.valid_from,
+            &self.fallback_url,
+            &self.targets,
+        ]
+        .iter()
+        .any(|value| !value.trim().is_empty())
+            || !matches!(self.in_app_page.trim(), "" | "domain")
+    }
+
     /// The fields as given; the domain's choice (`domain`) for the in-app page is no setting.
     fn input(&self) -> LinkInput {
         let text = |value: &str| Some(value.to_owned());

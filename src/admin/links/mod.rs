@@ -197,6 +197,7 @@ pub async fn list(
         .collect();
     let mut frame = Frame::new(&user, user.take_flash(), "links");
     frame.undo = user.take_undo();
+    frame.copy = user.take_copy();
     let page = ListPage {
         frame,
         rows,
@@ -221,11 +222,22 @@ struct FormPage {
     timezone: String,
     lengths: Vec<u8>,
     password_set: bool,
+    /// The tags in use, offered as the field is typed.
+    known_tags: Vec<String>,
 }
 
 impl FormPage {
     fn error(&self, field: &str) -> &str {
         self.errors.get(field).map_or("", String::as_str)
+    }
+
+    /// The campaign settings start folded, unless one is set or refused.
+    fn campaign_open(&self) -> bool {
+        self.password_set
+            || self.form.campaign_set()
+            || CAMPAIGN_FIELDS
+                .iter()
+                .any(|field| !self.error(field).is_empty())
     }
 }
 
@@ -249,6 +261,7 @@ async fn form_page(
         timezone: user.tz.name().to_owned(),
         lengths: (4..=12).collect(),
         password_set: false,
+        known_tags: known_tags(state).await?,
     })
 }
 
@@ -290,6 +303,7 @@ pub async fn create(
         match links::create(&state.core, new, &user.actor()).await {
             Ok(saved) => {
                 user.flash(format!("Created {}", saved.short_url()));
+                user.offer_copy(&saved.short_url());
                 return Ok(see_other("/admin/links"));
             }
             Err(err) => {
@@ -330,12 +344,43 @@ struct EditPage {
     /// No code length on the edit form: the code stays.
     lengths: Vec<u8>,
     password_set: bool,
+    known_tags: Vec<String>,
 }
 
 impl EditPage {
     fn error(&self, field: &str) -> &str {
         self.errors.get(field).map_or("", String::as_str)
     }
+
+    /// The campaign settings start folded, unless one is set or refused.
+    fn campaign_open(&self) -> bool {
+        self.password_set
+            || self.form.campaign_set()
+            || CAMPAIGN_FIELDS
+                .iter()
+                .any(|field| !self.error(field).is_empty())
+    }
+}
+
+/// The fields of the folded campaign settings.
+const CAMPAIGN_FIELDS: [&str; 7] = [
+    "length",
+    "password",
+    "max_visits",
+    "valid_from",
+    "fallback_url",
+    "in_app_page",
+    "targets",
+];
+
+/// The tags in use (the most used first, 500 at most), for the tags field's suggestions.
+async fn known_tags(state: &AppState) -> Result<Vec<String>, AdminError> {
+    Ok(crate::services::tags::list(&state.core.db)
+        .await?
+        .into_iter()
+        .take(500)
+        .map(|(tag, _)| tag)
+        .collect())
 }
 
 fn edit_page(
@@ -345,6 +390,7 @@ fn edit_page(
     form: LinkForm,
     errors: HashMap<&'static str, String>,
     tz: chrono_tz::Tz,
+    known_tags: Vec<String>,
 ) -> EditPage {
     EditPage {
         frame: Frame::new(user, user.take_flash(), "links"),
@@ -358,6 +404,7 @@ fn edit_page(
         created: crate::admin::pages::human_time(link.created_at, tz),
         lengths: Vec::new(),
         password_set: link.password_hash.is_some(),
+        known_tags,
     }
 }
 
@@ -393,7 +440,8 @@ pub async fn edit_form(
         targets: link.alt_targets.clone().unwrap_or_default(),
         ..LinkForm::default()
     };
-    let page = edit_page(&user, &link, short_url, form, HashMap::new(), user.tz);
+    let tags = known_tags(&state).await?;
+    let page = edit_page(&user, &link, short_url, form, HashMap::new(), user.tz, tags);
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -445,7 +493,8 @@ pub async fn update(
             }
         }
     }
-    let page = edit_page(&user, &link, short_url, fields, errors, user.tz);
+    let tags = known_tags(&state).await?;
+    let page = edit_page(&user, &link, short_url, fields, errors, user.tz, tags);
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
 }
 
