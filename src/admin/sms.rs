@@ -22,6 +22,14 @@ pub struct SmsForm {
     signature: String,
     rule: String,
     segments: String,
+    /// The link's description, tags and UTM parameters, as on the link form.
+    description: String,
+    tags: String,
+    utm_source: String,
+    utm_medium: String,
+    utm_campaign: String,
+    utm_term: String,
+    utm_content: String,
     /// `preview` to count and plan without creating the link.
     action: String,
 }
@@ -127,9 +135,28 @@ pub async fn compose(
         _ => CountRule::Standard,
     };
     let segments = form.segments.trim().parse::<usize>().unwrap_or(0);
+    let tags = match crate::rules::Tag::parse_list(&form.tags) {
+        Ok(tags) => tags,
+        Err(err) => {
+            let page = page(&state, &user, form, Some(("tags", err.to_string())), None).await?;
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
+    // The UTM builder of the link form: typed parameters, else the first tag's preset.
+    let builder = crate::admin::links::form::LinkForm {
+        utm_source: form.utm_source.clone(),
+        utm_medium: form.utm_medium.clone(),
+        utm_campaign: form.utm_campaign.clone(),
+        utm_term: form.utm_term.clone(),
+        utm_content: form.utm_content.clone(),
+        ..Default::default()
+    };
+    let description = Some(form.description.trim().to_owned()).filter(|d| !d.is_empty());
     let attempt = async {
         let draft = SmsDraft::new(&form.message, Some(form.signature.as_str()), rule, segments)?;
         let target = links::parse_target(&state.core, &form.url).await?;
+        let url = crate::admin::links::form::utm_url(&state, target, &builder, &tags).await?;
+        let target = links::parse_target(&state.core, &url).await?;
         if form.action == "preview" {
             let plan = composer::plan(&state.core, &draft).await?;
             return Ok::<_, SmsError>(Outcome {
@@ -141,7 +168,15 @@ pub async fn compose(
                 warnings: plan.warnings.iter().map(ToString::to_string).collect(),
             });
         }
-        let composed = composer::compose(&state.core, &draft, target, None, &user.actor()).await?;
+        let composed = composer::compose(
+            &state.core,
+            &draft,
+            target,
+            description.clone(),
+            tags.clone(),
+            &user.actor(),
+        )
+        .await?;
         Ok(Outcome {
             short_url: Some(composed.saved.short_url()),
             domain: composed.saved.domain.host.clone(),
@@ -155,6 +190,19 @@ pub async fn compose(
     let (status, error, outcome) = match attempt {
         Ok(outcome) => (StatusCode::OK, None, Some(outcome)),
         Err(err) => (StatusCode::UNPROCESSABLE_ENTITY, Some(field_of(err)?), None),
+    };
+    // Once the link is made the form starts over (keeping how messages are signed and
+    // counted), so that a second click does not make a second link.
+    let created = outcome.as_ref().is_some_and(|o| o.short_url.is_some());
+    let form = match created {
+        true => SmsForm {
+            message: format!("{LINK_PLACEHOLDER} "),
+            signature: form.signature,
+            rule: form.rule,
+            segments: form.segments,
+            ..SmsForm::default()
+        },
+        false => form,
     };
     let page = page(&state, &user, form, error, outcome).await?;
     Ok(render(status, &page))

@@ -100,6 +100,7 @@ pub async fn compose(
         &draft,
         target,
         input.description.filter(|d| !d.trim().is_empty()),
+        Vec::new(),
         &caller.actor(),
     )
     .await?;

@@ -208,6 +208,7 @@ pub async fn compose(
     draft: &SmsDraft,
     target: TargetUrl,
     description: Option<String>,
+    tags: Vec<crate::rules::Tag>,
     actor: &Actor,
 ) -> Result<Composed, SmsError> {
     let plan = plan(app, draft).await?;
@@ -217,6 +218,7 @@ pub async fn compose(
         domain: Some(host),
         length: Some(plan.length),
         description,
+        tags,
         ..NewLink::to(target)
     };
     let saved = links::create(app, new, actor).await?;

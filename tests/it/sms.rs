@@ -5,6 +5,7 @@ use crate::support::spawn_app;
 use inklink::rules::sms::{CountRule, Encoding, count};
 use inklink::rules::{DomainHost, Protocol, Role};
 use inklink::services::{Actor, domains};
+use sea_orm::EntityTrait;
 use serde_json::json;
 
 fn rep(text: &str, n: usize) -> String {
@@ -244,4 +245,83 @@ async fn the_composer_picks_the_shortest_domain_and_a_code_length_that_fit() {
     assert_eq!(counted.status, 200);
     assert_eq!(counted.body["segments"], 2);
     assert_eq!(counted.body["units"], 162);
+}
+
+/// Issue 40: the composer's link takes a description, tags and UTM parameters as the link form
+/// does; the message can be copied; and the form starts over once the link is made, so that a
+/// second click does not make a second link.
+#[actix_web::test]
+async fn the_composer_gives_its_link_tags_description_and_utm_and_starts_over_after() {
+    let app = spawn_app().await;
+    let mut browser = crate::admin::signed_in(&app).await;
+    let page = browser.get("/admin/sms").await;
+    let csrf = crate::admin::csrf_in(&page.body);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("message", "双十一 {link} 回T退订"),
+        ("url", "https://shop.example.com/sale"),
+        ("signature", "小店"),
+        ("rule", "china"),
+        ("segments", "1"),
+        ("description", "第一波"),
+        ("tags", "双十一, sms"),
+        ("utm_source", "sms"),
+        ("utm_campaign", "1111"),
+        ("action", "create"),
+    ];
+    let done = browser.post("/admin/sms", &form).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let all = inklink::db::entities::url_map::Entity::find()
+        .all(&app.core.db)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 1);
+    let link = &all[0];
+    assert_eq!(
+        link.long_url,
+        "https://shop.example.com/sale?utm_source=sms&utm_campaign=1111"
+    );
+    assert_eq!(link.description.as_deref(), Some("第一波"));
+    let tags = inklink::services::tags::tags_of(&app.core.db, &[link.id])
+        .await
+        .unwrap();
+    assert_eq!(tags[&link.id], ["sms", "双十一"]);
+    let text = format!(
+        "【小店】双十一 http://localhost:{}/{} 回T退订",
+        app.port, link.compression_code
+    );
+    assert!(
+        done.body.contains(&format!(r#"data-copy="{text}""#)),
+        "{}",
+        done.body
+    );
+    // The form is empty again but for how messages are signed and counted.
+    assert!(
+        done.body.contains(r#"name="url" value="""#),
+        "{}",
+        done.body
+    );
+    assert!(done.body.contains(r#"name="tags" value="""#));
+    assert!(
+        done.body
+            .contains(r#"id="signature" name="signature" value="小店""#)
+    );
+    let bad_tags = browser
+        .post(
+            "/admin/sms",
+            &[
+                ("csrf", csrf.as_str()),
+                ("message", "{link}"),
+                ("url", "https://shop.example.com/sale"),
+                ("tags", "a|b"),
+                ("action", "create"),
+            ],
+        )
+        .await;
+    assert_eq!(bad_tags.status, 422);
+    let still = inklink::db::entities::url_map::Entity::find()
+        .all(&app.core.db)
+        .await
+        .unwrap();
+    assert_eq!(still.len(), 1, "a refused form makes no link");
 }

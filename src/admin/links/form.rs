@@ -148,6 +148,25 @@ pub async fn with_utm(
     tags: &[Tag],
     errors: &mut Errors,
 ) -> Result<Option<TargetUrl>, AdminError> {
+    let url = utm_url(state, target, form, tags).await?;
+    match links::parse_target(&state.core, &url).await {
+        Ok(target) => Ok(Some(target)),
+        Err(LinkError::Db(err)) => Err(err.into()),
+        Err(err) => {
+            errors.insert("url", err.to_string());
+            Ok(None)
+        }
+    }
+}
+
+/// The target with the UTM parameters typed (or the tags' preset) written in, to be checked
+/// again as a target (the parameters may make it too long).
+pub async fn utm_url(
+    state: &AppState,
+    target: TargetUrl,
+    form: &LinkForm,
+    tags: &[Tag],
+) -> Result<String, sea_orm::DbErr> {
     let typed = Utm {
         source: form.utm_source.clone(),
         medium: form.utm_medium.clone(),
@@ -159,7 +178,7 @@ pub async fn with_utm(
         false => typed,
         true => match crate::services::tags::preset_for(&state.core.db, tags).await? {
             Some(preset) => preset,
-            None => return Ok(Some(target)),
+            None => return Ok(target.as_str().to_owned()),
         },
     };
     let pairs = utm.pairs();
@@ -173,14 +192,7 @@ pub async fn with_utm(
         .clear()
         .extend_pairs(kept)
         .extend_pairs(pairs);
-    match links::parse_target(&state.core, url.as_str()).await {
-        Ok(target) => Ok(Some(target)),
-        Err(LinkError::Db(err)) => Err(err.into()),
-        Err(err) => {
-            errors.insert("url", err.to_string());
-            Ok(None)
-        }
-    }
+    Ok(url.to_string())
 }
 
 /// Which field a service error belongs to; database failures are not the user's.
