@@ -22,3 +22,28 @@ document.addEventListener("DOMContentLoaded", () => {
   const first = document.querySelector("main [autofocus]");
   if (first) first.focus();
 });
+
+// The UTM builder's preview: the target as it will be saved, with the parameters typed
+// written in (a parameter the URL has already is replaced, as the server does).
+document.addEventListener("DOMContentLoaded", () => {
+  const preview = document.getElementById("utm-preview");
+  const url = document.getElementById("url");
+  if (!preview || !url) return;
+  const names = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content"];
+  const fields = names.map((name) => document.getElementById(name)).filter(Boolean);
+  const show = () => {
+    const typed = fields.filter((field) => field.value.trim() !== "");
+    let text = url.value.trim();
+    if (text && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) text = "https://" + text;
+    try {
+      const target = new URL(text);
+      for (const field of typed) target.searchParams.set(field.name, field.value.trim());
+      preview.textContent = typed.length ? target.toString() : "";
+    } catch {
+      preview.textContent = "";
+    }
+    preview.closest("p").hidden = preview.textContent === "";
+  };
+  for (const field of [url, ...fields]) field.addEventListener("input", show);
+  show();
+});

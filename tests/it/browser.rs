@@ -1109,3 +1109,32 @@ async fn a_person_enrols_an_authenticator_and_signs_in_with_a_second_factor_in_b
     wait_for_text(&chinese, "退出登录").await;
     chinese.close().await.unwrap();
 }
+
+/// Issue 40: the UTM builder shows the final target as the parameters are typed.
+#[actix_web::test]
+async fn the_utm_builder_previews_the_final_target_as_one_types() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    client.goto(&app.url("/admin/links/new")).await.unwrap();
+    wait_for_text(&client, "Target URL").await;
+    let preview = || async {
+        client
+            .find(Locator::Css("#utm-preview"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    fill(&client, "#url", "example.com/sale?x=1&utm_source=old").await;
+    assert_eq!(preview().await, "", "nothing typed, nothing shown");
+    fill(&client, "#utm_source", "sms").await;
+    fill(&client, "#utm_campaign", "双十一").await;
+    assert_eq!(
+        preview().await,
+        "https://example.com/sale?x=1&utm_source=sms&utm_campaign=%E5%8F%8C%E5%8D%81%E4%B8%80"
+    );
+    client.close().await.unwrap();
+}
