@@ -50,9 +50,18 @@ pub struct LinkTotal {
     pub id: i64,
     pub code: String,
     pub long_url: String,
+    /// What the link's maker wrote about it (empty: nothing).
+    pub description: String,
     pub pv: i64,
     pub effective: i64,
     pub ineffective: i64,
+}
+
+impl LinkTotal {
+    /// The target as people read it (percent-encoded text decoded).
+    pub fn shown_url(&self) -> String {
+        crate::rules::TargetUrl::readable(&self.long_url)
+    }
 }
 
 fn count(n: u64) -> i64 {
@@ -233,28 +242,31 @@ pub async fn top_links(
     }
     let backend = db.get_database_backend();
     let sql = format!(
-        "SELECT id, compression_code, long_url FROM url_map WHERE id IN ({})",
+        "SELECT id, compression_code, long_url, description FROM url_map WHERE id IN ({})",
         vec!["?"; ranked.len()].join(", ")
     );
     let ids = ranked.iter().map(|(id, _)| Value::from(*id)).collect();
-    let mut links: HashMap<i64, (String, String)> = HashMap::new();
+    let mut links: HashMap<i64, (String, String, String)> = HashMap::new();
     for row in db.query_all_raw(statement(backend, &sql, ids)).await? {
         links.insert(
             row.try_get("", "id")?,
             (
                 row.try_get("", "compression_code")?,
                 row.try_get("", "long_url")?,
+                row.try_get::<Option<String>>("", "description")?
+                    .unwrap_or_default(),
             ),
         );
     }
     Ok(ranked
         .into_iter()
         .filter_map(|(id, (pv, effective, ineffective))| {
-            let (code, long_url) = links.remove(&id)?;
+            let (code, long_url, description) = links.remove(&id)?;
             Some(LinkTotal {
                 id,
                 code,
                 long_url,
+                description,
                 pv,
                 effective,
                 ineffective,

@@ -1503,3 +1503,46 @@ async fn dashboards_offer_today_and_yesterday_and_show_each_totals_change() {
     assert_eq!(refused.status, 400);
     assert!(refused.body.contains("today, yesterday, 7, 30 or 90"));
 }
+
+/// Issue 40: the dashboard's top links say what each link is (its description) and where it
+/// goes, the target decoded as people read it.
+#[actix_web::test]
+async fn top_links_show_their_description_and_their_target_decoded() {
+    let app = spawn_app_with(&[]).await;
+    let target = inklink::services::links::parse_target(
+        &app.core,
+        "https://example.com/%E8%B7%AF%E5%BE%84?q=%E7%9F%AD%E9%93%BE",
+    )
+    .await
+    .unwrap();
+    let saved = inklink::services::links::create(
+        &app.core,
+        inklink::services::links::NewLink {
+            description: Some("双十一 第一波".into()),
+            ..inklink::services::links::NewLink::to(target)
+        },
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let code = saved.link.compression_code.to_string();
+    let visit = app
+        .client
+        .get(app.url(&format!("/{code}")))
+        .insert_header(("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(visit.status().as_u16(), 302);
+    wait_written(&app, 1).await;
+    tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+    let mut browser = signed_in(&app).await;
+    let page = browser.get("/admin/dashboard").await.body;
+    let top = &page[page.find("id=\"top-links\"").expect("top links")..];
+    assert!(
+        top.contains("<strong>双十一 第一波</strong><br>https://example.com/路径?q=短链"),
+        "{top}"
+    );
+}
