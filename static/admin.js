@@ -47,3 +47,21 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const field of [url, ...fields]) field.addEventListener("input", show);
   show();
 });
+
+// A chart's values on a tap (touch screens show no hover titles): the title of the bar or
+// day tapped is written under the chart.
+document.addEventListener("click", (event) => {
+  const figure = event.target.closest("figure.chart");
+  if (!figure) return;
+  const shape = event.target.closest("rect, circle, path, polygon");
+  const title = shape && shape.querySelector("title");
+  if (!title) return;
+  let out = figure.querySelector(".tapped");
+  if (!out) {
+    out = document.createElement("p");
+    out.className = "tapped";
+    out.setAttribute("aria-live", "polite");
+    figure.appendChild(out);
+  }
+  out.textContent = title.textContent;
+});

@@ -1138,3 +1138,88 @@ async fn the_utm_builder_previews_the_final_target_as_one_types() {
     );
     client.close().await.unwrap();
 }
+
+/// Issue 40: on a 375 px phone a chart's text stays at 11 px or more (the chart scrolls
+/// sideways), and a tap on a day shows its values, as hovering does.
+#[actix_web::test]
+async fn charts_on_a_phone_keep_readable_text_and_show_values_on_a_tap() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let link = crate::support::create_link(&app, "https://example.com/phone").await;
+    let code = link.link.compression_code.to_string();
+    let answer = app
+        .client
+        .get(app.url(&format!("/{code}")))
+        .insert_header(("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 302);
+    crate::analytics::wait_written(&app, 1).await;
+    inklink::stats::tally::drain(&app.core.db, app.core.settings.timezone)
+        .await
+        .unwrap();
+    let phone = open_browser_as(
+        &driver,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+        "en",
+    )
+    .await;
+    sign_in(&phone, &app).await;
+    phone
+        .goto(&app.url(&format!("/admin/links/{code}/stats")))
+        .await
+        .unwrap();
+    wait_for_text(&phone, "Visits per day").await;
+    let smallest = phone
+        .execute(
+            "let least = 1e9;
+             for (const svg of document.querySelectorAll('figure.chart svg[viewBox]')) {
+               const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+               for (const text of svg.querySelectorAll('text')) {
+                 const size = parseFloat(getComputedStyle(text).fontSize) || parseFloat(text.getAttribute('font-size'));
+                 least = Math.min(least, size * scale);
+               }
+             }
+             return least;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    let detail = phone
+        .execute(
+            "return [...document.querySelectorAll('figure.chart svg[viewBox]')].map(svg => [svg.getAttribute('class'), svg.getBoundingClientRect().width, svg.viewBox.baseVal.width, Math.min(...[...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize)))].join(' '));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        smallest >= 11.0,
+        "chart text of {smallest:.1} px on a phone: {detail}"
+    );
+    assert!(
+        fits_the_width(&phone).await,
+        "the page itself does not scroll sideways"
+    );
+    let today = inklink::stats::days::today(app.core.settings.timezone).to_string();
+    phone
+        .execute(
+            "const rect = [...document.querySelectorAll('#chart-daily rect')].find(r => r.querySelector('title'));
+             rect.dispatchEvent(new MouseEvent('click', {bubbles: true}));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let tapped = phone
+        .find(Locator::Css("#chart-daily .tapped"))
+        .await
+        .expect("the tapped values")
+        .text()
+        .await
+        .unwrap();
+    assert!(tapped.contains("PV"), "{tapped}");
+    let _ = today;
+    phone.close().await.unwrap();
+}
