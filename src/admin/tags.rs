@@ -64,16 +64,20 @@ async fn page(
             month_pv: -1,
         };
         if rank < RANKED {
-            let totals = |from| {
-                report::range_totals(db, &state.core.kept, Scope::Tag(&row.tag), from, today)
+            // Page views from the days' rows (one query); visitors over the 30 days are
+            // distinct over the range (the day sets).
+            let scope = Scope::Tag(&row.tag);
+            let days = report::daily(db, scope, days_before(29), today).await?;
+            let since = |first| -> i64 {
+                days.iter()
+                    .filter(|d| d.day >= first)
+                    .map(|d| d.visits.pv)
+                    .sum()
             };
-            let (day, week, month) = (
-                totals(today).await?,
-                totals(days_before(6)).await?,
-                totals(days_before(29)).await?,
-            );
-            row.today = lang.number(day.pv);
-            row.week = lang.number(week.pv);
+            let month =
+                report::range_totals(db, &state.core.kept, scope, days_before(29), today).await?;
+            row.today = lang.number(since(today));
+            row.week = lang.number(since(days_before(6)));
             row.month = lang.number(month.pv);
             row.month_uv = lang.number(month.uv);
             row.month_pv = month.pv;

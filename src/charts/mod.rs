@@ -246,8 +246,8 @@ pub fn horizontal_bars(items: &[(String, i64)]) -> String {
         let plot_height = f64::from(height - 2 * MARGIN - AXIS);
         for (i, (label, _)) in items.iter().enumerate() {
             let y = f64::from(MARGIN) + (i as f64 + 0.5) * plot_height / rows as f64;
-            let style =
-                TextStyle::from((FONT, LABEL_SIZE).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+            let style = TextStyle::from((FONT, LABEL_SIZE).into_font())
+                .pos(Pos::new(HPos::Right, VPos::Center));
             names
                 .draw(&Text::new(
                     short(label),
@@ -280,8 +280,8 @@ pub fn horizontal_bars(items: &[(String, i64)]) -> String {
             .map_err(|e| e.to_string())?;
         chart
             .draw_series(items.iter().enumerate().map(|(i, (_, v))| {
-                let style =
-                    TextStyle::from((FONT, LABEL_SIZE).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+                let style = TextStyle::from((FONT, LABEL_SIZE).into_font())
+                    .pos(Pos::new(HPos::Left, VPos::Center));
                 Text::new(format!(" {v}"), (*v as f64, i as f64 + 0.5), style)
             }))
             .map_err(|e| e.to_string())?;
