@@ -12,6 +12,7 @@ pub mod link_input;
 pub mod links;
 pub mod model;
 pub mod openapi;
+pub mod receipts;
 pub mod sms;
 pub mod stats;
 
@@ -90,14 +91,15 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                     )
                     .service(
                         resource("/batches/{id}/receipts", "POST")
-                            .route(web::post().to(batches::batch_receipts)),
+                            .route(web::post().to(receipts::batch_receipts)),
                     )
                     .service(
-                        resource("/receipts/aliyun", "POST").route(web::post().to(batches::aliyun)),
+                        resource("/receipts/aliyun", "POST")
+                            .route(web::post().to(receipts::aliyun)),
                     )
                     .service(
                         resource("/receipts/tencent", "POST")
-                            .route(web::post().to(batches::tencent)),
+                            .route(web::post().to(receipts::tencent)),
                     )
                     .service(resource("/events", "GET").route(web::get().to(events::export)))
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))

@@ -38,9 +38,9 @@ use utoipa::{Modify, OpenApi};
         super::batches::messages,
         super::batches::funnel,
         super::batches::recipients,
-        super::batches::batch_receipts,
-        super::batches::aliyun,
-        super::batches::tencent,
+        super::receipts::batch_receipts,
+        super::receipts::aliyun,
+        super::receipts::tencent,
     ),
     components(schemas(
         model::CreateLink,
