@@ -14,11 +14,8 @@ use crate::services::batches::receipts::{self, Outcome, Scope};
 use crate::services::batches::{self, BatchError, BatchFields, Rejected};
 use crate::state::AppState;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
-use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use futures_util::StreamExt;
 
 impl From<BatchError> for AdminError {
     fn from(err: BatchError) -> Self {
@@ -398,25 +395,8 @@ fn csv_answer(
     rows: impl Fn(&Messages, &[export::Line]) -> String + 'static,
     file: String,
 ) -> HttpResponse {
-    let stream =
-        export::pages(state.core.db.clone(), messages, filter, header, rows).map(
-            |page| match page {
-                Ok(text) => Ok(Bytes::from(text)),
-                Err(err) => {
-                    tracing::warn!(error = %err, "an export stopped: the database failed");
-                    Err(actix_web::error::ErrorServiceUnavailable(
-                        "the database failed",
-                    ))
-                }
-            },
-        );
-    HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
-        .insert_header((
-            CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{file}\""),
-        ))
-        .streaming(stream)
+    let pages = export::pages(state.core.db.clone(), messages, filter, header, rows);
+    crate::net::download::streamed("text/csv; charset=utf-8", &file, pages)
 }
 
 pub async fn messages_csv(

@@ -13,8 +13,7 @@ use crate::services::batches::export::{self, Filter, Messages};
 use crate::services::batches::read::{self, MAX_FILE_BYTES, RecipientFile};
 use crate::services::batches::{self, BatchError, BatchFields, RowResult, funnel};
 use crate::state::AppState;
-use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
-use actix_web::web::Bytes;
+use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::TimeZone;
 
@@ -333,26 +332,8 @@ fn csv_stream<F>(
 where
     F: Fn(&Messages, &[export::Line]) -> String + 'static,
 {
-    use futures_util::StreamExt;
-    let stream =
-        export::pages(state.core.db.clone(), messages, filter, header, rows).map(
-            |page| match page {
-                Ok(text) => Ok(Bytes::from(text)),
-                Err(err) => {
-                    tracing::warn!(error = %err, "an export stopped: the database failed");
-                    Err(actix_web::error::ErrorServiceUnavailable(
-                        "the database failed",
-                    ))
-                }
-            },
-        );
-    HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
-        .insert_header((
-            CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{file}\""),
-        ))
-        .streaming(stream)
+    let pages = export::pages(state.core.db.clone(), messages, filter, header, rows);
+    crate::net::download::streamed("text/csv; charset=utf-8", &file, pages)
 }
 
 /// Download the messages of a batch, as a CSV for the SMS platform.

@@ -7,9 +7,7 @@ use crate::rules::Tag;
 use crate::services::events::{self, Cursor, ExportFilter, Format};
 use crate::state::AppState;
 use crate::stats::days::today;
-use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpResponse, web};
-use futures_util::StreamExt;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -101,20 +99,11 @@ pub async fn export(
         .map_err(|err| ApiError::bad(err.to_string(), Some("tag")))?;
     let filter = ExportFilter::new(from, to, link, tag, &caller.actor())
         .map_err(|err| ApiError::bad(err.to_string(), Some("from")))?;
-    let stream = events::stream(state.core.db.clone(), tz, filter, after, format).map(|chunk| {
-        chunk.map(web::Bytes::from).map_err(|err| {
-            tracing::warn!(error = %err, "an event export stopped: the database failed");
-            actix_web::error::ErrorServiceUnavailable("the database failed")
-        })
-    });
-    Ok(HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, format.content_type()))
-        .insert_header((
-            CONTENT_DISPOSITION,
-            format!(
-                "attachment; filename=\"inklink-events-{from}-{to}.{}\"",
-                format.extension()
-            ),
-        ))
-        .streaming(stream))
+    let pages = events::stream(state.core.db.clone(), tz, filter, after, format);
+    let file = format!("inklink-events-{from}-{to}.{}", format.extension());
+    Ok(crate::net::download::streamed(
+        format.content_type(),
+        &file,
+        pages,
+    ))
 }

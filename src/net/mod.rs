@@ -3,6 +3,7 @@
 //! limits (`rate_limit`).
 
 pub mod client;
+pub mod download;
 pub mod hosts;
 pub mod rate_limit;
 pub mod upload;
