@@ -8,9 +8,7 @@ use crate::db::sql::statement;
 use crate::services::audit::{self, Actor, Entry};
 use chrono::Duration;
 use sea_orm::ConnectionTrait;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, Set,
-};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
 
 /// Rows cleared per statement, so that no writer waits behind one huge update.
@@ -38,9 +36,17 @@ pub async fn purge(db: &DatabaseConnection, days: u32) -> Result<u64, DbErr> {
         }
         let txn = db::begin_write(db).await?;
         let done = async {
-            let mut model: campaign_batch::ActiveModel = batch.clone().into();
-            model.purged_at = Set(Some(db::now()));
-            model.update(&txn).await?;
+            // Every instance purges; the one whose update marks the batch records it.
+            let marked = txn
+                .execute_raw(statement(
+                    backend,
+                    "UPDATE campaign_batch SET purged_at = ? WHERE id = ? AND purged_at IS NULL",
+                    vec![db::now().into(), batch.id.into()],
+                ))
+                .await?;
+            if marked.rows_affected() == 0 {
+                return Ok(false);
+            }
             audit::record(
                 &txn,
                 &Actor::System,
@@ -52,11 +58,13 @@ pub async fn purge(db: &DatabaseConnection, days: u32) -> Result<u64, DbErr> {
                     after: Some(json!({ "retention_days": days })),
                 },
             )
-            .await
+            .await?;
+            Ok::<_, DbErr>(true)
         }
         .await;
-        db::finish(txn, done).await?;
-        purged += 1;
+        if db::finish(txn, done).await? {
+            purged += 1;
+        }
     }
     Ok(purged)
 }
