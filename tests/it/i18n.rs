@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "UPDATE campaign_batch SET purged_at = ? WHERE id = ? AND purged_at IS NULL",
+    "SELECT id, compression_code, long_url, description FROM url_map WHERE id IN ({})",
     "c.at >= ? AND c.at < ?",
     " AND (c.at > ? OR (c.at = ? AND c.event_key > ?))",
     " AND c.link = ?",
@@ -54,7 +56,6 @@ const INTERNAL: &[&str] = &[
     "a failure has a reason",
     "a valid name",
     "database error: {0}",
-    "SELECT id, compression_code, long_url FROM url_map WHERE id IN ({})",
     "user {id}",
 ];
 
