@@ -27,6 +27,32 @@ struct Figures {
     breakdown: Option<Breakdown>,
 }
 
+impl Figures {
+    fn for_link(self, code: String) -> LinkStats {
+        LinkStats {
+            code,
+            from: self.period.from,
+            to: self.period.to,
+            timezone: self.timezone,
+            days: self.days,
+            total: self.total,
+            breakdown: self.breakdown,
+        }
+    }
+
+    fn for_scope(self, tag: Option<String>) -> ScopeStats {
+        ScopeStats {
+            tag,
+            from: self.period.from,
+            to: self.period.to,
+            timezone: self.timezone,
+            days: self.days,
+            total: self.total,
+            breakdown: self.breakdown,
+        }
+    }
+}
+
 async fn figures(
     state: &AppState,
     scope: Scope<'_>,
@@ -127,16 +153,8 @@ pub async fn stats(
     query: web::Query<StatsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let link = find(&state, &code).await?;
-    let f = figures(&state, Scope::Link(link.id), &query).await?;
-    Ok(HttpResponse::Ok().json(LinkStats {
-        code: link.compression_code.to_string(),
-        from: f.period.from,
-        to: f.period.to,
-        timezone: f.timezone,
-        days: f.days,
-        total: f.total,
-        breakdown: f.breakdown,
-    }))
+    let figures = figures(&state, Scope::Link(link.id), &query).await?;
+    Ok(HttpResponse::Ok().json(figures.for_link(link.compression_code.to_string())))
 }
 
 /// Daily visits of the links with a tag (a campaign), and one dimension's breakdown when asked.
@@ -160,16 +178,8 @@ pub async fn tag(
     query: web::Query<StatsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let tag = Tag::parse(&tag).map_err(|err| ApiError::bad(err.to_string(), Some("tag")))?;
-    let f = figures(&state, Scope::Tag(tag.as_str()), &query).await?;
-    Ok(HttpResponse::Ok().json(ScopeStats {
-        tag: Some(tag.to_string()),
-        from: f.period.from,
-        to: f.period.to,
-        timezone: f.timezone,
-        days: f.days,
-        total: f.total,
-        breakdown: f.breakdown,
-    }))
+    let figures = figures(&state, Scope::Tag(tag.as_str()), &query).await?;
+    Ok(HttpResponse::Ok().json(figures.for_scope(Some(tag.to_string()))))
 }
 
 /// Daily visits of every link, and one dimension's breakdown when asked.
@@ -191,14 +201,6 @@ pub async fn all(
     state: web::Data<AppState>,
     query: web::Query<StatsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let f = figures(&state, Scope::All, &query).await?;
-    Ok(HttpResponse::Ok().json(ScopeStats {
-        tag: None,
-        from: f.period.from,
-        to: f.period.to,
-        timezone: f.timezone,
-        days: f.days,
-        total: f.total,
-        breakdown: f.breakdown,
-    }))
+    let figures = figures(&state, Scope::All, &query).await?;
+    Ok(HttpResponse::Ok().json(figures.for_scope(None)))
 }

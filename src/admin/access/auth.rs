@@ -227,6 +227,17 @@ pub(super) fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
     (token.len() == 64).then_some(token)
 }
 
+/// The visitor's address (behind a trusted proxy, the one it names): what sign-in throttles.
+pub(super) fn client_ip(req: &HttpRequest, state: &AppState) -> String {
+    state
+        .core
+        .settings
+        .trusted_proxies
+        .client_ip_of(req)
+        .map(|ip| ip.to_string())
+        .unwrap_or_default()
+}
+
 /// The sign-in pages' token, when the form posted it back: the form came from this site.
 pub(super) fn posted_login_token(
     req: &HttpRequest,
@@ -298,13 +309,7 @@ pub async fn login(
     let key = Key::from(&state.core.cookie_key);
     let csrf = posted_login_token(&req, &state, &form.csrf)?;
     // Behind a reverse proxy the peer is the proxy; throttle by the visitor behind it.
-    let ip = state
-        .core
-        .settings
-        .trusted_proxies
-        .client_ip_of(&req)
-        .map(|ip| ip.to_string())
-        .unwrap_or_default();
+    let ip = client_ip(&req, &state);
     match signin::sign_in(&state.core.db, &form.username, &form.password, &ip).await {
         Ok(user) => {
             let next = crate::admin::pages::local_next(&form.next).unwrap_or("");

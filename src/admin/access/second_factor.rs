@@ -6,7 +6,9 @@
 //! path reaches a session without the code: the session is only made by `start_session`, which
 //! the password step calls only for users without a second factor (when none is required).
 
-use super::auth::{AdminUser, CurrentUser, login_token, posted_login_token, start_session};
+use super::auth::{
+    AdminUser, CurrentUser, client_ip, login_token, posted_login_token, start_session,
+};
 use super::pending::{Pending, Step, read_pending};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
@@ -34,16 +36,6 @@ async fn pending_user(
         .await?
         .filter(|u| !u.disabled && u.session_epoch == pending.epoch);
     Ok(user.map(|user| (pending, user)))
-}
-
-fn client_ip(req: &HttpRequest, state: &AppState) -> String {
-    state
-        .core
-        .settings
-        .trusted_proxies
-        .client_ip_of(req)
-        .map(|ip| ip.to_string())
-        .unwrap_or_default()
 }
 
 /// The name authenticator apps show beside the account.
