@@ -10,17 +10,20 @@
 # With --db, a fresh database is created on that server for the run and dropped after it.
 # --recipients requests the codes of a campaign batch's recipients (as many as LINKS) instead
 # of the links' own: a recipient's code must redirect as fast as a link's.
+# --webhook subscribes a local receiver to link.clicked before the run, and after it reports
+# how long after the last round every recorded click had reached the receiver (each once).
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SERVER_URL="" CEILING="" RECIPIENTS=""
+SERVER_URL="" CEILING="" RECIPIENTS="" WEBHOOK=""
 while [ $# -gt 0 ]; do
   case $1 in
     --db) SERVER_URL=$2; shift 2 ;;
     --ceiling) CEILING=1; shift ;;
     --recipients) RECIPIENTS=1; shift ;;
-    *) echo "usage: $0 [--db postgres://...|mysql://...] [--ceiling] [--recipients]" >&2; exit 2 ;;
+    --webhook) WEBHOOK=1; shift ;;
+    *) echo "usage: $0 [--db postgres://...|mysql://...] [--ceiling] [--recipients] [--webhook]" >&2; exit 2 ;;
   esac
 done
 LINKS=${LINKS:-100000}
@@ -29,6 +32,7 @@ DURATION=${DURATION:-10s}
 INKLINK_PORT=${INKLINK_PORT:-18281}
 NGINX_PORT=${NGINX_PORT:-18282}
 CEILING_PORT=${CEILING_PORT:-18283}
+RECEIVER_PORT=${RECEIVER_PORT:-18284}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
@@ -43,8 +47,9 @@ else
 fi
 [ -n "$CEILING" ] && cargo build --release --quiet --manifest-path bench/ceiling/Cargo.toml
 WORK=$(mktemp -d)
-INKLINK_PID="" NGINX_PID="" CEILING_PID="" BENCH_DB=""
+INKLINK_PID="" NGINX_PID="" CEILING_PID="" RECEIVER_PID="" BENCH_DB=""
 cleanup() {
+  [ -n "$RECEIVER_PID" ] && kill "$RECEIVER_PID" 2>/dev/null || true
   [ -n "$INKLINK_PID" ] && kill "$INKLINK_PID" 2>/dev/null || true
   [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
   [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null || true
@@ -67,6 +72,7 @@ case $SERVER_URL in
   *) echo "--db takes a postgres:// or mysql:// URL" >&2; exit 2 ;;
 esac
 export INKLINK_DATABASE_URL="$DB_URL" INKLINK_LISTEN="127.0.0.1:$INKLINK_PORT" INKLINK_LOG=warn
+[ -n "$WEBHOOK" ] && export INKLINK_WEBHOOK_ALLOW_PRIVATE=true
 export INKLINK_TRUSTED_PROXIES=127.0.0.1
 # Clicks are recorded and enriched as in production: GeoIP from the test fixture's networks.
 export INKLINK_SPOOL_DIR="$WORK" INKLINK_GEOIP_DB="$PWD/tests/fixtures/geoip-test.mmdb"
@@ -218,6 +224,36 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+# --webhook: a receiver (Python's standard library, as any small CRM endpoint) that keeps the
+# key of every click it is sent, and answers 204.
+if [ -n "$WEBHOOK" ]; then
+  cat > "$WORK/receiver.py" <<'PY'
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen, messages, lock = set(), [0], threading.Lock()
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args): pass
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        clicks = json.loads(body)["data"]
+        with lock:
+            messages[0] += 1
+            seen.update(c["cursor"] for c in clicks)
+        self.send_response(204); self.end_headers()
+    def do_GET(self):
+        with lock:
+            text = f"{len(seen)} {messages[0]}"
+        self.send_response(200); self.end_headers(); self.wfile.write(text.encode())
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+PY
+  python3 "$WORK/receiver.py" "$RECEIVER_PORT" & RECEIVER_PID=$!
+  HOOK_KEY=$("$BIN" apikey add bench-webhook --role admin)
+  sleep 0.5
+  curl -sf -o /dev/null -H "Authorization: Bearer $HOOK_KEY" -H 'Content-Type: application/json' \
+    -d "{\"url\": \"http://127.0.0.1:$RECEIVER_PORT/clicks\", \"events\": [\"link.clicked\"]}" \
+    "http://127.0.0.1:$INKLINK_PORT/api/v1/webhooks"
+fi
+
 # Warm them (inklink's cache fills as it would during a campaign).
 wrk -t2 -c64 -d5s -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" >/dev/null
 wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$NGINX_PORT" >/dev/null
@@ -269,6 +305,7 @@ for args in "-t1 -c32" "-t2 -c128"; do
     RESULT[$who,$args,bad]=$(awk '{s += $4} END {print s + 0}' "$WORK/$who")
   done
 done
+BURST_END=$(date +%s.%N)
 RSS_MB=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$INKLINK_PID/status")
 metric() { printf '%s\n' "$METRICS" | awk -v name="$1" '$1 == name { print $2 }'; }
 # Let the writer finish what is queued, then read its counters.
@@ -295,3 +332,12 @@ awk '{ p += $4 - $1; s += $5 - $2; m += $6 - $3; n += $7 }
     p * 1e4 / n, s * 1e4 / n, (p - s) * 1e4 / n, m * 1e4 / n }' "$WORK/cpu -t2 -c128"
 echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
+if [ -n "$WEBHOOK" ]; then
+  written=$(metric inklink_click_events_written_total)
+  for _ in $(seq 1 1200); do
+    read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/")
+    [ "$got" -ge "$written" ] && break
+    sleep 0.1
+  done
+  echo "link.clicked webhook: $got of $written recorded clicks at the receiver, in $messages messages, $(python3 -c "import time; print(f'{time.time() - $BURST_END:.1f}')") s after the last round ended"
+fi

@@ -184,6 +184,29 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_RECIPIENT_RETENTION_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=36500), global = true)]
     pub recipient_retention_days: u32,
 
+    /// Let webhooks reach private, loopback and link-local addresses (a receiver on this
+    /// machine or the office network). Off by default, so that nobody can use inklink to probe
+    /// the internal network
+    #[arg(long, env = "INKLINK_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub webhook_allow_private: bool,
+
+    /// Undelivered batches of clicks a webhook subscription may have waiting; beyond it the
+    /// oldest are dropped (and counted in /metrics). Link, batch and domain events are never
+    /// dropped
+    #[arg(long, env = "INKLINK_WEBHOOK_OUTBOX_LIMIT", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000), global = true)]
+    pub webhook_outbox_limit: u32,
+
+    /// Seconds before a failed webhook message is first retried; each further retry waits
+    /// twice as long as the one before, at most an hour, until the message is a day old (then
+    /// it is marked failed and can be re-sent from the admin UI)
+    #[arg(long, env = "INKLINK_WEBHOOK_RETRY_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=3600), global = true)]
+    pub webhook_retry_seconds: u32,
+
+    /// Days delivered and failed webhook messages are kept (for the list of recent deliveries
+    /// and for `inklink webhooks replay`)
+    #[arg(long, env = "INKLINK_WEBHOOK_KEEP_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=3650), global = true)]
+    pub webhook_keep_days: u32,
+
     /// Country calling code of recipients' phone numbers written without one (`138…` is read
     /// as +86 138…)
     #[arg(long, env = "INKLINK_PHONE_COUNTRY", default_value_t = 86, value_parser = clap::value_parser!(u16).range(1..=999), global = true)]

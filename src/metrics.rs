@@ -97,6 +97,12 @@ pub struct Metrics {
     /// Events waiting for the database (in memory or in the spool file).
     pub events_backlog: AtomicU64,
     pub batch_latency: Histogram,
+    /// Webhook messages a receiver accepted.
+    pub webhooks_delivered: AtomicU64,
+    /// Webhook attempts that failed (each is retried until the schedule ends).
+    pub webhook_attempts_failed: AtomicU64,
+    /// Batches of clicks dropped because a subscription's outbox was full.
+    pub webhook_click_batches_dropped: AtomicU64,
 }
 
 pub struct Gauges {
@@ -218,6 +224,24 @@ impl Metrics {
             &mut out,
             "inklink_click_batch_duration_seconds",
             "Time to insert one batch of click events",
+        );
+        counter(
+            &mut out,
+            "inklink_webhooks_delivered_total",
+            "Webhook messages a receiver accepted (answered 2xx)",
+            self.webhooks_delivered.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_webhook_attempts_failed_total",
+            "Webhook delivery attempts that failed and will be retried, or were the last",
+            self.webhook_attempts_failed.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "inklink_webhook_click_batches_dropped_total",
+            "Batches of link.clicked dropped because a subscription's outbox was full (INKLINK_WEBHOOK_OUTBOX_LIMIT)",
+            self.webhook_click_batches_dropped.load(Relaxed),
         );
         out
     }

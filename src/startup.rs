@@ -252,6 +252,17 @@ impl Application {
             core.db.clone(),
             settings.recipient_retention_days,
         ));
+        // Webhooks: the outbox is delivered from this thread (the HTTP client is not `Send`).
+        actix_web::rt::spawn(crate::services::webhooks::deliver::run(
+            core.db.clone(),
+            crate::services::webhooks::deliver::Policy {
+                allow_private: settings.webhook_allow_private,
+                first_retry_ms: i64::from(settings.webhook_retry_seconds) * 1000,
+                outbox_limit: u64::from(settings.webhook_outbox_limit),
+                keep_days: settings.webhook_keep_days,
+            },
+            clicks.shared_metrics(),
+        ));
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,

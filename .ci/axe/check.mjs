@@ -16,6 +16,7 @@ const adminPages = [
   "/admin/links/axe1/edit", "/admin/links/axe1/stats", "/admin/links/axe1/delete",
   "/admin/dashboard", "/admin/tags", "/admin/tags/spring/stats", "/admin/sms", "/admin/batches",
   "/admin/domains", "/admin/users", "/admin/keys", "/admin/audit", "/admin/api",
+  "/admin/webhooks", "/admin/webhooks/1",
   "/admin/account",
 ];
 // Visitor pages: [path, user agent, language].

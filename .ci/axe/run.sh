@@ -20,4 +20,10 @@ echo 8888 | "$bin" link add https://example.com/pw --code axe-pw --password - >/
 "$bin" link add https://example.com/wx --code axe-wx --in-app-page wechat >/dev/null
 "$bin" link add https://example.com/soon --code axe-soon --valid-from 2099-01-01T00:00:00Z >/dev/null
 curl -s -o /dev/null -A "Mozilla/5.0 (Windows NT 10.0) Chrome/124.0" "http://127.0.0.1:$port/axe1"
+# A webhook, made through the API with a key the CLI issues; its deliveries page lists a test.
+key=$("$bin" apikey add axe --role admin | grep -o 'ik_[A-Za-z0-9_-]*' | head -1)
+curl -sf -o /dev/null -H "authorization: Bearer $key" -H 'content-type: application/json' \
+  -d '{"url": "https://crm.example.com/hooks", "events": ["link.created"], "description": "CRM"}' \
+  "http://127.0.0.1:$port/api/v1/webhooks"
+curl -sf -o /dev/null -X POST -H "authorization: Bearer $key" "http://127.0.0.1:$port/api/v1/webhooks/1/test"
 node check.mjs "http://127.0.0.1:$port" admin axe-admin-password

@@ -28,6 +28,7 @@ mod m20261126_000022_campaign_batches;
 mod m20261126_000023_click_carrier;
 mod m20261126_000024_two_factor;
 mod m20261126_000025_display_names;
+mod m20261126_000026_webhooks;
 
 pub struct Migrator;
 
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000023_click_carrier::Migration),
             Box::new(m20261126_000024_two_factor::Migration),
             Box::new(m20261126_000025_display_names::Migration),
+            Box::new(m20261126_000026_webhooks::Migration),
         ]
     }
 }

@@ -13,6 +13,7 @@ pub mod pages;
 pub mod qr;
 pub mod sms;
 pub mod tags;
+pub mod webhooks;
 
 use crate::net::hosts::AdminHosts;
 use access::session_store::DbSessionStore;
@@ -162,6 +163,10 @@ pub fn routes(
             .route("/domains", web::get().to(domains::list))
             .route("/domains", web::post().to(domains::add))
             .route("/domains/{id}/{action}", web::post().to(domains::change))
+            .route("/webhooks", web::get().to(webhooks::list))
+            .route("/webhooks", web::post().to(webhooks::create))
+            .route("/webhooks/{id}", web::get().to(webhooks::show))
+            .route("/webhooks/{id}/{action}", web::post().to(webhooks::change))
             .route("/users", web::get().to(users::list))
             .route("/users", web::post().to(users::add))
             .route(

@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod receipts;
 pub mod sms;
 pub mod stats;
+pub mod webhooks;
 
 use crate::net::hosts::AdminHosts;
 use actix_web::{HttpRequest, web};
@@ -103,6 +104,29 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                     )
                     .service(resource("/events", "GET").route(web::get().to(events::export)))
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
+                    .service(
+                        resource("/webhooks", "GET, POST")
+                            .route(web::get().to(webhooks::list))
+                            .route(web::post().to(webhooks::create)),
+                    )
+                    .service(
+                        resource("/webhooks/{id}", "GET, PATCH, DELETE")
+                            .route(web::get().to(webhooks::get))
+                            .route(web::patch().to(webhooks::update))
+                            .route(web::delete().to(webhooks::delete)),
+                    )
+                    .service(
+                        resource("/webhooks/{id}/deliveries", "GET")
+                            .route(web::get().to(webhooks::deliveries)),
+                    )
+                    .service(
+                        resource("/webhooks/{id}/test", "POST")
+                            .route(web::post().to(webhooks::test)),
+                    )
+                    .service(
+                        resource("/webhooks/{id}/resend", "POST")
+                            .route(web::post().to(webhooks::resend)),
+                    )
                     .service(resource("/sms", "POST").route(web::post().to(sms::compose)))
                     .service(resource("/sms/count", "POST").route(web::post().to(sms::count)))
                     .default_service(web::to(not_found)),

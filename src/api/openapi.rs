@@ -30,6 +30,14 @@ use utoipa::{Modify, OpenApi};
         super::stats::all,
         super::events::export,
         super::domains::list,
+        super::webhooks::create,
+        super::webhooks::list,
+        super::webhooks::get,
+        super::webhooks::update,
+        super::webhooks::delete,
+        super::webhooks::deliveries,
+        super::webhooks::test,
+        super::webhooks::resend,
         super::sms::compose,
         super::sms::count,
         super::batches::create,
@@ -84,6 +92,11 @@ use utoipa::{Modify, OpenApi};
         super::batch_model::PlainReceipt,
         super::batch_model::ReceiptReport,
         super::batch_model::ReceiptProblem,
+        super::webhooks::CreateWebhook,
+        super::webhooks::PatchWebhook,
+        super::webhooks::Webhook,
+        super::webhooks::WebhookDelivery,
+        super::webhooks::Resent,
         ErrorBody,
         ErrorDetail,
         ErrorCode
@@ -94,7 +107,8 @@ use utoipa::{Modify, OpenApi};
         (name = "domains", description = "The hosts links are served on"),
         (name = "sms", description = "Count SMS segments and compose messages around a new link"),
         (name = "batches", description = "Campaign batches: a link per recipient, the messages CSV, delivery receipts (Aliyun, Tencent, CSV) and the funnel"),
-        (name = "events", description = "The raw clicks: every stored click with readable fields, streamed")
+        (name = "events", description = "The raw clicks: every stored click with readable fields, streamed"),
+        (name = "webhooks", description = "Subscriptions to events (signed as Standard Webhooks says, or for a chat group's robot), their deliveries, tests and re-sending")
     )
 )]
 pub struct ApiDoc;

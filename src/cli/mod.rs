@@ -107,6 +107,32 @@ pub enum Command {
         #[command(subcommand)]
         action: EventsAction,
     },
+    /// Webhook subscriptions (made in the admin UI or with the API): list them, and send a
+    /// time range of their messages again
+    Webhooks {
+        #[command(subcommand)]
+        action: WebhooksAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum WebhooksAction {
+    /// Every subscription: id, state, format, events and URL
+    List,
+    /// Send again every kept message made in a range (delivered, failed or dropped alike),
+    /// with its original webhook-id, so that receivers can tell what they already have.
+    /// Messages are kept INKLINK_WEBHOOK_KEEP_DAYS days. A running server delivers them
+    Replay {
+        /// Start: YYYY-MM-DD (the day's start in INKLINK_TIMEZONE) or an RFC 3339 time
+        #[arg(long)]
+        from: String,
+        /// End (excluded): YYYY-MM-DD (the end of that day) or an RFC 3339 time; default: now
+        #[arg(long)]
+        to: Option<String>,
+        /// Only this subscription (its id, as `webhooks list` shows it)
+        #[arg(long)]
+        subscription: Option<i64>,
+    },
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -417,7 +443,7 @@ mod ops;
 
 use help::subcommand_help;
 
-use ops::{backup, check, events, migrate, serve, stats};
+use ops::{backup, check, events, migrate, serve, stats, webhooks};
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = cli.settings;
@@ -447,6 +473,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Apikey { action } => apikey(&startup::open(settings).await?, action).await,
         Command::Stats { action } => stats(&startup::open(settings).await?, action).await,
         Command::Events { action } => events(&startup::open(settings).await?, action).await,
+        Command::Webhooks { action } => webhooks(&startup::open(settings).await?, action).await,
         Command::Check => check(&settings).await,
         Command::Backup { file } => backup(&settings, &file).await,
     }

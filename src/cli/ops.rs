@@ -319,3 +319,76 @@ async fn export_events(
     out.flush().context("cannot write to standard output")?;
     Ok(())
 }
+
+pub(super) async fn webhooks(core: &Inklink, action: WebhooksAction) -> anyhow::Result<()> {
+    use crate::services::webhooks;
+    match action {
+        WebhooksAction::List => {
+            let all = webhooks::list(&core.db, &Actor::Cli)
+                .await
+                .context("cannot read the webhooks")?;
+            if all.is_empty() {
+                say!(
+                    "no webhooks; make one in the admin UI (Webhooks) or with POST /api/v1/webhooks"
+                );
+            }
+            for hook in all {
+                say!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    hook.id,
+                    if hook.enabled { "on" } else { "off" },
+                    hook.format.as_str(),
+                    hook.events.to_stored(),
+                    hook.url
+                );
+            }
+            Ok(())
+        }
+        WebhooksAction::Replay {
+            from,
+            to,
+            subscription,
+        } => {
+            let tz = core.settings.timezone;
+            let from = moment(&from, tz, false)?;
+            let to = match to {
+                Some(to) => moment(&to, tz, true)?,
+                None => chrono::Utc::now().timestamp_millis() + 1,
+            };
+            if from >= to {
+                anyhow::bail!("--from must be before --to");
+            }
+            if let Some(id) = subscription {
+                webhooks::get(&core.db, id, &Actor::Cli)
+                    .await
+                    .with_context(|| {
+                        format!("there is no webhook {id}; see `inklink webhooks list`")
+                    })?;
+            }
+            let count = webhooks::replay(&core.db, from, to, subscription)
+                .await
+                .context("cannot put the messages back in the outbox")?;
+            say!("{count} messages will be sent again by the running server");
+            Ok(())
+        }
+    }
+}
+
+/// Milliseconds since 1970 of a day's start (or, for `end`, the next day's start) in `tz`, or
+/// of an RFC 3339 time.
+fn moment(text: &str, tz: chrono_tz::Tz, end: bool) -> anyhow::Result<i64> {
+    let text = text.trim();
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let day = if end {
+            day.succ_opt().unwrap_or(day)
+        } else {
+            day
+        };
+        let start = crate::stats::days::day_start(day, tz)
+            .with_context(|| format!("{day} has no start in {tz}"))?;
+        return Ok(start.and_utc().timestamp_millis());
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .with_context(|| format!("'{text}' is neither a day (YYYY-MM-DD) nor an RFC 3339 time"))
+}

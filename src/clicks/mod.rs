@@ -96,6 +96,11 @@ impl Ingest {
         &self.metrics
     }
 
+    /// The counters, for a task that outlives a borrow (the webhooks' dispatcher).
+    pub fn shared_metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
     /// Call after the server stopped accepting requests: writes every queued click (or spools
     /// it when the database is away) and returns when that is done.
     pub async fn shutdown(&self) {

@@ -8,6 +8,7 @@
 
 pub mod dictionary;
 pub mod insert;
+pub mod outgoing;
 pub mod purge;
 pub mod row;
 pub mod stored;

@@ -1,10 +1,11 @@
 //! Network facts about a request, below both configuration and the web layer: who the client
 //! is (`client`), which hosts the admin front ends answer on (`hosts`), and per-caller rate
-//! limits (`rate_limit`).
+//! limits (`rate_limit`), and requests inklink sends (`outbound`).
 
 pub mod client;
 pub mod download;
 pub mod hosts;
+pub mod outbound;
 pub mod rate_limit;
 pub mod upload;
 

@@ -14,6 +14,7 @@ pub mod tag;
 pub mod target_url;
 pub mod time;
 pub mod totp;
+pub mod webhook;
 
 pub use account::{DisplayName, Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};

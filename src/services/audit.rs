@@ -66,7 +66,7 @@ impl Actor {
 
 /// Every action the log records, with what it means to a person (the admin UI shows the
 /// words, translated; filters and the API keep the identifiers).
-pub const ACTIONS: [(&str, &str); 29] = [
+pub const ACTIONS: [(&str, &str); 32] = [
     ("link.create", "Link created"),
     ("link.edit", "Link edited"),
     ("link.tags", "Link's tags changed"),
@@ -99,16 +99,20 @@ pub const ACTIONS: [(&str, &str); 29] = [
     ("batch.create", "Batch created"),
     ("batch.export", "Batch's recipients exported"),
     ("batch.purge", "Batch's phone numbers deleted"),
+    ("webhook.create", "Webhook created"),
+    ("webhook.update", "Webhook changed"),
+    ("webhook.delete", "Webhook deleted"),
 ];
 
 /// What the things acted on are, as people call them.
-pub const TARGET_KINDS: [(&str, &str); 6] = [
+pub const TARGET_KINDS: [(&str, &str); 7] = [
     ("link", "Link"),
     ("tag", "Tag"),
     ("domain", "Domain"),
     ("user", "User"),
     ("api_key", "API key"),
     ("batch", "Batch"),
+    ("webhook", "Webhook"),
 ];
 
 /// Who acts, by kind.
@@ -159,19 +163,46 @@ pub async fn record_many<C: ConnectionTrait>(
     if entries.is_empty() {
         return Ok(());
     }
+    announce(conn, actor, &entries).await?;
     audit_log::Entity::insert_many(entries.into_iter().map(|entry| row(actor, entry)))
         .exec(conn)
         .await
         .map(drop)
 }
 
+/// Records `entry`, and puts the webhook messages it announces in the outbox (in the same
+/// transaction as the change, when the caller has one).
 pub async fn record<C: ConnectionTrait>(
     conn: &C,
     actor: &Actor,
     entry: Entry<'_>,
 ) -> Result<(), DbErr> {
+    announce(conn, actor, std::slice::from_ref(&entry)).await?;
     row(actor, entry).insert(conn).await?;
     Ok(())
+}
+
+/// Hands the entries to the webhooks' outbox, in the caller's transaction.
+async fn announce<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    entries: &[Entry<'_>],
+) -> Result<(), DbErr> {
+    let notices: Vec<super::outbox::Notice<'_>> = entries
+        .iter()
+        .map(|entry| super::outbox::Notice {
+            action: entry.action,
+            target_kind: entry.target_kind,
+            target_id: entry.target_id,
+            before: entry.before.as_ref(),
+            after: entry.after.as_ref(),
+        })
+        .collect();
+    let by = super::outbox::By {
+        kind: actor.kind(),
+        name: actor.name(),
+    };
+    super::outbox::announce(conn, by, &notices).await
 }
 
 /// Which audit entries to show; `None` means "any".

@@ -245,29 +245,34 @@ pub fn header(format: Format) -> String {
     }
 }
 
+/// One click as a JSON object: the fields of [`COLUMNS`] (an NDJSON line of the export, and
+/// an item of a `link.clicked` webhook).
+pub fn object(click: &Stored) -> serde_json::Value {
+    let mut object = serde_json::Map::with_capacity(COLUMNS.len());
+    for (name, value) in COLUMNS.iter().zip(fields(click)) {
+        let value = match (*name, value) {
+            ("link_id", Some(id)) => id
+                .parse::<i64>()
+                .map_or(serde_json::Value::Null, serde_json::Value::from),
+            ("bot", Some(bot)) => serde_json::Value::Bool(bot == "true"),
+            (_, Some(text)) => serde_json::Value::String(text),
+            (_, None) => serde_json::Value::Null,
+        };
+        object.insert((*name).to_owned(), value);
+    }
+    serde_json::Value::Object(object)
+}
+
 /// One click as a line of `format`.
 pub fn line(format: Format, click: &Stored) -> String {
-    let fields = fields(click);
     match format {
         Format::Ndjson => {
-            let mut object = serde_json::Map::with_capacity(COLUMNS.len());
-            for (name, value) in COLUMNS.iter().zip(fields) {
-                let value = match (*name, value) {
-                    ("link_id", Some(id)) => id
-                        .parse::<i64>()
-                        .map_or(serde_json::Value::Null, serde_json::Value::from),
-                    ("bot", Some(bot)) => serde_json::Value::Bool(bot == "true"),
-                    (_, Some(text)) => serde_json::Value::String(text),
-                    (_, None) => serde_json::Value::Null,
-                };
-                object.insert((*name).to_owned(), value);
-            }
-            let mut out = serde_json::Value::Object(object).to_string();
+            let mut out = object(click).to_string();
             out.push('\n');
             out
         }
         Format::Csv => {
-            let cells: Vec<String> = fields
+            let cells: Vec<String> = fields(click)
                 .into_iter()
                 .map(|field| csv_cell(&field.unwrap_or_default()))
                 .collect();

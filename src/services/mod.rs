@@ -6,6 +6,7 @@ pub mod batches;
 pub mod domains;
 pub mod events;
 pub mod links;
+pub mod outbox;
 pub mod secret;
 pub mod signin;
 pub mod sms;
@@ -13,5 +14,6 @@ pub mod tags;
 pub mod two_factor;
 pub mod users;
 pub mod visitors;
+pub mod webhooks;
 
 pub use audit::{Actor, Principal};

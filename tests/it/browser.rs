@@ -621,6 +621,15 @@ async fn the_sms_composer_counts_as_you_type_and_wechat_visitors_get_the_open_in
 /// Words that may stay Latin on a Chinese page: names, abbreviations and values people type.
 const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "inklink",
+    // Webhooks, as Chinese teams call them, and the chat apps' robots, by their names.
+    "Webhook",
+    "Webhooks",
+    "Standard",
+    "WeCom",
+    "Feishu",
+    "Lark",
+    "DingTalk",
+    "POST",
     // Authenticator apps, by their names.
     "Google",
     "Microsoft",
@@ -839,6 +848,35 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
     .await
     .unwrap();
     let batch_page = format!("/admin/batches/{}", batch.batch.id);
+    // Webhooks: one for a program, one for a WeCom group robot.
+    let mut hooks = Vec::new();
+    for (url, events) in [
+        (
+            "https://crm.example.com/hooks/inklink",
+            vec!["link.created", "link.clicked"],
+        ),
+        (
+            "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=test",
+            vec!["link.created", "domain.blocked"],
+        ),
+    ] {
+        let new =
+            inklink::services::webhooks::NewWebhook::parse(url, None, events, Some("客户系统"))
+                .unwrap();
+        let made = inklink::services::webhooks::create(
+            &app.core,
+            new,
+            &inklink::services::Actor::Cli,
+            "zh-CN",
+        )
+        .await
+        .unwrap();
+        inklink::services::webhooks::send_test(&app.core, made.id, &inklink::services::Actor::Cli)
+            .await
+            .unwrap();
+        hooks.push(made.id);
+    }
+    let webhook_page = format!("/admin/webhooks/{}", hooks[0]);
     for agent in [
         "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
         "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN",
@@ -870,6 +908,8 @@ async fn every_page_in_both_languages_at_desktop_and_phone_width() {
         ("users", "/admin/users"),
         ("two-factor", "/admin/account/two-factor"),
         ("keys", "/admin/keys"),
+        ("webhooks", "/admin/webhooks"),
+        ("webhook", webhook_page.as_str()),
         ("audit", "/admin/audit"),
         ("api", "/admin/api"),
         ("account", "/admin/account"),

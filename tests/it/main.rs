@@ -26,3 +26,4 @@ mod support;
 mod tags;
 mod two_factor;
 mod two_instances;
+mod webhooks;

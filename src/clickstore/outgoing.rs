@@ -1,0 +1,76 @@
+//! Counted clicks on their way to webhook subscriptions of `link.clicked`. Counting lists a
+//! turn's clicks in `click_outgoing` in the turn's own transaction, so that every stored click
+//! is handed on exactly once, however late it was stored (a spooled or journalled click) and
+//! whatever instance counted it; the webhooks' dispatcher takes them off the list in batches.
+//! Nothing is listed while no subscription wants clicks.
+
+use super::stored::{self, Stored};
+use crate::db::sql::statement;
+use sea_orm::{ConnectionTrait, DbErr, Value};
+
+const OUTGOING: &str = "click_outgoing";
+/// Keys per statement.
+const CHUNK: usize = 250;
+
+/// Whether an enabled subscription wants `link.clicked` (one look per counting turn).
+pub async fn wanted(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT id FROM webhook WHERE enabled = TRUE AND events LIKE ? LIMIT 1";
+    Ok(db
+        .query_one_raw(statement(backend, sql, vec!["%link.clicked%".into()]))
+        .await?
+        .is_some())
+}
+
+/// Lists the clicks `keys` (time and key) as waiting to be handed on.
+pub async fn hand_on(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    for chunk in keys.chunks(CHUNK) {
+        let marks = vec!["(?, ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT INTO {OUTGOING} (at, event_key) VALUES {marks}");
+        let values = chunk
+            .iter()
+            .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
+            .collect();
+        db.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// Takes up to `limit` of the oldest listed clicks off the list and returns them as stored
+/// (a listed click purged meanwhile is dropped). The caller serialises takers (see the
+/// webhooks' turn): entries listed meanwhile by counting are left for the next take.
+pub async fn take(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Stored>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!("SELECT at, event_key FROM {OUTGOING} ORDER BY at, event_key LIMIT {limit}");
+    let rows = db.query_all_raw(statement(backend, &sql, vec![])).await?;
+    let keys = rows
+        .iter()
+        .map(|row| Ok((row.try_get("", "at")?, row.try_get("", "event_key")?)))
+        .collect::<Result<Vec<(i64, Vec<u8>)>, DbErr>>()?;
+    let mut clicks = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(CHUNK) {
+        let marks = vec!["(c.at = ? AND c.event_key = ?)"; chunk.len()].join(" OR ");
+        let values: Vec<Value> = chunk
+            .iter()
+            .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
+            .collect();
+        clicks.extend(stored::read(db, &format!("({marks})"), values.clone(), None).await?);
+        let marks = vec!["(at = ? AND event_key = ?)"; chunk.len()].join(" OR ");
+        let sql = format!("DELETE FROM {OUTGOING} WHERE {marks}");
+        db.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    clicks.sort_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
+    Ok(clicks)
+}
+
+/// How many clicks wait to be handed on.
+pub async fn waiting(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = format!("SELECT COUNT(*) AS n FROM {OUTGOING}");
+    let row = db.query_one_raw(statement(backend, &sql, vec![])).await?;
+    Ok(row
+        .map(|r| r.try_get::<i64>("", "n"))
+        .transpose()?
+        .unwrap_or(0) as u64)
+}

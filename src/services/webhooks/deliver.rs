@@ -1,0 +1,527 @@
+//! Delivering the outbox, from every instance at once without sending a message twice in the
+//! normal case: an instance claims a message for [`LEASE_MS`] with a conditional update
+//! before sending it, and a claim left by an instance that died (`kill -9`) runs out, so the
+//! message is sent again, with the same `webhook-id`.
+//!
+//! Clicks reach subscriptions of `link.clicked` from the stored clicks, never from the
+//! redirect path: counting lists each counted click once (`clickstore::outgoing`), and here
+//! one instance at a time (the `webhook_turn` row's lock) takes up to
+//! [`CLICKS_PER_MESSAGE`] of them into one message per subscription. A slow receiver holds
+//! back only its own messages.
+
+use super::robot;
+use crate::db::sql::statement;
+use crate::metrics::Metrics;
+use crate::net::outbound::{Answer, Outbound};
+use crate::rules::webhook::{EventType, Format};
+use crate::services::outbox::{self, COLUMNS, DELIVERED, DROPPED, FAILED, Subscription, WAITING};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+/// Clicks one `link.clicked` message carries at most.
+pub const CLICKS_PER_MESSAGE: u64 = 1_000;
+/// Messages claimed per round.
+const CLAIM: usize = 64;
+/// How long a claim holds: longer than an attempt's timeout.
+const LEASE_MS: i64 = 15_000;
+/// A message is retried until it is this old (then it is failed).
+const RETRY_FOR_MS: i64 = 24 * 3_600_000;
+/// The longest wait between two attempts.
+const LONGEST_WAIT_MS: i64 = 3_600_000;
+/// A chat group's robot takes at most 20 messages a minute.
+const ROBOT_SPACING_MS: i64 = 3_100;
+/// Each attempt's limit.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the dispatcher needs to know.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub allow_private: bool,
+    /// The first retry's wait, in milliseconds (doubling after each failure).
+    pub first_retry_ms: i64,
+    /// Undelivered click messages a subscription may have.
+    pub outbox_limit: u64,
+    /// Days delivered and failed messages are kept.
+    pub keep_days: u32,
+}
+
+/// Runs for the server's life: hands counted clicks on, delivers what is due, and forgets old
+/// messages hourly. Runs on the server's own thread (the HTTP client is not `Send`).
+pub async fn run(db: DatabaseConnection, policy: Policy, metrics: Arc<Metrics>) {
+    let outbound = Outbound::new(policy.allow_private, TIMEOUT);
+    let mut pruned = std::time::Instant::now();
+    loop {
+        let mut busy = false;
+        match hand_on_clicks(&db, &policy, &metrics).await {
+            Ok(taken) => busy |= taken >= CLICKS_PER_MESSAGE,
+            Err(err) => tracing::warn!(error = %err, "cannot hand clicks to webhooks; will retry"),
+        }
+        match deliver_due(&db, &outbound, &policy, &metrics).await {
+            Ok(claimed) => busy |= claimed >= CLAIM,
+            Err(err) => tracing::warn!(error = %err, "cannot deliver webhooks; will retry"),
+        }
+        if pruned.elapsed() >= Duration::from_secs(3_600) {
+            pruned = std::time::Instant::now();
+            if let Err(err) = prune(&db, policy.keep_days).await {
+                tracing::warn!(error = %err, "cannot delete old webhook messages");
+            }
+        }
+        let rest = if busy { 20 } else { 500 };
+        tokio::time::sleep(Duration::from_millis(rest)).await;
+    }
+}
+
+/// Takes up to [`CLICKS_PER_MESSAGE`] counted clicks and puts them, as one message, in the
+/// outbox of each subscription that wants them; returns how many clicks were taken.
+pub async fn hand_on_clicks(
+    db: &DatabaseConnection,
+    policy: &Policy,
+    metrics: &Metrics,
+) -> Result<u64, DbErr> {
+    if crate::clickstore::outgoing::waiting(db).await? == 0 {
+        return Ok(0);
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let result = async {
+        let backend = txn.get_database_backend();
+        txn.execute_raw(statement(
+            backend,
+            "UPDATE webhook_turn SET taken = taken + 1 WHERE id = 1",
+            vec![],
+        ))
+        .await?;
+        let clicks = crate::clickstore::outgoing::take(&txn, CLICKS_PER_MESSAGE).await?;
+        let taken = clicks.len() as u64;
+        let subscriptions = outbox::listening(&txn, EventType::LinkClicked).await?;
+        if clicks.is_empty() || subscriptions.is_empty() {
+            return Ok(taken);
+        }
+        let owners = if subscriptions.iter().any(|s| s.scope.is_some()) {
+            let links: HashSet<i64> = clicks.iter().filter_map(|c| c.row.url_map_id).collect();
+            creators(&txn, &links).await?
+        } else {
+            HashMap::new()
+        };
+        for subscription in &subscriptions {
+            let items: Vec<serde_json::Value> = clicks
+                .iter()
+                .filter(|click| match &subscription.scope {
+                    None => true,
+                    Some(scope) => click
+                        .row
+                        .url_map_id
+                        .and_then(|id| owners.get(&id))
+                        .is_some_and(|owner| owner == scope),
+                })
+                .map(crate::services::events::object)
+                .collect();
+            if items.is_empty() {
+                continue;
+            }
+            let count = items.len() as i64;
+            let body = outbox::envelope(
+                EventType::LinkClicked.as_str(),
+                serde_json::Value::Array(items),
+            );
+            outbox::put(
+                &txn,
+                subscription.id,
+                EventType::LinkClicked.as_str(),
+                &body,
+                count,
+            )
+            .await?;
+            let dropped = keep_within(&txn, subscription.id, policy.outbox_limit).await?;
+            if dropped > 0 {
+                metrics
+                    .webhook_click_batches_dropped
+                    .fetch_add(dropped, Relaxed);
+                tracing::warn!(
+                    webhook = subscription.id,
+                    dropped,
+                    "a webhook's outbox is full; its oldest batches of clicks were dropped"
+                );
+            }
+        }
+        Ok(taken)
+    }
+    .await;
+    crate::db::finish(txn, result).await
+}
+
+/// The makers (kind and id) of links `links`.
+async fn creators(
+    db: &impl ConnectionTrait,
+    links: &HashSet<i64>,
+) -> Result<HashMap<i64, (String, i64)>, DbErr> {
+    let backend = db.get_database_backend();
+    let links: Vec<i64> = links.iter().copied().collect();
+    let mut out = HashMap::new();
+    for chunk in links.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let sql = format!("SELECT id, creator_kind, creator_id FROM url_map WHERE id IN ({marks})");
+        let values = chunk.iter().map(|id| Value::from(*id)).collect();
+        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+            let kind: Option<String> = row.try_get("", "creator_kind")?;
+            let creator: Option<i64> = row.try_get("", "creator_id")?;
+            if let Some(owner) = kind.zip(creator) {
+                out.insert(row.try_get("", "id")?, owner);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Drops the oldest waiting click messages of subscription `webhook` beyond `limit`; returns
+/// how many.
+async fn keep_within(db: &impl ConnectionTrait, webhook: i64, limit: u64) -> Result<u64, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "SELECT COUNT(*) AS n FROM webhook_message WHERE webhook_id = ? AND state = ? \
+               AND event = ?";
+    let clicked = EventType::LinkClicked.as_str();
+    let values: Vec<Value> = vec![webhook.into(), WAITING.into(), clicked.into()];
+    let waiting: i64 = match db.query_one_raw(statement(backend, sql, values)).await? {
+        Some(row) => row.try_get("", "n")?,
+        None => 0,
+    };
+    let over = waiting - limit as i64;
+    if over <= 0 {
+        return Ok(0);
+    }
+    let sql = format!(
+        "SELECT id FROM webhook_message WHERE webhook_id = ? AND state = ? AND event = ? \
+         ORDER BY id LIMIT {over}"
+    );
+    let values: Vec<Value> = vec![webhook.into(), WAITING.into(), clicked.into()];
+    let ids: Vec<i64> = db
+        .query_all_raw(statement(backend, &sql, values))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "id"))
+        .collect::<Result<_, _>>()?;
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let sql = format!("UPDATE webhook_message SET state = ? WHERE id IN ({marks})");
+        let mut values: Vec<Value> = vec![DROPPED.into()];
+        values.extend(chunk.iter().map(|id| Value::from(*id)));
+        db.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// A message claimed for sending.
+struct Claimed {
+    id: i64,
+    webhook: i64,
+    msg_id: String,
+    event: String,
+    body: String,
+    created_at: i64,
+    attempts: i32,
+}
+
+/// Claims up to [`CLAIM`] due messages and sends them: each subscription's in order, the
+/// subscriptions side by side; returns how many were claimed.
+pub async fn deliver_due(
+    db: &DatabaseConnection,
+    outbound: &Outbound,
+    policy: &Policy,
+    metrics: &Metrics,
+) -> Result<usize, DbErr> {
+    let backend = db.get_database_backend();
+    let now = outbox::now_ms();
+    let sql = format!(
+        "SELECT id FROM webhook_message WHERE state = ? AND next_at <= ? AND lease_until <= ? \
+         ORDER BY next_at, id LIMIT {CLAIM}"
+    );
+    let due: Vec<i64> = db
+        .query_all_raw(statement(
+            backend,
+            &sql,
+            vec![WAITING.into(), now.into(), now.into()],
+        ))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "id"))
+        .collect::<Result<_, _>>()?;
+    let mut claimed: Vec<i64> = Vec::with_capacity(due.len());
+    for id in due {
+        let sql = "UPDATE webhook_message SET lease_until = ? \
+                   WHERE id = ? AND state = ? AND lease_until <= ?";
+        let values: Vec<Value> = vec![
+            (now + LEASE_MS).into(),
+            id.into(),
+            WAITING.into(),
+            now.into(),
+        ];
+        if db
+            .execute_raw(statement(backend, sql, values))
+            .await?
+            .rows_affected()
+            == 1
+        {
+            claimed.push(id);
+        }
+    }
+    if claimed.is_empty() {
+        return Ok(0);
+    }
+    let count = claimed.len();
+    let marks = vec!["?"; claimed.len()].join(", ");
+    let sql = format!(
+        "SELECT id, webhook_id, msg_id, event, body, created_at, attempts FROM webhook_message \
+         WHERE id IN ({marks}) ORDER BY id"
+    );
+    let values = claimed.iter().map(|id| Value::from(*id)).collect();
+    let mut per_hook: HashMap<i64, Vec<Claimed>> = HashMap::new();
+    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+        let message = Claimed {
+            id: row.try_get("", "id")?,
+            webhook: row.try_get("", "webhook_id")?,
+            msg_id: row.try_get("", "msg_id")?,
+            event: row.try_get("", "event")?,
+            body: row.try_get("", "body")?,
+            created_at: row.try_get("", "created_at")?,
+            attempts: row.try_get("", "attempts")?,
+        };
+        per_hook.entry(message.webhook).or_default().push(message);
+    }
+    let hooks: Vec<i64> = per_hook.keys().copied().collect();
+    let subscriptions = subscriptions(db, &hooks).await?;
+    let sends = per_hook.into_iter().map(|(hook, messages)| {
+        let subscription = subscriptions.get(&hook);
+        send_all(db, outbound, policy, metrics, subscription, messages)
+    });
+    for result in futures_util::future::join_all(sends).await {
+        result?;
+    }
+    Ok(count)
+}
+
+async fn subscriptions(
+    db: &DatabaseConnection,
+    ids: &[i64],
+) -> Result<HashMap<i64, Subscription>, DbErr> {
+    let backend = db.get_database_backend();
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT {COLUMNS} FROM webhook WHERE id IN ({marks})");
+    let values = ids.iter().map(|id| Value::from(*id)).collect();
+    db.query_all_raw(statement(backend, &sql, values))
+        .await?
+        .iter()
+        .map(|row| outbox::decode(row).map(|s| (s.id, s)))
+        .collect()
+}
+
+/// Sends one subscription's claimed messages: a program's one by one, stopping at the first
+/// failure (the rest wait as long, without an attempt counted); a robot's as one message.
+async fn send_all(
+    db: &DatabaseConnection,
+    outbound: &Outbound,
+    policy: &Policy,
+    metrics: &Metrics,
+    subscription: Option<&Subscription>,
+    messages: Vec<Claimed>,
+) -> Result<(), DbErr> {
+    let Some(subscription) = subscription.filter(|s| s.enabled) else {
+        // Disabled (or deleted) meanwhile: the messages wait, unclaimed, until it is enabled.
+        let later = outbox::now_ms() + LEASE_MS;
+        for message in &messages {
+            postpone(db, message.id, later).await?;
+        }
+        return Ok(());
+    };
+    let Ok(url) = url::Url::parse(&subscription.url) else {
+        for message in &messages {
+            record(
+                db,
+                policy,
+                metrics,
+                message,
+                Err((None, "the URL is not valid".into())),
+            )
+            .await?;
+        }
+        return Ok(());
+    };
+    if subscription.format.is_robot() {
+        return send_to_robot(db, outbound, policy, metrics, subscription, &url, messages).await;
+    }
+    let mut pending = messages.into_iter();
+    while let Some(message) = pending.next() {
+        let timestamp = chrono::Utc::now().timestamp();
+        let headers = [
+            ("webhook-id", message.msg_id.clone()),
+            ("webhook-timestamp", timestamp.to_string()),
+            (
+                "webhook-signature",
+                subscription
+                    .secret
+                    .sign(&message.msg_id, timestamp, message.body.as_bytes()),
+            ),
+        ];
+        let answer = outbound
+            .post_json(&url, &headers, message.body.clone().into_bytes())
+            .await;
+        let outcome = judge(Format::Standard, answer);
+        let failed = outcome.is_err();
+        let next = record(db, policy, metrics, &message, outcome).await?;
+        if failed {
+            for rest in pending.by_ref() {
+                postpone(db, rest.id, next).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A robot's messages, summed into one, at most one every [`ROBOT_SPACING_MS`].
+async fn send_to_robot(
+    db: &DatabaseConnection,
+    outbound: &Outbound,
+    policy: &Policy,
+    metrics: &Metrics,
+    subscription: &Subscription,
+    url: &url::Url,
+    messages: Vec<Claimed>,
+) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let now = outbox::now_ms();
+    let sql = "UPDATE webhook SET robot_next_at = ? WHERE id = ? AND robot_next_at <= ?";
+    let values: Vec<Value> = vec![
+        (now + ROBOT_SPACING_MS).into(),
+        subscription.id.into(),
+        now.into(),
+    ];
+    if db
+        .execute_raw(statement(backend, sql, values))
+        .await?
+        .rows_affected()
+        != 1
+    {
+        let turn = subscription.robot_next_at.max(now + 500);
+        for message in &messages {
+            postpone(db, message.id, turn).await?;
+        }
+        return Ok(());
+    }
+    let items: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m.event.as_str(), m.body.as_str()))
+        .collect();
+    let body = robot::message(subscription.format, &subscription.language, &items);
+    let answer = outbound.post_json(url, &[], body).await;
+    let outcome = judge(subscription.format, answer);
+    for message in &messages {
+        record(db, policy, metrics, message, outcome.clone()).await?;
+    }
+    Ok(())
+}
+
+type Outcome = Result<u16, (Option<u16>, String)>;
+
+/// Whether an answer means delivered: a 2xx status (and, from a robot, no error code).
+fn judge(format: Format, answer: Result<Answer, crate::net::outbound::OutboundError>) -> Outcome {
+    match answer {
+        Err(err) => Err((None, err.to_string())),
+        Ok(answer) if !(200..300).contains(&answer.status) => {
+            let excerpt: String = String::from_utf8_lossy(&answer.body)
+                .chars()
+                .take(200)
+                .collect();
+            Err((
+                Some(answer.status),
+                format!("answered {}: {}", answer.status, excerpt.trim()),
+            ))
+        }
+        Ok(answer) if format.is_robot() => match robot::refusal(&answer.body) {
+            Some(reason) => Err((Some(answer.status), reason)),
+            None => Ok(answer.status),
+        },
+        Ok(answer) => Ok(answer.status),
+    }
+}
+
+/// Puts a claimed message back, due at `at`, without counting an attempt.
+async fn postpone(db: &DatabaseConnection, id: i64, at: i64) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let sql = "UPDATE webhook_message SET next_at = ?, lease_until = 0 WHERE id = ? AND state = ?";
+    db.execute_raw(statement(
+        backend,
+        sql,
+        vec![at.into(), id.into(), WAITING.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// The wait before attempt `attempts + 1`, after `attempts` failed.
+pub fn backoff(first_ms: i64, attempts: i32) -> i64 {
+    let doubled = first_ms.saturating_mul(1_i64 << attempts.clamp(0, 30).saturating_sub(1));
+    doubled.min(LONGEST_WAIT_MS)
+}
+
+/// Stores an attempt's outcome; returns when the message is next due (if it is).
+async fn record(
+    db: &DatabaseConnection,
+    policy: &Policy,
+    metrics: &Metrics,
+    message: &Claimed,
+    outcome: Outcome,
+) -> Result<i64, DbErr> {
+    let backend = db.get_database_backend();
+    let now = outbox::now_ms();
+    let attempts = message.attempts + 1;
+    match outcome {
+        Ok(status) => {
+            metrics.webhooks_delivered.fetch_add(1, Relaxed);
+            let sql = "UPDATE webhook_message SET state = ?, delivered_at = ?, attempts = ?, \
+                       last_status = ?, last_error = NULL, lease_until = 0 WHERE id = ?";
+            let values: Vec<Value> = vec![
+                DELIVERED.into(),
+                now.into(),
+                attempts.into(),
+                i32::from(status).into(),
+                message.id.into(),
+            ];
+            db.execute_raw(statement(backend, sql, values)).await?;
+            Ok(now)
+        }
+        Err((status, error)) => {
+            metrics.webhook_attempts_failed.fetch_add(1, Relaxed);
+            let next = now + backoff(policy.first_retry_ms, attempts);
+            let state = match next - message.created_at > RETRY_FOR_MS {
+                true => FAILED,
+                false => WAITING,
+            };
+            let error: String = error.chars().take(300).collect();
+            tracing::info!(message = %message.msg_id, attempts, %error, "a webhook attempt failed");
+            let sql = "UPDATE webhook_message SET state = ?, next_at = ?, attempts = ?, \
+                       last_status = ?, last_error = ?, lease_until = 0 WHERE id = ?";
+            let values: Vec<Value> = vec![
+                state.into(),
+                next.into(),
+                attempts.into(),
+                status.map(i32::from).into(),
+                error.into(),
+                message.id.into(),
+            ];
+            db.execute_raw(statement(backend, sql, values)).await?;
+            Ok(next)
+        }
+    }
+}
+
+/// Forgets delivered, failed and dropped messages older than `keep_days`.
+pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr> {
+    let backend = db.get_database_backend();
+    let before = outbox::now_ms() - i64::from(keep_days) * 86_400_000;
+    let sql = "DELETE FROM webhook_message WHERE created_at < ? AND state <> ?";
+    let done = db
+        .execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
+        .await?;
+    Ok(done.rows_affected())
+}

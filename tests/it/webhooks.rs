@@ -1,0 +1,1063 @@
+//! Webhooks (issue 41) against a real HTTP receiver on loopback: signatures checked with the
+//! Standard Webhooks reference implementation, a receiver down then up, clicks in batches
+//! equal to the stored clicks, two instances sending each message once, a `kill -9` during
+//! delivery, chat-group robots, operators' scope, bounded outboxes, and SSRF refused.
+
+use crate::analytics::wait_written;
+use crate::api::Api;
+use crate::support::{TestDb, serve_binary, spawn_on};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use inklink::rules::Role;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the receiver answers.
+pub const ACCEPT: u8 = 0;
+pub const UNAVAILABLE: u8 = 1;
+/// Waits 4 s, then accepts.
+pub const SLOW: u8 = 2;
+/// 200 with a robot's error code.
+pub const ROBOT_REFUSES: u8 = 3;
+/// 200 with a 5 MB body.
+pub const HUGE: u8 = 4;
+/// 302 to another URL of the receiver.
+pub const REDIRECT: u8 = 5;
+/// Never answers.
+pub const SILENT: u8 = 6;
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+    pub answered: u16,
+}
+
+impl Received {
+    pub fn id(&self) -> &str {
+        &self.headers["webhook-id"]
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+}
+
+/// A local HTTP server that records what it is sent and answers as told.
+pub struct Receiver {
+    pub port: u16,
+    pub mode: Arc<AtomicU8>,
+    pub got: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mode = Arc::new(AtomicU8::new(ACCEPT));
+        let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let (m, g) = (mode.clone(), got.clone());
+        let server = HttpServer::new(move || {
+            let (mode, got) = (m.clone(), g.clone());
+            App::new().default_service(web::to(move |req: HttpRequest, body: web::Bytes| {
+                let (mode, got) = (mode.clone(), got.clone());
+                async move {
+                    let mode = mode.load(SeqCst);
+                    if mode == SILENT {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                    }
+                    if mode == SLOW {
+                        tokio::time::sleep(Duration::from_secs(4)).await;
+                    }
+                    let response = match mode {
+                        UNAVAILABLE => {
+                            HttpResponse::ServiceUnavailable().body("down for maintenance")
+                        }
+                        ROBOT_REFUSES => HttpResponse::Ok()
+                            .json(json!({"errcode": 45009, "errmsg": "api freq out of limit"})),
+                        HUGE => HttpResponse::Ok().body(vec![b'x'; 5 << 20]),
+                        REDIRECT => HttpResponse::Found()
+                            .insert_header(("location", "/elsewhere"))
+                            .finish(),
+                        _ => HttpResponse::Ok().json(json!({"errcode": 0, "errmsg": "ok"})),
+                    };
+                    got.lock().unwrap().push(Received {
+                        path: req.path().to_owned(),
+                        headers: req
+                            .headers()
+                            .iter()
+                            .map(|(k, v)| {
+                                (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())
+                            })
+                            .collect(),
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                        answered: response.status().as_u16(),
+                    });
+                    response
+                }
+            }))
+        })
+        .workers(1)
+        .listen(listener)
+        .unwrap()
+        .run();
+        actix_web::rt::spawn(server);
+        Self { port, mode, got }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn set(&self, mode: u8) {
+        self.mode.store(mode, SeqCst);
+    }
+
+    pub fn all(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// What was accepted (2xx), once per webhook-id.
+    pub fn accepted(&self) -> BTreeMap<String, Received> {
+        self.all()
+            .into_iter()
+            .filter(|r| (200..300).contains(&r.answered))
+            .map(|r| (r.id().to_owned(), r))
+            .collect()
+    }
+
+    /// Waits until `done` holds of what was received (at most `secs` seconds).
+    pub async fn wait_for(&self, secs: u64, what: &str, done: impl Fn(&[Received]) -> bool) {
+        for _ in 0..secs * 10 {
+            if done(&self.all()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the receiver did not get {what}: {:#?}", self.all());
+    }
+}
+
+/// Flags every server of these tests has: receivers on loopback allowed, quick retries.
+const LOCAL: [&str; 4] = [
+    "--webhook-allow-private",
+    "true",
+    "--webhook-retry-seconds",
+    "1",
+];
+
+/// Checks every message's signature with the Standard Webhooks reference implementation
+/// (Python's `standardwebhooks`); `.ci/run` installs it.
+fn verify_with_reference(secret: &str, messages: &[Received]) {
+    let available = std::process::Command::new("python3")
+        .args(["-c", "import standardwebhooks"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "standardwebhooks is missing; .ci/run installs it with pip"
+        );
+        eprintln!("SKIPPED: signature check needs `pip install standardwebhooks`");
+        return;
+    }
+    let cases: Vec<Value> = messages
+        .iter()
+        .map(|m| json!({"headers": m.headers, "body": m.body}))
+        .collect();
+    let file = std::env::temp_dir().join(format!("inklink-webhooks-{}.json", std::process::id()));
+    std::fs::write(&file, json!({"secret": secret, "cases": cases}).to_string()).unwrap();
+    let script = r#"
+import json, sys
+from standardwebhooks import Webhook
+data = json.load(open(sys.argv[1]))
+hook = Webhook(data["secret"])
+for case in data["cases"]:
+    hook.verify(case["body"], case["headers"])
+tampered = data["cases"][0]
+try:
+    hook.verify(tampered["body"] + " ", tampered["headers"])
+    sys.exit("a tampered body verified")
+except Exception:
+    pass
+print(len(data["cases"]))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.status.success(),
+        "the reference implementation refused a signature: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        messages.len().to_string()
+    );
+}
+
+async fn subscribe(api: &Api<'_>, body: Value) -> Value {
+    let made = api.call("POST", "/api/v1/webhooks", Some(body)).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    made.body
+}
+
+#[test]
+fn the_signature_matches_the_standard_webhooks_example() {
+    // The example of the Standard Webhooks specification's reference libraries.
+    let secret = inklink::rules::webhook::SigningSecret::from_stored(
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+    );
+    assert_eq!(
+        secret.sign(
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            br#"{"test": 2432232314}"#
+        ),
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+    );
+}
+
+#[actix_web::test]
+async fn link_events_arrive_signed_and_a_receiver_down_then_up_gets_each_once() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let admin = Api::with_role(&app, "crm", Role::Admin).await;
+    let hook = subscribe(
+        &admin,
+        json!({"url": receiver.url("/hooks"), "events": ["link.created", "link.updated", "link.deleted"], "description": "CRM"}),
+    )
+    .await;
+    let secret = hook["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{hook}");
+    assert_eq!(hook["format"], "standard");
+
+    let made = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/a", "code": "hooked"})),
+        )
+        .await;
+    assert_eq!(made.status, 201);
+    let patched = admin
+        .call(
+            "PATCH",
+            "/api/v1/links/hooked",
+            Some(json!({"description": "spring sale", "version": 1})),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(
+        admin
+            .call("DELETE", "/api/v1/links/hooked", None)
+            .await
+            .status,
+        200
+    );
+    receiver
+        .wait_for(20, "three link events", |got| got.len() >= 3)
+        .await;
+    let got = receiver.all();
+    let types: BTreeSet<String> = got
+        .iter()
+        .map(|m| m.json()["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        BTreeSet::from(["link.created".into(), "link.updated".into()]),
+        "a DELETE through the API revokes (disables) the link: an update"
+    );
+    let created = got
+        .iter()
+        .find(|m| m.json()["type"] == "link.created")
+        .unwrap()
+        .json();
+    assert_eq!(created["data"]["target"], "hooked");
+    assert_eq!(created["data"]["after"]["url"], "https://example.com/a");
+    assert_eq!(created["data"]["by"]["name"], "crm");
+    for message in &got {
+        assert_eq!(message.path, "/hooks");
+        assert!(message.headers["webhook-id"].starts_with("msg_"));
+        assert!(message.headers["webhook-signature"].starts_with("v1,"));
+        assert_eq!(message.headers["content-type"], "application/json");
+    }
+    verify_with_reference(&secret, &got);
+
+    // Down: every attempt answers 503; the messages wait and are retried.
+    receiver.set(UNAVAILABLE);
+    let before = receiver.all().len();
+    for n in 0..5 {
+        let made = admin
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/down/{n}")})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+    }
+    receiver
+        .wait_for(20, "failed attempts", |got| got.len() >= before + 2)
+        .await;
+    let deliveries = admin
+        .call(
+            "GET",
+            &format!("/api/v1/webhooks/{}/deliveries", hook["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(deliveries.status, 200);
+    let waiting: Vec<&Value> = deliveries
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["state"] == "waiting")
+        .collect();
+    assert!(!waiting.is_empty(), "{}", deliveries.body);
+    assert!(
+        waiting.iter().any(|d| d["last_status"] == 503),
+        "{}",
+        deliveries.body
+    );
+
+    // Up again: everything arrives, each message under one id.
+    receiver.set(ACCEPT);
+    receiver
+        .wait_for(40, "every link.created once the receiver is up", |got| {
+            got.iter()
+                .filter(|m| m.answered == 200 && m.body.contains("/down/"))
+                .map(|m| m.id().to_owned())
+                .collect::<BTreeSet<_>>()
+                .len()
+                == 5
+        })
+        .await;
+    let accepted = receiver.accepted();
+    let down: Vec<&Received> = accepted
+        .values()
+        .filter(|m| m.body.contains("/down/"))
+        .collect();
+    assert_eq!(down.len(), 5);
+    // A retry carries the id of its first attempt.
+    let failed_ids: BTreeSet<String> = receiver
+        .all()
+        .iter()
+        .filter(|m| m.answered == 503)
+        .map(|m| m.id().to_owned())
+        .collect();
+    assert!(failed_ids.iter().all(|id| accepted.contains_key(id)));
+    verify_with_reference(&secret, &down.into_iter().cloned().collect::<Vec<_>>());
+
+    // The admin UI lists the subscription and its deliveries.
+    let list = admin.call("GET", "/api/v1/webhooks", None).await;
+    assert_eq!(list.body.as_array().unwrap().len(), 1);
+    assert!(
+        list.body[0].get("secret").is_none(),
+        "the list does not show secrets"
+    );
+}
+
+#[actix_web::test]
+async fn clicks_arrive_in_batches_equal_to_the_stored_clicks() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let admin = Api::with_role(&app, "bi", Role::Admin).await;
+    subscribe(
+        &admin,
+        json!({"url": receiver.url("/clicks"), "events": ["link.clicked"]}),
+    )
+    .await;
+    for code in ["one", "two"] {
+        let made = admin
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{code}"), "code": code})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+    }
+    let visits = 40;
+    for n in 0..visits {
+        let code = if n % 3 == 0 { "two" } else { "one" };
+        let answer = app
+            .client
+            .get(app.url(&format!("/{code}?n={n}")))
+            .insert_header(("user-agent", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 302);
+    }
+    wait_written(&app, visits).await;
+    let clicked = |got: &[Received]| -> BTreeMap<String, Value> {
+        got.iter()
+            .filter(|m| m.answered == 200)
+            .flat_map(|m| m.json()["data"].as_array().cloned().unwrap_or_default())
+            .map(|click| (click["cursor"].as_str().unwrap().to_owned(), click))
+            .collect()
+    };
+    receiver
+        .wait_for(30, "every click", |got| clicked(got).len() as u64 == visits)
+        .await;
+    let clicks = clicked(&receiver.all());
+    // Each click once: no message carried a click another one had.
+    let carried: usize = receiver
+        .accepted()
+        .values()
+        .map(|m| m.json()["data"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(carried as u64, visits);
+    assert!(
+        receiver
+            .accepted()
+            .values()
+            .all(|m| m.json()["type"] == "link.clicked")
+    );
+    // Equal to what the export says was stored.
+    let today = chrono::Utc::now().date_naive();
+    let mut export = admin
+        .request(
+            "GET",
+            &format!(
+                "/api/v1/events?from={}&to={}",
+                today.pred_opt().unwrap(),
+                today.succ_opt().unwrap()
+            ),
+        )
+        .send()
+        .await
+        .unwrap();
+    let body = export.body().limit(16 << 20).await.unwrap();
+    let stored: BTreeMap<String, Value> = String::from_utf8_lossy(&body)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|click| (click["cursor"].as_str().unwrap().to_owned(), click))
+        .collect();
+    assert_eq!(clicks, stored);
+    let sample = clicks.values().next().unwrap();
+    assert_eq!(sample["browser"], "WeChat", "{sample}");
+}
+
+#[actix_web::test]
+async fn two_instances_deliver_each_message_once() {
+    let db = Arc::new(TestDb::create().await);
+    let a = spawn_on(db.clone(), &LOCAL).await;
+    let b = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let admin_a = Api::with_role(&a, "a", Role::Admin).await;
+    let admin_b = Api::with_role(&b, "b", Role::Admin).await;
+    subscribe(
+        &admin_a,
+        json!({"url": receiver.url("/"), "events": ["link.created"]}),
+    )
+    .await;
+    let links = 40;
+    let creates = (0..links).map(|n| {
+        let api = if n % 2 == 0 { &admin_a } else { &admin_b };
+        async move {
+            let made = api
+                .call(
+                    "POST",
+                    "/api/v1/links",
+                    Some(json!({"url": format!("https://example.com/two/{n}")})),
+                )
+                .await;
+            assert_eq!(made.status, 201);
+        }
+    });
+    futures_util::future::join_all(creates).await;
+    receiver
+        .wait_for(30, "every link.created", |got| got.len() >= links)
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = receiver.all();
+    let mut per_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for message in &got {
+        *per_id.entry(message.id()).or_default() += 1;
+    }
+    assert_eq!(per_id.len(), links);
+    assert!(per_id.values().all(|n| *n == 1), "sent twice: {per_id:?}");
+}
+
+#[actix_web::test]
+async fn a_kill_during_delivery_loses_nothing() {
+    let db = TestDb::create().await;
+    let receiver = Receiver::start().await;
+    let env = [
+        ("INKLINK_WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("INKLINK_WEBHOOK_RETRY_SECONDS", "1"),
+    ];
+    let (mut server, port) = serve_binary(&db, &env, std::process::Stdio::null()).await;
+    let core = inklink::startup::open(crate::support::settings(&db, "127.0.0.1:0", &[]))
+        .await
+        .unwrap();
+    let new = inklink::services::webhooks::NewWebhook::parse(
+        &receiver.url("/slow"),
+        None,
+        ["link.created"],
+        None,
+    )
+    .unwrap();
+    let mut settings = (*core.settings).clone();
+    settings.webhook_allow_private = true;
+    let core = inklink::Inklink {
+        settings: Arc::new(settings),
+        ..core
+    };
+    inklink::services::webhooks::create(&core, new, &inklink::services::Actor::Cli, "en")
+        .await
+        .unwrap();
+    receiver.set(SLOW);
+    let client = crate::support::client();
+    let key = inklink::services::api_keys::create(
+        &core.db,
+        &inklink::rules::KeyName::parse("killer").unwrap(),
+        Role::Admin,
+        None,
+        &inklink::services::Actor::System,
+    )
+    .await
+    .unwrap();
+    let made = client
+        .post(format!("http://127.0.0.1:{port}/api/v1/links"))
+        .insert_header(("authorization", format!("Bearer {}", key.token.as_str())))
+        .send_json(&json!({"url": "https://example.com/killed", "code": "killed"}))
+        .await
+        .unwrap();
+    assert_eq!(made.status().as_u16(), 201);
+    // The receiver has the message, and the server is killed before it answers.
+    for _ in 0..100 {
+        if !receiver.all().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    crate::support::signal(&server, "-KILL");
+    let _ = server.wait();
+    receiver.set(ACCEPT);
+    let (mut again, _) = serve_binary(&db, &env, std::process::Stdio::null()).await;
+    receiver
+        .wait_for(40, "the message again after the kill", |got| {
+            got.iter()
+                .any(|m| m.answered == 200 && m.body.contains("killed"))
+        })
+        .await;
+    crate::support::signal(&again, "-TERM");
+    let _ = again.wait();
+    let ids: BTreeSet<String> = receiver.all().iter().map(|m| m.id().to_owned()).collect();
+    assert_eq!(ids.len(), 1, "the same message, with the same id");
+}
+
+#[actix_web::test]
+async fn chat_robots_get_one_readable_message_per_burst_and_no_clicks() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let admin = Api::with_role(&app, "ops", Role::Admin).await;
+    let refused = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": receiver.url("/robot"), "format": "wecom", "events": ["link.clicked"]})),
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(refused.body["error"]["field"], "events");
+    let hook = subscribe(
+        &admin,
+        json!({"url": receiver.url("/robot"), "format": "wecom", "events": ["link.created"], "language": "zh-CN"}),
+    )
+    .await;
+    assert_eq!(hook["format"], "wecom");
+    // A burst: three links within the robot's spacing are summed into few messages.
+    for code in ["spring", "summer", "autumn"] {
+        let made = admin
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{code}"), "code": code})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+    }
+    receiver
+        .wait_for(20, "all three links", |got| {
+            ["spring", "summer", "autumn"]
+                .iter()
+                .all(|code| got.iter().any(|m| m.body.contains(code)))
+        })
+        .await;
+    let got = receiver.all();
+    assert!(got.len() < 3, "a burst is summed up: {got:#?}");
+    for message in &got {
+        let body = message.json();
+        assert_eq!(body["msgtype"], "markdown");
+        let content = body["markdown"]["content"].as_str().unwrap();
+        assert!(content.contains("链接"), "{content}");
+        assert!(!message.headers.contains_key("webhook-signature"));
+    }
+    // A robot's error code in a 200 is a failure, retried.
+    receiver.set(ROBOT_REFUSES);
+    let made = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/winter", "code": "winter"})),
+        )
+        .await;
+    assert_eq!(made.status, 201);
+    receiver
+        .wait_for(20, "a refused robot message", |got| {
+            got.iter().any(|m| m.body.contains("winter"))
+        })
+        .await;
+    receiver.set(ACCEPT);
+    receiver
+        .wait_for(20, "the refused message again", |got| {
+            got.iter().filter(|m| m.body.contains("winter")).count() >= 2
+        })
+        .await;
+    let deliveries = admin
+        .call(
+            "GET",
+            &format!("/api/v1/webhooks/{}/deliveries", hook["id"]),
+            None,
+        )
+        .await;
+    let winter = deliveries
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["state"] == "delivered" && d["attempts"].as_i64() > Some(1));
+    assert!(winter.is_some(), "{}", deliveries.body);
+}
+
+#[actix_web::test]
+async fn an_operators_webhook_hears_only_of_their_own_links() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let operator = Api::with_role(&app, "team-a", Role::Operator).await;
+    let other = Api::with_role(&app, "team-b", Role::Operator).await;
+    let domains = operator
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": receiver.url("/"), "events": ["domain.blocked"]})),
+        )
+        .await;
+    assert_eq!(domains.status, 422, "{}", domains.body);
+    let hook = subscribe(
+        &operator,
+        json!({"url": receiver.url("/a"), "events": ["link.created", "link.clicked"]}),
+    )
+    .await;
+    // Another operator cannot see, change or delete it.
+    let path = format!("/api/v1/webhooks/{}", hook["id"]);
+    assert_eq!(other.call("GET", &path, None).await.status, 404);
+    assert_eq!(other.call("DELETE", &path, None).await.status, 404);
+    assert_eq!(
+        other.call("GET", "/api/v1/webhooks", None).await.body,
+        json!([])
+    );
+    for (api, code) in [(&operator, "ours"), (&other, "theirs")] {
+        let made = api
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/{code}"), "code": code})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+        assert_eq!(app.fetch(&format!("/{code}")).await.0, 302);
+    }
+    wait_written(&app, 2).await;
+    receiver
+        .wait_for(20, "our link and our click", |got| {
+            got.iter().any(|m| m.body.contains("link.created"))
+                && got.iter().any(|m| m.body.contains("link.clicked"))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let everything: String = receiver.all().iter().map(|m| m.body.clone()).collect();
+    assert!(everything.contains("ours"));
+    assert!(!everything.contains("theirs"), "{everything}");
+}
+
+#[actix_web::test]
+async fn internal_addresses_are_refused_unless_allowed() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &[]).await;
+    let admin = Api::with_role(&app, "admin", Role::Admin).await;
+    for url in [
+        "http://127.0.0.1:8080/hook",
+        "http://localhost:8080/hook",
+        "http://[::1]/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://2130706433/hook",
+        "http://0x7f000001/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://192.168.1.1/",
+    ] {
+        let refused = admin
+            .call(
+                "POST",
+                "/api/v1/webhooks",
+                Some(json!({"url": url, "events": ["link.created"]})),
+            )
+            .await;
+        assert_eq!(refused.status, 422, "{url}: {}", refused.body);
+        assert_eq!(refused.body["error"]["field"], "url", "{url}");
+        assert!(
+            refused.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("internal network"),
+            "{url}: {}",
+            refused.body
+        );
+    }
+    for (body, field) in [
+        (
+            json!({"url": "ftp://example.com/", "events": ["link.created"]}),
+            "url",
+        ),
+        (
+            json!({"url": "https://user:pw@example.com/", "events": ["link.created"]}),
+            "url",
+        ),
+        (
+            json!({"url": "https://example.com/", "events": []}),
+            "events",
+        ),
+        (
+            json!({"url": "https://example.com/", "events": ["link.exploded"]}),
+            "events",
+        ),
+        (
+            json!({"url": "https://example.com/", "events": ["link.created"], "format": "telegram"}),
+            "format",
+        ),
+        (
+            json!({"url": "https://example.com/", "events": ["link.created"], "description": "x".repeat(201)}),
+            "description",
+        ),
+    ] {
+        let refused = admin
+            .call("POST", "/api/v1/webhooks", Some(body.clone()))
+            .await;
+        assert_eq!(refused.status, 422, "{body}: {}", refused.body);
+        assert_eq!(refused.body["error"]["field"], field, "{body}");
+    }
+    let bad = admin
+        .call("POST", "/api/v1/webhooks", Some(json!({"url": 5})))
+        .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        admin.call("GET", "/api/v1/webhooks/99", None).await.status,
+        404
+    );
+    assert_eq!(
+        admin
+            .call("GET", "/api/v1/webhooks/nine", None)
+            .await
+            .status,
+        400
+    );
+}
+
+#[actix_web::test]
+async fn redirects_are_not_followed_and_a_slow_huge_or_silent_receiver_costs_one_bounded_attempt() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let admin = Api::with_role(&app, "admin", Role::Admin).await;
+    let redirecting = Receiver::start().await;
+    redirecting.set(REDIRECT);
+    let huge = Receiver::start().await;
+    huge.set(HUGE);
+    let silent = Receiver::start().await;
+    silent.set(SILENT);
+    let mut hooks = Vec::new();
+    for receiver in [&redirecting, &huge, &silent] {
+        hooks.push(
+            subscribe(
+                &admin,
+                json!({"url": receiver.url("/hook"), "events": ["link.created"]}),
+            )
+            .await,
+        );
+    }
+    let made = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/x", "code": "bounded"})),
+        )
+        .await;
+    assert_eq!(made.status, 201);
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    assert!(
+        redirecting.all().iter().all(|m| m.path == "/hook"),
+        "a redirect was followed"
+    );
+    let state = |hook: &Value| {
+        let path = format!("/api/v1/webhooks/{}/deliveries", hook["id"]);
+        let admin = &admin;
+        async move { admin.call("GET", &path, None).await.body[0].clone() }
+    };
+    let redirected = state(&hooks[0]).await;
+    assert_eq!(redirected["state"], "waiting", "{redirected}");
+    assert_eq!(redirected["last_status"], 302);
+    let delivered = state(&hooks[1]).await;
+    assert_eq!(delivered["state"], "delivered", "{delivered}");
+    let timed_out = state(&hooks[2]).await;
+    assert_eq!(timed_out["state"], "waiting", "{timed_out}");
+    assert!(
+        timed_out["last_error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no answer within 10 s"),
+        "{timed_out}"
+    );
+}
+
+#[actix_web::test]
+async fn a_full_outbox_drops_the_oldest_clicks_and_counts_them() {
+    let db = Arc::new(TestDb::create().await);
+    let mut flags = LOCAL.to_vec();
+    flags.extend(["--webhook-outbox-limit", "1"]);
+    let app = spawn_on(db.clone(), &flags).await;
+    let receiver = Receiver::start().await;
+    receiver.set(UNAVAILABLE);
+    let admin = Api::with_role(&app, "admin", Role::Admin).await;
+    let hook = subscribe(
+        &admin,
+        json!({"url": receiver.url("/"), "events": ["link.clicked", "link.created"]}),
+    )
+    .await;
+    let made = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/full", "code": "full"})),
+        )
+        .await;
+    assert_eq!(made.status, 201);
+    for wave in 1..=3u64 {
+        assert_eq!(app.fetch(&format!("/full?wave={wave}")).await.0, 302);
+        wait_written(&app, wave).await;
+        // Counted and handed on before the next wave.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+    }
+    let deliveries = admin
+        .call(
+            "GET",
+            &format!("/api/v1/webhooks/{}/deliveries", hook["id"]),
+            None,
+        )
+        .await;
+    let states: Vec<(String, String)> = deliveries
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["event"].as_str().unwrap().to_owned(),
+                d["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let dropped = states
+        .iter()
+        .filter(|(e, s)| e == "link.clicked" && s == "dropped")
+        .count();
+    let waiting = states
+        .iter()
+        .filter(|(e, s)| e == "link.clicked" && s == "waiting")
+        .count();
+    assert_eq!((dropped, waiting), (2, 1), "{states:?}");
+    assert!(
+        states.contains(&("link.created".into(), "waiting".into())),
+        "link events are never dropped: {states:?}"
+    );
+    let metrics = app.fetch("/metrics").await.2;
+    assert!(
+        metrics.contains("inklink_webhook_click_batches_dropped_total 2"),
+        "{metrics}"
+    );
+    // Sent again on demand once the receiver is back.
+    receiver.set(ACCEPT);
+    let resent = admin
+        .call(
+            "POST",
+            &format!("/api/v1/webhooks/{}/resend", hook["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(resent.body["resent"], 2);
+    receiver
+        .wait_for(20, "every click", |got| {
+            got.iter()
+                .filter(|m| m.answered == 200 && m.body.contains("link.clicked"))
+                .count()
+                == 3
+        })
+        .await;
+}
+
+#[actix_web::test]
+async fn replay_sends_a_range_again_with_the_same_ids() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let admin = Api::with_role(&app, "admin", Role::Admin).await;
+    let hook = subscribe(
+        &admin,
+        json!({"url": receiver.url("/"), "events": ["link.created"]}),
+    )
+    .await;
+    for n in 0..3 {
+        let made = admin
+            .call(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://example.com/r/{n}")})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+    }
+    receiver
+        .wait_for(20, "three messages", |got| got.len() == 3)
+        .await;
+    let first: BTreeSet<String> = receiver.all().iter().map(|m| m.id().to_owned()).collect();
+    let today = chrono::Utc::now().date_naive().to_string();
+    let out = crate::cli::ok(
+        crate::cli::inklink_live(
+            &db,
+            &[
+                "webhooks",
+                "replay",
+                "--from",
+                &today,
+                "--subscription",
+                &hook["id"].to_string(),
+            ],
+        )
+        .await,
+    );
+    assert!(out.contains("3 messages"), "{out}");
+    receiver
+        .wait_for(20, "the three again", |got| got.len() == 6)
+        .await;
+    let all: Vec<String> = receiver.all().iter().map(|m| m.id().to_owned()).collect();
+    assert_eq!(all.iter().cloned().collect::<BTreeSet<_>>(), first);
+    let listed = crate::cli::ok(crate::cli::inklink_live(&db, &["webhooks", "list"]).await);
+    assert!(listed.contains(&receiver.url("/")), "{listed}");
+    let bad = crate::cli::inklink_live(&db, &["webhooks", "replay", "--from", "yesterday"]).await;
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("neither a day"), "{}", bad.stderr);
+}
+
+#[actix_web::test]
+async fn the_admin_page_makes_a_webhook_shows_its_secret_once_and_lists_deliveries() {
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let mut admin = crate::admin::signed_in_admin(&app).await;
+    let page = admin.get("/admin/webhooks").await;
+    assert!(page.body.contains("Add a webhook"), "{}", page.body);
+    let csrf = crate::admin::csrf_in(&page.body);
+    let url = receiver.url("/ui");
+    let made = admin
+        .post(
+            "/admin/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", &url),
+                ("format", ""),
+                ("events", "link.created"),
+                ("events", "link.deleted"),
+                ("description", "CRM 客户系统"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert!(made.body.contains("whsec_"), "{}", made.body);
+    let again = admin.get("/admin/webhooks").await;
+    assert!(!again.body.contains("whsec_"), "the secret is shown once");
+    assert!(again.body.contains(&url) && again.body.contains("CRM 客户系统"));
+    let hooks = inklink::services::webhooks::list(&app.core.db, &inklink::services::Actor::Cli)
+        .await
+        .unwrap();
+    assert_eq!(hooks[0].events.names(), ["link.created", "link.deleted"]);
+    let id = hooks[0].id;
+    let sent = admin
+        .post(&format!("/admin/webhooks/{id}/test"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(sent.status, 303);
+    receiver
+        .wait_for(20, "the test message", |got| {
+            got.iter().any(|m| m.body.contains("webhook.test"))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let detail = admin.get(&format!("/admin/webhooks/{id}")).await;
+    assert!(
+        detail.body.contains("webhook.test") && detail.body.contains("delivered"),
+        "{}",
+        detail.body
+    );
+    // A bad URL keeps what was typed and says why.
+    let refused = admin
+        .post(
+            "/admin/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", "ftp://x"),
+                ("events", "link.created"),
+                ("description", "kept"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.body.contains("must start with http://") && refused.body.contains("value=\"kept\""),
+        "{}",
+        refused.body
+    );
+    // Another person's webhook is not theirs to see.
+    crate::admin::add_user(&app, "olga", "operator-password", Role::Operator).await;
+    let mut operator = crate::admin::Browser::new(&app);
+    assert_eq!(
+        operator.sign_in("olga", "operator-password").await.status,
+        303
+    );
+    assert_eq!(
+        operator.get(&format!("/admin/webhooks/{id}")).await.status,
+        404
+    );
+    let deleted = admin
+        .post(&format!("/admin/webhooks/{id}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(deleted.status, 303);
+    assert!(
+        inklink::services::webhooks::list(&app.core.db, &inklink::services::Actor::Cli)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
