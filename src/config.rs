@@ -184,6 +184,48 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_RECIPIENT_RETENTION_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=36500), global = true)]
     pub recipient_retention_days: u32,
 
+    /// Seconds between health checks of every active domain (reachability, and the external
+    /// checker when one is set); one instance checks at a time
+    #[arg(long, env = "INKLINK_DOMAIN_CHECK_INTERVAL", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86400), global = true)]
+    pub domain_check_interval: u64,
+
+    /// Check that each domain answers inklink's /healthz (DNS, TCP, TLS and the answer); a
+    /// domain that does not fails its check
+    #[arg(long, env = "INKLINK_DOMAIN_CHECK_REACHABILITY", default_value_t = true, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub domain_check_reachability: bool,
+
+    /// An external checking service asked about each domain, as a URL template with {url}
+    /// (the domain's address, percent-encoded) or {host}: https://checker.example/api?url={url}.
+    /// How WeChat's and QQ's blocks are found today
+    #[arg(long, env = "INKLINK_DOMAIN_CHECKER_URL", value_parser = crate::rules::health::checker_template, global = true)]
+    pub domain_checker_url: Option<String>,
+
+    /// The JSON pointer of the checker's answer that says blocked (true: blocked)
+    #[arg(
+        long,
+        env = "INKLINK_DOMAIN_CHECKER_BLOCKED",
+        default_value = "/blocked",
+        global = true
+    )]
+    pub domain_checker_blocked: String,
+
+    /// Seconds the checker (and the reachability check) may take to answer; later is "unknown"
+    #[arg(long, env = "INKLINK_DOMAIN_CHECKER_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=120), global = true)]
+    pub domain_checker_timeout: u64,
+
+    /// Failed checks among the last INKLINK_DOMAIN_CHECK_WINDOW that make a domain blocked
+    /// (and passed checks in a row that make it healthy again)
+    #[arg(long, env = "INKLINK_DOMAIN_BLOCKED_AFTER", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=20), global = true)]
+    pub domain_blocked_after: u64,
+
+    /// How many of the latest checks the hysteresis looks at
+    #[arg(long, env = "INKLINK_DOMAIN_CHECK_WINDOW", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=20), global = true)]
+    pub domain_check_window: u64,
+
+    /// Seconds after a fail-over during which no other automatic rotation happens
+    #[arg(long, env = "INKLINK_DOMAIN_FAILOVER_QUIET", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=604800), global = true)]
+    pub domain_failover_quiet: u64,
+
     /// Let webhooks reach private, loopback and link-local addresses (a receiver on this
     /// machine or the office network). Off by default, so that nobody can use inklink to probe
     /// the internal network

@@ -139,6 +139,7 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
             .collect(),
         link_cache: LinkCache::new(settings.cache_capacity as usize),
         kept: FinishedDays::new(settings.timezone),
+        domain_alert: Default::default(),
         settings: Arc::new(settings),
     })
 }
@@ -263,6 +264,8 @@ impl Application {
             },
             clicks.shared_metrics(),
         ));
+        // Domain health: probes on one instance at a time, the banner's state on every one.
+        actix_web::rt::spawn(crate::services::health::run(core.clone()));
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,

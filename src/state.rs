@@ -34,6 +34,18 @@ pub struct Inklink {
     /// What dashboards read of finished days (range UV and IP, page views per link), kept
     /// between requests.
     pub kept: FinishedDays,
+    /// The default domain's health when it is not healthy: every admin page shows it.
+    /// Refreshed by each instance's health task from the database.
+    pub domain_alert: std::sync::RwLock<Option<DomainAlert>>,
+}
+
+/// A default domain that probes found suspect or blocked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainAlert {
+    pub host: String,
+    /// `suspect` or `blocked`.
+    pub state: &'static str,
+    pub reason: String,
 }
 
 impl Inklink {

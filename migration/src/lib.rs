@@ -29,6 +29,7 @@ mod m20261126_000023_click_carrier;
 mod m20261126_000024_two_factor;
 mod m20261126_000025_display_names;
 mod m20261126_000026_webhooks;
+mod m20261126_000027_domain_health;
 
 pub struct Migrator;
 
@@ -62,6 +63,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000024_two_factor::Migration),
             Box::new(m20261126_000025_display_names::Migration),
             Box::new(m20261126_000026_webhooks::Migration),
+            Box::new(m20261126_000027_domain_health::Migration),
         ]
     }
 }

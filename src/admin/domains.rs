@@ -24,6 +24,15 @@ pub struct Row {
     /// The in-app browsers its links show "open in your browser" (empty: none).
     pub in_app: String,
     pub fallback: String,
+    /// healthy, suspect, blocked or unknown.
+    pub health: &'static str,
+    pub reason: String,
+    /// When it was last checked (empty: never).
+    pub checked: String,
+    /// The worst state of each of the last 7 days, oldest first.
+    pub strip: Vec<&'static str>,
+    pub standby: bool,
+    pub failover: String,
 }
 
 #[derive(Template)]
@@ -55,6 +64,9 @@ async fn page(
     let counts = domains::link_counts(db).await?;
     let hosts: std::collections::HashMap<i64, String> =
         list.iter().map(|d| (d.id, d.host.clone())).collect();
+    let health = crate::services::health::all(db).await?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let history = crate::services::health::history(db, now - 8 * 86_400_000).await?;
     let rows = list
         .iter()
         .map(|domain| Row {
@@ -67,6 +79,28 @@ async fn page(
             links: counts.get(&domain.id).copied().unwrap_or(0),
             in_app: domain.in_app_page.clone().unwrap_or_default(),
             fallback: domain.fallback_url.clone().unwrap_or_default(),
+            health: health
+                .get(&domain.id)
+                .map_or("unknown", |h| h.state.as_str()),
+            reason: health
+                .get(&domain.id)
+                .map(|h| h.reason.clone())
+                .unwrap_or_default(),
+            checked: health
+                .get(&domain.id)
+                .and_then(|h| chrono::DateTime::from_timestamp_millis(h.checked_at))
+                .map(|t| crate::admin::pages::human_time(t.naive_utc(), user.0.tz))
+                .unwrap_or_default(),
+            strip: crate::services::health::strip(
+                history.get(&domain.id).map_or(&[][..], Vec::as_slice),
+                now,
+                7,
+            )
+            .into_iter()
+            .map(|s| s.as_str())
+            .collect(),
+            standby: domain.standby,
+            failover: domain.failover.clone(),
         })
         .collect();
     Ok(DomainsPage {
@@ -230,6 +264,9 @@ pub struct ChangeForm {
     /// For the link defaults: in-app browsers (`wechat,qq`), and the fallback URL.
     in_app_page: Option<String>,
     fallback_url: Option<String>,
+    /// For fail-over: the standby checkbox (present when ticked) and the policy.
+    standby: Option<String>,
+    failover: Option<String>,
 }
 
 pub async fn change(
@@ -305,6 +342,20 @@ pub async fn change(
             domains::set_link_defaults(db, id, Some(in_app), Some(fallback), &actor)
                 .await
                 .map(|d| format!("Saved the link defaults of {}", d.host))
+        }
+        "failover" => {
+            let failover = match form
+                .failover
+                .as_deref()
+                .map(crate::rules::health::Failover::parse)
+                .transpose()
+            {
+                Ok(policy) => policy,
+                Err(message) => return refuse(&state, &user, message).await,
+            };
+            domains::set_failover(db, id, Some(form.standby.is_some()), failover, &actor)
+                .await
+                .map(|d| format!("Saved the fail-over settings of {}", d.host))
         }
         _ => return Err(AdminError::NotFound),
     };

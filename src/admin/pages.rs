@@ -19,9 +19,25 @@ pub struct Frame {
     /// A link just created: the page offers to copy its short URL.
     pub copy: Option<String>,
     pub section: &'static str,
+    /// The default domain's trouble: a banner on the page.
+    pub alert: Option<crate::state::DomainAlert>,
 }
 
 impl Frame {
+    /// The banner about the default domain's trouble, in the person's language.
+    pub fn alert_text(&self) -> Option<String> {
+        let alert = self.alert.as_ref()?;
+        let reason = self.lang.say(&alert.reason);
+        let pattern = match alert.state {
+            "blocked" => "The default domain {host} is blocked: {reason}",
+            _ => "The default domain {host} may be blocked: {reason}",
+        };
+        Some(
+            self.lang
+                .fill(pattern, &[("host", &alert.host), ("reason", &reason)]),
+        )
+    }
+
     /// A text of the page in the person's language.
     pub fn t<'a>(&self, english: &'a str) -> &'a str {
         self.lang.t(english)

@@ -177,7 +177,7 @@ impl From<LinkError> for ApiError {
             LinkError::UnknownDomain(_) => {
                 Self::invalid(ErrorCode::UnknownDomain, message, "domain")
             }
-            LinkError::DomainDisabled(_) => {
+            LinkError::DomainDisabled(_) | LinkError::DomainStandby(_) => {
                 Self::invalid(ErrorCode::DomainDisabled, message, "domain")
             }
             LinkError::NoDefaultDomain => {

@@ -105,6 +105,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, hosts: &AdminHosts) {
                     .service(resource("/events", "GET").route(web::get().to(events::export)))
                     .service(resource("/domains", "GET").route(web::get().to(domains::list)))
                     .service(
+                        resource("/domains/{host}", "PATCH")
+                            .route(web::patch().to(domains::update)),
+                    )
+                    .service(
                         resource("/webhooks", "GET, POST")
                             .route(web::get().to(webhooks::list))
                             .route(web::post().to(webhooks::create)),

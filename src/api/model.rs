@@ -492,6 +492,31 @@ pub struct Domain {
     pub is_default: bool,
     /// When the domain was rotated away: the host its links are now shown on.
     pub replaced_by: Option<String>,
+    /// What the health probes last found.
+    pub health: DomainHealth,
+    /// A standby takes no new links; fail-over rotates to the first healthy one.
+    pub standby: bool,
+    /// What happens when this default domain is found blocked: off, confirm or auto.
+    pub failover: String,
+}
+
+/// A domain's health.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct DomainHealth {
+    /// healthy, suspect, blocked or unknown.
+    pub state: String,
+    pub checked_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Why it is not healthy.
+    pub reason: Option<String>,
+}
+
+/// A change of a domain's standby flag or fail-over policy.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchDomain {
+    pub standby: Option<bool>,
+    /// off, confirm or auto.
+    pub failover: Option<String>,
 }
 
 /// A message to compose around a new short link.

@@ -207,6 +207,13 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
     match action {
         DomainAction::List { json } => {
             let all = domains::list(&core.db).await?;
+            let health = crate::services::health::all(&core.db).await?;
+            let state_of = |id: i64| {
+                health
+                    .get(&id)
+                    .map_or("unknown", |h| h.state.as_str())
+                    .to_owned()
+            };
             let counts = domains::link_counts(&core.db).await?;
             let host_of = |id: Option<i64>| {
                 id.and_then(|id| all.iter().find(|d| d.id == id))
@@ -225,6 +232,9 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                         if d.is_default { "yes" } else { "" }.to_owned(),
                         host_of(d.replaced_by_id).unwrap_or_default(),
                         counts.get(&d.id).copied().unwrap_or(0).to_string(),
+                        state_of(d.id),
+                        if d.standby { "yes" } else { "" }.to_owned(),
+                        d.failover.clone(),
                     ]
                 })
                 .collect();
@@ -241,6 +251,16 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                         "default": d.is_default,
                         "replaced_by": host_of(d.replaced_by_id),
                         "links": counts.get(&d.id).copied().unwrap_or(0),
+                        "health": health.get(&d.id).map_or_else(
+                            || json!({"state": "unknown", "checked_at": null, "reason": null}),
+                            |h| json!({
+                                "state": h.state.as_str(),
+                                "checked_at": chrono::DateTime::from_timestamp_millis(h.checked_at).map(|t| t.to_rfc3339()),
+                                "reason": Some(&h.reason).filter(|r| !r.is_empty()),
+                            }),
+                        ),
+                        "standby": d.standby,
+                        "failover": d.failover,
                     })
                 })
                 .collect();
@@ -253,6 +273,9 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                     "DEFAULT",
                     "REPLACED BY",
                     "LINKS",
+                    "HEALTH",
+                    "STANDBY",
+                    "FAILOVER",
                 ],
                 rows,
                 values,
@@ -290,12 +313,64 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                 blocked.host
             );
         }
+        DomainAction::Check { host } => {
+            let domain = find_domain(core, &host).await?;
+            let findings = crate::services::health::check_now(core, &domain).await;
+            for finding in &findings {
+                say!(
+                    "{}: {}{}",
+                    finding.probe,
+                    match finding.outcome {
+                        crate::rules::health::Outcome::Passed => "passed",
+                        crate::rules::health::Outcome::Failed => "FAILED",
+                        crate::rules::health::Outcome::Unknown => "unknown",
+                    },
+                    if finding.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", finding.reason)
+                    }
+                );
+            }
+            let (outcome, _) = crate::services::health::probe::combine(&findings);
+            say!(
+                "{}: {}",
+                domain.host,
+                match outcome {
+                    crate::rules::health::Outcome::Passed => "passed",
+                    crate::rules::health::Outcome::Failed => "failed",
+                    crate::rules::health::Outcome::Unknown => "unknown (no probe could tell)",
+                }
+            );
+        }
         DomainAction::Set {
             host,
             in_app_page,
             fallback,
+            standby,
+            failover,
         } => {
             let domain = find_domain(core, &host).await?;
+            let failover = failover
+                .as_deref()
+                .map(crate::rules::health::Failover::parse)
+                .transpose()
+                .map_err(anyhow::Error::msg)
+                .context("--failover")?;
+            if standby.is_some() || failover.is_some() {
+                let after =
+                    domains::set_failover(&core.db, domain.id, standby, failover, &Actor::Cli)
+                        .await?;
+                say!(
+                    "{}: standby {}, fail-over {}",
+                    after.host,
+                    if after.standby { "yes" } else { "no" },
+                    after.failover
+                );
+                if in_app_page.is_none() && fallback.is_none() {
+                    return Ok(());
+                }
+            }
             let in_app = in_app_page
                 .as_deref()
                 .map(crate::rules::InAppApps::parse)
@@ -311,7 +386,7 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                 )),
             };
             if in_app.is_none() && fallback.is_none() {
-                bail!("nothing to set: give --in-app-page, --fallback or both");
+                bail!("nothing to set: give --in-app-page, --fallback, --standby or --failover");
             }
             let after =
                 domains::set_link_defaults(&core.db, domain.id, in_app, fallback, &Actor::Cli)

@@ -362,7 +362,8 @@ pub enum DomainAction {
         #[arg(long)]
         default: bool,
     },
-    /// List the domains: host, protocol, status, default, what replaced it, links made for it
+    /// List the domains: host, protocol, status, default, what replaced it, links made for it,
+    /// health (healthy, suspect, blocked, unknown), standby and fail-over policy
     List {
         #[arg(long)]
         json: bool,
@@ -385,7 +386,18 @@ pub enum DomainAction {
         /// Where its disabled, expired and used-up links send visitors; "none" for the 410 page
         #[arg(long)]
         fallback: Option<String>,
+        /// A standby takes no new links; fail-over rotates a blocked default domain to the
+        /// first healthy standby (true or false)
+        #[arg(long, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+        standby: Option<bool>,
+        /// What happens when this default domain is found blocked: off (alert only), confirm
+        /// (alert, and rotate with one click on the Domains page) or auto (rotate to the first
+        /// healthy standby)
+        #[arg(long)]
+        failover: Option<String>,
     },
+    /// Run the health probes on a domain once and print what each found (nothing is recorded)
+    Check { host: String },
     /// Replace a blocked domain: the replacement becomes the default, and the blocked one's
     /// links are shown with it (the blocked host keeps redirecting)
     Rotate {
@@ -629,6 +641,7 @@ async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> {
         | DomainAction::Disable { .. }
         | DomainAction::Enable { .. }
         | DomainAction::Set { .. }
+        | DomainAction::Check { .. }
         | DomainAction::Rotate { .. } => return manage::domain(core, action).await,
         DomainAction::Add {
             host,

@@ -160,9 +160,29 @@ impl Outbound {
         for (name, value) in headers {
             request = request.insert_header((*name, value.as_str()));
         }
+        self.exchange(url, request.send_body(body)).await
+    }
+
+    /// GETs `url`, within the timeout.
+    pub async fn get(&self, url: &url::Url) -> Result<Answer, OutboundError> {
+        check_host(url, self.allow_internal)?;
+        let request = self.client.get(url.as_str());
+        self.exchange(url, request.send()).await
+    }
+
+    async fn exchange<S>(
+        &self,
+        url: &url::Url,
+        sent: impl std::future::Future<
+            Output = Result<awc::ClientResponse<S>, awc::error::SendRequestError>,
+        >,
+    ) -> Result<Answer, OutboundError>
+    where
+        S: futures_util::Stream<Item = Result<actix_web::web::Bytes, awc::error::PayloadError>>
+            + Unpin,
+    {
         let exchange = async {
-            let mut response = request
-                .send_body(body)
+            let mut response = sent
                 .await
                 .map_err(|err| describe(err, url, self.timeout.as_secs()))?;
             let status = response.status().as_u16();

@@ -161,6 +161,9 @@ impl EventType {
             "batch.create" => Self::BatchCreated,
             "batch.purge" => Self::BatchPurged,
             "domain.rotate" => Self::DomainRotated,
+            "domain.suspect" => Self::DomainSuspect,
+            "domain.blocked" => Self::DomainBlocked,
+            "domain.recovered" => Self::DomainRecovered,
             _ => return None,
         })
     }

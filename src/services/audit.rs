@@ -66,7 +66,7 @@ impl Actor {
 
 /// Every action the log records, with what it means to a person (the admin UI shows the
 /// words, translated; filters and the API keep the identifiers).
-pub const ACTIONS: [(&str, &str); 32] = [
+pub const ACTIONS: [(&str, &str); 36] = [
     ("link.create", "Link created"),
     ("link.edit", "Link edited"),
     ("link.tags", "Link's tags changed"),
@@ -80,6 +80,10 @@ pub const ACTIONS: [(&str, &str); 32] = [
     ("domain.enable", "Domain enabled"),
     ("domain.rotate", "Domain rotated"),
     ("domain.settings", "Domain's link defaults changed"),
+    ("domain.failover", "Domain's standby and fail-over changed"),
+    ("domain.suspect", "Domain suspected blocked"),
+    ("domain.blocked", "Domain blocked"),
+    ("domain.recovered", "Domain recovered"),
     ("user.add", "User added"),
     ("user.disable", "User disabled"),
     ("user.enable", "User enabled"),

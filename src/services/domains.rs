@@ -156,9 +156,11 @@ async fn set_default_in<C: ConnectionTrait>(
         .filter(domain_conf::Column::Id.ne(id))
         .exec(conn)
         .await?;
+    // A standby that becomes the default takes new links from now on.
     domain_conf::ActiveModel {
         id: Set(id),
         is_default: Set(true),
+        standby: Set(false),
         updated_at: Set(db::now()),
         ..Default::default()
     }
@@ -215,7 +217,22 @@ async fn record_change<C: ConnectionTrait>(
     before: &domain_conf::Model,
     after: &domain_conf::Model,
 ) -> Result<(), DbErr> {
-    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id, "in_app_page": d.in_app_page, "fallback_url": d.fallback_url});
+    record_change_with(conn, actor, action, before, after, None).await
+}
+
+async fn record_change_with<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    action: &str,
+    before: &domain_conf::Model,
+    after: &domain_conf::Model,
+    evidence: Option<serde_json::Value>,
+) -> Result<(), DbErr> {
+    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id, "in_app_page": d.in_app_page, "fallback_url": d.fallback_url, "standby": d.standby, "failover": d.failover});
+    let mut after_view = view(after);
+    if let Some(evidence) = evidence {
+        after_view["health_check"] = evidence;
+    }
     audit::record(
         conn,
         actor,
@@ -224,10 +241,41 @@ async fn record_change<C: ConnectionTrait>(
             target_kind: "domain",
             target_id: &after.host,
             before: Some(view(before)),
-            after: Some(view(after)),
+            after: Some(after_view),
         },
     )
     .await
+}
+
+/// Makes a domain a standby (or not) and sets its fail-over policy.
+pub async fn set_failover(
+    db: &DatabaseConnection,
+    id: i64,
+    standby: Option<bool>,
+    failover: Option<crate::rules::health::Failover>,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    let txn = db::begin_write(db).await?;
+    let result = async {
+        let before = get_in(&txn, id).await?;
+        if standby == Some(true) && before.is_default {
+            return Err(DomainChangeError::IsDefault(before.host));
+        }
+        let after = domain_conf::ActiveModel {
+            id: Set(id),
+            standby: Set(standby.unwrap_or(before.standby)),
+            failover: Set(failover.map_or(before.failover.clone(), |f| f.as_str().to_owned())),
+            updated_by: Set(Some(actor.name().to_owned())),
+            updated_at: Set(db::now()),
+            ..Default::default()
+        }
+        .update(&txn)
+        .await?;
+        record_change(&txn, actor, "domain.failover", &before, &after).await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
 }
 
 pub async fn set_default(
@@ -326,12 +374,27 @@ pub async fn rotate(
     replacement_id: i64,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
+    rotate_with(db, blocked_id, replacement_id, actor, None).await
+}
+
+/// [`rotate`], with what prompted it (a health check's evidence) in the audit entry. A domain
+/// already rotated away is not rotated again (two instances failing over at once rotate once).
+pub async fn rotate_with(
+    db: &DatabaseConnection,
+    blocked_id: i64,
+    replacement_id: i64,
+    actor: &Actor,
+    evidence: Option<serde_json::Value>,
+) -> Result<domain_conf::Model, DomainChangeError> {
     if blocked_id == replacement_id {
         return Err(DomainChangeError::SameDomain);
     }
     let txn = db::begin_write(db).await?;
     let result = async {
         let blocked = get_in(&txn, blocked_id).await?;
+        if blocked.replaced_by_id.is_some() {
+            return Err(DomainChangeError::Replaced(blocked.host));
+        }
         let replacement = get_in(&txn, replacement_id).await?;
         if replacement.status != DomainStatus::Active {
             return Err(DomainChangeError::Disabled(replacement.host));
@@ -340,18 +403,32 @@ pub async fn rotate(
             return Err(DomainChangeError::Replaced(replacement.host));
         }
         let replacement = set_default_in(&txn, replacement_id).await?;
-        let after = domain_conf::ActiveModel {
-            id: Set(blocked_id),
-            status: Set(DomainStatus::Disabled),
-            is_default: Set(false),
-            replaced_by_id: Set(Some(replacement_id)),
-            updated_by: Set(Some(actor.name().to_owned())),
-            updated_at: Set(db::now()),
-            ..Default::default()
+        // Conditional on the row as read: a second rotation of the same domain at the same
+        // time (another instance) changes nothing and is refused.
+        let updated = domain_conf::Entity::update_many()
+            .col_expr(
+                domain_conf::Column::Status,
+                Expr::value(DomainStatus::Disabled.to_value()),
+            )
+            .col_expr(domain_conf::Column::IsDefault, Expr::value(false))
+            .col_expr(
+                domain_conf::Column::ReplacedById,
+                Expr::value(Some(replacement_id)),
+            )
+            .col_expr(
+                domain_conf::Column::UpdatedBy,
+                Expr::value(Some(actor.name().to_owned())),
+            )
+            .col_expr(domain_conf::Column::UpdatedAt, Expr::value(db::now()))
+            .filter(domain_conf::Column::Id.eq(blocked_id))
+            .filter(domain_conf::Column::ReplacedById.is_null())
+            .exec(&txn)
+            .await?;
+        if updated.rows_affected != 1 {
+            return Err(DomainChangeError::Replaced(blocked.host));
         }
-        .update(&txn)
-        .await?;
-        record_change(&txn, actor, "domain.rotate", &blocked, &after).await?;
+        let after = get_in(&txn, blocked_id).await?;
+        record_change_with(&txn, actor, "domain.rotate", &blocked, &after, evidence).await?;
         Ok(replacement)
     }
     .await;

@@ -154,12 +154,23 @@ pub async fn page(
     let mut sql = String::from("c.at >= ? AND c.at < ?");
     let mut values: Vec<Value> = vec![start.into(), end.into()];
     if let Some(cursor) = after {
-        sql.push_str(" AND (c.at > ? OR (c.at = ? AND c.event_key > ?))");
-        values.extend([
-            cursor.at.into(),
-            cursor.at.into(),
-            cursor.key.clone().into(),
-        ]);
+        // A row value is read as one range of the key's index; the OR that MySQL needs is
+        // bounded below by the cursor's time, else each page would read from the range's start.
+        match db.get_database_backend() {
+            sea_orm::DbBackend::MySql => {
+                sql.push_str(" AND c.at >= ? AND (c.at > ? OR (c.at = ? AND c.event_key > ?))");
+                values.extend([
+                    cursor.at.into(),
+                    cursor.at.into(),
+                    cursor.at.into(),
+                    cursor.key.clone().into(),
+                ]);
+            }
+            _ => {
+                sql.push_str(" AND (c.at, c.event_key) > (?, ?)");
+                values.extend([cursor.at.into(), cursor.key.clone().into()]);
+            }
+        }
     }
     if let Some(link) = filter.link {
         sql.push_str(" AND c.link = ?");

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod batches;
 pub mod domains;
 pub mod events;
+pub mod health;
 pub mod links;
 pub mod outbox;
 pub mod secret;

@@ -7,6 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    "INSERT INTO domain_change (domain_id, at, state, reason) VALUES (?, ?, ?, ?)",
+    "DELETE FROM domain_change WHERE at < ?",
+    "health check",
+    "UPDATE domain_health SET rotated_at = ? WHERE domain_id = ?",
+    "UPDATE probe_lease SET holder = ?, until = ? WHERE id = 1 AND (until < ? OR holder = ?)",
+    "SELECT domain_id, at, state FROM domain_change WHERE at >= ? ORDER BY at",
     "SELECT creator_kind, creator_id FROM campaign_batch WHERE id = ?",
     "SELECT {COLUMNS} FROM webhook WHERE enabled = TRUE AND events LIKE ? ORDER BY id",
     "a webhook's outbox is full; its oldest batches of clicks were dropped",
@@ -30,6 +36,8 @@ const INTERNAL: &[&str] = &[
     "SELECT id, compression_code, long_url, description FROM url_map WHERE id IN ({})",
     "c.at >= ? AND c.at < ?",
     " AND (c.at > ? OR (c.at = ? AND c.event_key > ?))",
+    " AND c.at >= ? AND (c.at > ? OR (c.at = ? AND c.event_key > ?))",
+    " AND (c.at, c.event_key) > (?, ?)",
     " AND c.link = ?",
     " AND c.link IN (SELECT link_id FROM link_tag WHERE tag = ?)",
     " AND c.link IN (SELECT id FROM url_map WHERE creator_kind = ? AND creator_id = ?)",

@@ -16,6 +16,7 @@ mod event_insert;
 mod events;
 mod first_start;
 mod hardening;
+mod health;
 mod hosts;
 mod i18n;
 mod links;

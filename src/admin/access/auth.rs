@@ -47,6 +47,8 @@ pub struct CurrentUser {
     pub tz: chrono_tz::Tz,
     /// The language pages show this user (their choice, else their browser's).
     pub lang: Lang,
+    /// The default domain's trouble, if any (a banner on every page).
+    pub alert: Option<crate::state::DomainAlert>,
     session: Session,
 }
 
@@ -115,7 +117,14 @@ impl FromRequest for CurrentUser {
             .flatten();
         Box::pin(async move {
             let state = state.expect("AppState is registered");
-            match signed_in_user(&state.core.db, session, state.core.settings.timezone).await {
+            let alert = state
+                .core
+                .domain_alert
+                .read()
+                .map(|alert| alert.clone())
+                .unwrap_or_default();
+            match signed_in_user(&state.core.db, session, state.core.settings.timezone, alert).await
+            {
                 Err(AdminError::SignedOut) => Err(match asked {
                     Some(path) => AdminError::SignedOutFrom(path),
                     None => AdminError::SignedOut,
@@ -130,6 +139,7 @@ async fn signed_in_user(
     db: &DatabaseConnection,
     session: Session,
     default_tz: chrono_tz::Tz,
+    alert: Option<crate::state::DomainAlert>,
 ) -> Result<CurrentUser, AdminError> {
     let read = |key| {
         session
@@ -175,6 +185,7 @@ async fn signed_in_user(
         shown: user.shown_name().to_owned(),
         name: user.username,
         csrf,
+        alert,
         session,
     })
 }
@@ -413,6 +424,7 @@ impl Frame {
             undo: None,
             copy: None,
             section,
+            alert: user.alert.clone(),
         }
     }
 }

@@ -202,9 +202,10 @@ pub fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
         LinkError::CodeTaken(_) | LinkError::InvalidCode(_) | LinkError::CustomWithoutCode => {
             "code"
         }
-        LinkError::UnknownDomain(_) | LinkError::DomainDisabled(_) | LinkError::NoDefaultDomain => {
-            "domain"
-        }
+        LinkError::UnknownDomain(_)
+        | LinkError::DomainDisabled(_)
+        | LinkError::DomainStandby(_)
+        | LinkError::NoDefaultDomain => "domain",
         LinkError::ExpiryInPast(_) => "expires",
         LinkError::OpensAfterExpiry(_) => "valid_from",
         LinkError::DescriptionTooLong(_) => "description",

@@ -29,6 +29,10 @@ pub struct Model {
     pub in_app_page: Option<String>,
     /// Where its disabled, expired and used-up links send visitors, unless a link has its own.
     pub fallback_url: Option<String>,
+    /// Active, but takes no new links until it is the default: where fail-over rotates to.
+    pub standby: bool,
+    /// What happens when this default domain is found blocked: `off`, `confirm`, `auto`.
+    pub failover: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

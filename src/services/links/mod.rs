@@ -44,6 +44,10 @@ pub enum LinkError {
     UnknownDomain(String),
     #[error("the domain '{0}' is disabled; choose an active domain")]
     DomainDisabled(String),
+    #[error(
+        "the domain '{0}' is a standby: it takes new links once it is the default; choose another domain"
+    )]
+    DomainStandby(String),
     #[error("no default domain is configured; add one with: inklink domain add HOST --default")]
     NoDefaultDomain,
     #[error("the expiry {0} is in the past; choose a later date and time")]
@@ -287,6 +291,9 @@ async fn resolve_domain(
     };
     if domain.status != DomainStatus::Active {
         return Err(LinkError::DomainDisabled(domain.host));
+    }
+    if domain.standby {
+        return Err(LinkError::DomainStandby(domain.host));
     }
     Ok(domain)
 }

@@ -57,11 +57,11 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
         Ok(EventType::DomainSuspect) => "Domain {code} may be blocked: {reason}",
         Ok(EventType::DomainBlocked) => "Domain {code} is blocked: {reason}",
         Ok(EventType::DomainRecovered) => "Domain {code} is reachable again",
-        Ok(EventType::DomainRotated) => "Default domain rotated to {code} by {by}",
+        Ok(EventType::DomainRotated) => "Domain {code} rotated away by {by}",
         Ok(EventType::LinkClicked) => "Clicks",
         Err(_) => "Test message from inklink (sent by {by})",
     };
-    let reason = data["reason"].as_str().unwrap_or("");
+    let reason = lang.say(state["reason"].as_str().unwrap_or(""));
     format!(
         "- {}",
         lang.fill(
@@ -70,7 +70,7 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
                 ("code", target),
                 ("by", by),
                 ("url", url),
-                ("reason", reason)
+                ("reason", &reason)
             ]
         )
     )

@@ -1,0 +1,433 @@
+//! Domain health (issue 42) against local doubles: a checker that can be switched to
+//! "blocked" or to nonsense, a port nobody answers on, the servers' own /healthz. The state
+//! machine with hysteresis, alerts (audit log, webhook, banner), recovery, and fail-over with
+//! two instances: `auto` rotates once to a healthy standby, skipping a blocked one; `confirm`
+//! only alerts.
+
+use crate::api::Api;
+use crate::support::{TestApp, TestDb, spawn_on};
+use crate::webhooks::Receiver;
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use inklink::rules::Role;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const TRUTHFUL: u8 = 0;
+const FAILING: u8 = 1;
+const HTML: u8 = 2;
+
+/// A checking service: `GET /check?url=…` answers `{"blocked": true}` for the hosts listed.
+struct Checker {
+    port: u16,
+    blocked: Arc<Mutex<HashSet<String>>>,
+    mode: Arc<AtomicU8>,
+}
+
+impl Checker {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let blocked: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let mode = Arc::new(AtomicU8::new(TRUTHFUL));
+        let (b, m) = (blocked.clone(), mode.clone());
+        let server = HttpServer::new(move || {
+            let (blocked, mode) = (b.clone(), m.clone());
+            App::new().default_service(web::to(move |req: HttpRequest| {
+                let (blocked, mode) = (blocked.clone(), mode.clone());
+                async move {
+                    let query: Vec<(String, String)> =
+                        url::form_urlencoded::parse(req.query_string().as_bytes())
+                            .into_owned()
+                            .collect();
+                    let asked = query
+                        .iter()
+                        .find(|(k, _)| k == "url")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                    let host = url::Url::parse(&asked)
+                        .ok()
+                        .map(|u| match u.port() {
+                            Some(port) => format!("{}:{port}", u.host_str().unwrap_or("")),
+                            None => u.host_str().unwrap_or("").to_owned(),
+                        })
+                        .unwrap_or_default();
+                    match mode.load(SeqCst) {
+                        FAILING => HttpResponse::InternalServerError().body("oops"),
+                        HTML => HttpResponse::Ok()
+                            .content_type("application/json")
+                            .body("<html>blocked</html>"),
+                        _ => HttpResponse::Ok()
+                            .json(json!({"blocked": blocked.lock().unwrap().contains(&host)})),
+                    }
+                }
+            }))
+        })
+        .workers(1)
+        .listen(listener)
+        .unwrap()
+        .run();
+        actix_web::rt::spawn(server);
+        Self {
+            port,
+            blocked,
+            mode,
+        }
+    }
+
+    fn template(&self) -> String {
+        format!("http://127.0.0.1:{}/check?url={{url}}", self.port)
+    }
+
+    fn block(&self, host: &str) {
+        self.blocked.lock().unwrap().insert(host.to_owned());
+    }
+
+    fn unblock(&self, host: &str) {
+        self.blocked.lock().unwrap().remove(host);
+    }
+}
+
+/// Flags for quick checks: every second, blocked after 2 failures of the last 3.
+fn flags(checker: &Checker, extra: &[&str]) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--domain-check-interval",
+        "1",
+        "--domain-blocked-after",
+        "2",
+        "--domain-check-window",
+        "3",
+        "--domain-failover-quiet",
+        "3600",
+        "--webhook-allow-private",
+        "true",
+        "--webhook-retry-seconds",
+        "1",
+        "--domain-checker-url",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    flags.push(checker.template());
+    flags.extend(extra.iter().map(|s| s.to_string()));
+    flags
+}
+
+async fn spawn(db: Arc<TestDb>, flags: &[String]) -> TestApp {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    spawn_on(db, &flags).await
+}
+
+async fn domains(api: &Api<'_>) -> Vec<Value> {
+    let listed = api.call("GET", "/api/v1/domains", None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    listed.body.as_array().unwrap().clone()
+}
+
+async fn health_of(api: &Api<'_>, host: &str) -> Value {
+    domains(api)
+        .await
+        .into_iter()
+        .find(|d| d["host"] == host)
+        .unwrap_or_else(|| panic!("no domain {host}"))
+}
+
+async fn wait_state(api: &Api<'_>, host: &str, state: &str, secs: u64) -> Value {
+    for _ in 0..secs * 5 {
+        let domain = health_of(api, host).await;
+        if domain["health"]["state"] == state {
+            return domain;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!(
+        "{host} did not become {state}: {}",
+        health_of(api, host).await
+    );
+}
+
+async fn audit_actions(
+    app: &TestApp,
+    action: &str,
+) -> Vec<inklink::db::entities::audit_log::Model> {
+    inklink::services::audit::list(
+        &app.core.db,
+        &inklink::services::audit::AuditFilter {
+            action: Some(action.to_owned()),
+            ..Default::default()
+        },
+        1000,
+    )
+    .await
+    .unwrap()
+}
+
+#[actix_web::test]
+async fn states_follow_the_checks_with_hysteresis_alert_and_recover() {
+    let checker = Checker::start().await;
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn(db.clone(), &flags(&checker, &[])).await;
+    let admin = Api::with_role(&app, "ops", Role::Admin).await;
+    let receiver = Receiver::start().await;
+    let hook = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": receiver.url("/alerts"), "events": ["domain.suspect", "domain.blocked", "domain.recovered"]})),
+        )
+        .await;
+    assert_eq!(hook.status, 201, "{}", hook.body);
+    let default = format!("localhost:{}", app.port);
+    // A domain nobody answers on fails reachability: suspect, then blocked.
+    let added = inklink::services::domains::add(
+        &app.core.db,
+        &inklink::rules::DomainHost::parse("127.0.0.1:9").unwrap(),
+        inklink::rules::Protocol::Http,
+        false,
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let dead = wait_state(&admin, &added.host, "blocked", 20).await;
+    assert!(
+        dead["health"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1"),
+        "{dead}"
+    );
+    let healthy = wait_state(&admin, &default, "healthy", 10).await;
+    assert!(healthy["health"]["checked_at"].is_string(), "{healthy}");
+
+    // The checker says blocked: one failure is suspect (no banner yet is blocked), two are
+    // blocked; the banner and the alerts follow.
+    checker.block(&default);
+    wait_state(&admin, &default, "suspect", 10).await;
+    let blocked = wait_state(&admin, &default, "blocked", 10).await;
+    assert!(
+        blocked["health"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the checker says"),
+        "{blocked}"
+    );
+    assert_eq!(blocked["is_default"], true, "policy off: nothing rotates");
+    receiver
+        .wait_for(20, "domain.blocked", |got| {
+            got.iter()
+                .any(|m| m.body.contains("domain.blocked") && m.body.contains(&default))
+        })
+        .await;
+    let mut browser = crate::admin::signed_in_admin(&app).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let page = browser.get("/admin/links").await;
+    assert!(
+        page.body.contains("alert-banner") && page.body.contains(&default),
+        "{}",
+        page.body
+    );
+    let domains_page = browser.get("/admin/domains").await;
+    assert!(
+        domains_page.body.contains("health-blocked"),
+        "{}",
+        domains_page.body
+    );
+
+    // A checker that fails or answers nonsense cannot tell: never blocked by it.
+    checker.unblock(&default);
+    wait_state(&admin, &default, "healthy", 15).await;
+    receiver
+        .wait_for(20, "domain.recovered", |got| {
+            got.iter().any(|m| m.body.contains("domain.recovered"))
+        })
+        .await;
+    checker.block(&default);
+    for mode in [FAILING, HTML] {
+        checker.mode.store(mode, SeqCst);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let still = health_of(&admin, &default).await;
+        assert_eq!(still["health"]["state"], "healthy", "{still}");
+    }
+    checker.mode.store(TRUTHFUL, SeqCst);
+    let page = browser.get("/admin/links").await;
+    assert!(!page.body.contains("alert-banner"));
+    assert!(!audit_actions(&app, "domain.blocked").await.is_empty());
+    assert!(!audit_actions(&app, "domain.recovered").await.is_empty());
+}
+
+#[actix_web::test]
+async fn auto_fail_over_rotates_once_to_a_healthy_standby_with_two_instances() {
+    let checker = Checker::start().await;
+    let db = Arc::new(TestDb::create().await);
+    let a = spawn(db.clone(), &flags(&checker, &[])).await;
+    let b = spawn(db.clone(), &flags(&checker, &[])).await;
+    let admin = Api::with_role(&a, "ops", Role::Admin).await;
+    let default = format!("localhost:{}", a.port);
+    let blocked_standby = format!("127.0.0.1:{}", a.port);
+    let good_standby = format!("localhost:{}", b.port);
+    for host in [&blocked_standby, &good_standby] {
+        inklink::services::domains::add(
+            &a.core.db,
+            &inklink::rules::DomainHost::parse(host).unwrap(),
+            inklink::rules::Protocol::Http,
+            false,
+            &inklink::services::Actor::Cli,
+        )
+        .await
+        .unwrap();
+        let made = admin
+            .call(
+                "PATCH",
+                &format!("/api/v1/domains/{host}"),
+                Some(json!({"standby": true})),
+            )
+            .await;
+        assert_eq!(made.status, 200, "{}", made.body);
+        assert_eq!(made.body["standby"], true);
+    }
+    let policy = admin
+        .call(
+            "PATCH",
+            &format!("/api/v1/domains/{default}"),
+            Some(json!({"failover": "auto"})),
+        )
+        .await;
+    assert_eq!(policy.body["failover"], "auto", "{}", policy.body);
+    // A standby takes no new links.
+    let refused = admin
+        .call(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/x", "domain": good_standby})),
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let bad = admin
+        .call(
+            "PATCH",
+            &format!("/api/v1/domains/{default}"),
+            Some(json!({"failover": "sometimes"})),
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    let operator = Api::with_role(&a, "op", Role::Operator).await;
+    let forbidden = operator
+        .call(
+            "PATCH",
+            &format!("/api/v1/domains/{default}"),
+            Some(json!({"standby": true})),
+        )
+        .await;
+    assert_eq!(forbidden.status, 403);
+
+    checker.block(&blocked_standby);
+    wait_state(&admin, &good_standby, "healthy", 10).await;
+    wait_state(&admin, &blocked_standby, "blocked", 10).await;
+    checker.block(&default);
+    // Blocked within two checks, rotated at once: the healthy standby is the default.
+    let mut now_default = String::new();
+    for _ in 0..75 {
+        let all = domains(&admin).await;
+        if let Some(d) = all.iter().find(|d| d["is_default"] == true) {
+            now_default = d["host"].as_str().unwrap().to_owned();
+            if now_default != default {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(now_default, good_standby, "rotated to the healthy standby");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rotations = audit_actions(&a, "domain.rotate").await;
+    assert_eq!(rotations.len(), 1, "exactly one rotation");
+    assert_eq!(rotations[0].actor, "system");
+    assert!(
+        rotations[0]
+            .after_state
+            .as_deref()
+            .unwrap_or("")
+            .contains("health check"),
+        "{:?}",
+        rotations[0].after_state
+    );
+    let old = health_of(&admin, &default).await;
+    assert_eq!(old["replaced_by"], good_standby.as_str());
+    let new = health_of(&admin, &good_standby).await;
+    assert_eq!(new["standby"], false, "the new default takes links");
+    drop(b);
+}
+
+#[actix_web::test]
+async fn confirm_only_alerts_and_the_cli_reports_the_checks() {
+    let checker = Checker::start().await;
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn(db.clone(), &flags(&checker, &[])).await;
+    let admin = Api::with_role(&app, "ops", Role::Admin).await;
+    let default = format!("localhost:{}", app.port);
+    let standby = format!("127.0.0.1:{}", app.port);
+    inklink::services::domains::add(
+        &app.core.db,
+        &inklink::rules::DomainHost::parse(&standby).unwrap(),
+        inklink::rules::Protocol::Http,
+        false,
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let out = crate::cli::ok(
+        crate::cli::inklink_live(&db, &["domain", "set", &standby, "--standby", "true"]).await,
+    );
+    assert!(out.contains("standby yes"), "{out}");
+    let out = crate::cli::ok(
+        crate::cli::inklink_live(&db, &["domain", "set", &default, "--failover", "confirm"]).await,
+    );
+    assert!(out.contains("fail-over confirm"), "{out}");
+    wait_state(&admin, &standby, "healthy", 10).await;
+    checker.block(&default);
+    wait_state(&admin, &default, "blocked", 10).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        health_of(&admin, &default).await["is_default"],
+        true,
+        "confirm never rotates"
+    );
+    assert!(audit_actions(&app, "domain.rotate").await.is_empty());
+    let listed = crate::cli::ok(crate::cli::inklink_live(&db, &["domain", "list", "--json"]).await);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["host"] == default)
+        .unwrap()
+        .clone();
+    assert_eq!(row["health"]["state"], "blocked", "{row}");
+    assert_eq!(row["failover"], "confirm");
+    let checked = crate::cli::inklink_live(
+        &db,
+        &[
+            "domain",
+            "check",
+            &default,
+            "--domain-checker-url",
+            &checker.template(),
+            "--webhook-allow-private",
+            "true",
+        ],
+    )
+    .await;
+    let checked = crate::cli::ok(checked);
+    assert!(checked.contains("reachability: passed"), "{checked}");
+    assert!(checked.contains("checker: FAILED"), "{checked}");
+    let bad =
+        crate::cli::inklink_live(&db, &["domain", "set", &default, "--failover", "maybe"]).await;
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr.contains("off, confirm or auto"),
+        "{}",
+        bad.stderr
+    );
+}
