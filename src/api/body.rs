@@ -24,6 +24,16 @@ fn field_of(path: &serde_path_to_error::Path) -> Option<String> {
     (path != ".").then_some(path)
 }
 
+/// [`parse_json`] for a body that must be a JSON object: serde would also read a struct from
+/// an array of its fields in order (`[null, null]`), which no client means.
+pub fn parse_object<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = parse_json(body)?;
+    if !value.is_object() {
+        return Err(ApiError::bad("the JSON body must be an object", None));
+    }
+    parse_json(body)
+}
+
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad("the request needs a JSON body", None));
