@@ -766,6 +766,26 @@ async fn internal_addresses_are_refused_unless_allowed() {
         .call("POST", "/api/v1/webhooks", Some(json!({"url": 5})))
         .await;
     assert_eq!(bad.status, 400);
+    // An array of the fields in order is no object (serde would read it as one).
+    let array = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!([
+                "https://example.com/",
+                ["link.created"],
+                null,
+                null,
+                null
+            ])),
+        )
+        .await;
+    assert_eq!(array.status, 400, "{}", array.body);
+    let domain = format!("/api/v1/domains/localhost:{}", app.port);
+    let patched = admin
+        .call("PATCH", &domain, Some(json!([null, null])))
+        .await;
+    assert_eq!(patched.status, 400, "{}", patched.body);
     assert_eq!(
         admin.call("GET", "/api/v1/webhooks/99", None).await.status,
         404
