@@ -121,6 +121,76 @@ pub struct Settings {
     #[arg(long = "require-2fa", env = "INKLINK_REQUIRE_2FA", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
     pub require_2fa: bool,
 
+    /// Single sign-on: the OpenID Connect provider's issuer URL (Keycloak, Authing, Azure AD,
+    /// Google Workspace, Feishu/Lark…), such as https://id.example.com/realms/acme. The sign-in
+    /// page then offers "Sign in with …". http:// is accepted only on a loopback address
+    #[arg(long, env = "INKLINK_OIDC_ISSUER", value_parser = oidc_issuer, global = true)]
+    pub oidc_issuer: Option<crate::rules::oidc::Issuer>,
+
+    /// Single sign-on: the client id inklink is registered under at the provider (its
+    /// redirect URI is https://ADMIN-HOST/admin/sso/callback)
+    #[arg(long, env = "INKLINK_OIDC_CLIENT_ID", global = true)]
+    pub oidc_client_id: Option<String>,
+
+    /// Single sign-on: the client secret the provider gave inklink
+    #[arg(
+        long,
+        env = "INKLINK_OIDC_CLIENT_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub oidc_client_secret: Option<String>,
+
+    /// Single sign-on: the name on the sign-in button (default: the issuer's host)
+    #[arg(long, env = "INKLINK_OIDC_NAME", global = true)]
+    pub oidc_name: Option<String>,
+
+    /// Single sign-on: a person's first sign-in through the provider creates their user (an
+    /// operator unless INKLINK_OIDC_ADMIN_VALUES says admin). Off: only users an admin linked
+    /// (`inklink user link-sso`) may sign in through the provider
+    #[arg(long, env = "INKLINK_OIDC_CREATE_USERS", default_value_t = false, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub oidc_create_users: bool,
+
+    /// Single sign-on: the ID token claim that carries a person's groups or roles
+    #[arg(
+        long,
+        env = "INKLINK_OIDC_ROLE_CLAIM",
+        default_value = "groups",
+        global = true
+    )]
+    pub oidc_role_claim: String,
+
+    /// Single sign-on: values of the role claim (comma-separated) that make a person an admin;
+    /// everyone else is an operator. Applied at every sign-in through the provider. Unset:
+    /// roles are managed in inklink only
+    #[arg(
+        long,
+        env = "INKLINK_OIDC_ADMIN_VALUES",
+        default_value = "",
+        global = true
+    )]
+    pub oidc_admin_values: String,
+
+    /// The admin UI's public address for the provider's redirect, such as
+    /// https://admin.example.com (default: the scheme and host the sign-in was started on)
+    #[arg(long, env = "INKLINK_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
+
+    /// Sign-in with a password. Off (with single sign-on set up): only the break-glass users
+    /// (INKLINK_BREAK_GLASS_USERS) may sign in with a password; everyone else uses the provider
+    #[arg(long, env = "INKLINK_PASSWORD_SIGNIN", default_value_t = true, action = ArgAction::Set, value_parser = BoolishValueParser::new(), global = true)]
+    pub password_signin: bool,
+
+    /// Users (comma-separated) who may still sign in with a password when
+    /// INKLINK_PASSWORD_SIGNIN is off, for when the provider is down
+    #[arg(
+        long,
+        env = "INKLINK_BREAK_GLASS_USERS",
+        default_value = "admin",
+        global = true
+    )]
+    pub break_glass_users: String,
+
     /// MaxMind-format city database (.mmdb: GeoLite2-City, DB-IP City Lite) for the country,
     /// province and city of clicks; re-read when the file changes. Unset: geo fields stay empty
     #[arg(long, env = "INKLINK_GEOIP_DB", global = true)]
@@ -412,6 +482,10 @@ fn database_url(value: &str) -> Result<String, String> {
                 .to_owned(),
         ),
     }
+}
+
+fn oidc_issuer(value: &str) -> Result<crate::rules::oidc::Issuer, String> {
+    crate::rules::oidc::Issuer::parse(value).map_err(|err| err.to_string())
 }
 
 fn time_zone(value: &str) -> Result<chrono_tz::Tz, String> {

@@ -3,6 +3,11 @@
 
 use sha2::{Digest, Sha256};
 
+/// Whether `a` equals `b`, in a time that does not tell how much of them matched (tokens).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes

@@ -49,6 +49,8 @@ pub enum StartupError {
     NoDatabase { path: String, url: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("single sign-on: {0}")]
+    SingleSignOn(String),
 }
 
 fn listen_failure(cause: &std::io::Error) -> String {
@@ -119,7 +121,9 @@ pub async fn open(settings: Settings) -> Result<Inklink, StartupError> {
         &crate::digest::derive_key(secret.as_bytes(), b"inklink/recipient-param")[..16],
     );
     let totp_key = crate::digest::derive_key(secret.as_bytes(), b"inklink/totp-seal");
+    let sso = crate::services::sso::provider(&settings).map_err(StartupError::SingleSignOn)?;
     Ok(Inklink {
+        sso,
         db,
         cookie_key,
         visitor_key,

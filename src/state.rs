@@ -37,6 +37,8 @@ pub struct Inklink {
     /// The default domain's health when it is not healthy: every admin page shows it.
     /// Refreshed by each instance's health task from the database.
     pub domain_alert: std::sync::RwLock<Option<DomainAlert>>,
+    /// The single sign-on provider, when one is set up (`INKLINK_OIDC_ISSUER`).
+    pub sso: Option<crate::net::oidc::Provider>,
 }
 
 /// A default domain that probes found suspect or blocked.

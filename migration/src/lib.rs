@@ -30,6 +30,7 @@ mod m20261126_000024_two_factor;
 mod m20261126_000025_display_names;
 mod m20261126_000026_webhooks;
 mod m20261126_000027_domain_health;
+mod m20261126_000028_single_sign_on;
 
 pub struct Migrator;
 
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000025_display_names::Migration),
             Box::new(m20261126_000026_webhooks::Migration),
             Box::new(m20261126_000027_domain_health::Migration),
+            Box::new(m20261126_000028_single_sign_on::Migration),
         ]
     }
 }

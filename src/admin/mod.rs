@@ -17,7 +17,7 @@ pub mod webhooks;
 
 use crate::net::hosts::AdminHosts;
 use access::session_store::DbSessionStore;
-use access::{account, auth, keys, second_factor, users};
+use access::{account, auth, keys, second_factor, sso, users};
 use actix_session::SessionMiddleware;
 use actix_session::config::{PersistentSession, TtlExtensionPolicy};
 use actix_web::cookie::{Key, SameSite};
@@ -99,6 +99,8 @@ pub fn routes(
             .route("/login/code", web::post().to(second_factor::code_submit))
             .route("/login/enrol", web::get().to(second_factor::enrol_form))
             .route("/login/enrol", web::post().to(second_factor::enrol_submit))
+            .route("/sso", web::get().to(sso::start))
+            .route("/sso/callback", web::get().to(sso::callback))
             .route("/logout", web::post().to(auth::logout))
             .route("/links", web::get().to(links::list))
             .route("/links", web::post().to(links::create))

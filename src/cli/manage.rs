@@ -446,6 +446,14 @@ pub async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
             );
             return Ok(());
         }
+        UserAction::LinkSso { name, subject } => {
+            let name = Username::parse(&name)?;
+            crate::services::sso::link(core, core.sso.as_ref(), &name, &subject, &Actor::Cli)
+                .await
+                .with_context(|| format!("cannot link {name}"))?;
+            say!("{name} signs in through single sign-on as the subject {subject}");
+            return Ok(());
+        }
         UserAction::Disable { name } => (find(name).await?, UserChange::Disable, "disabled"),
         UserAction::Enable { name } => (find(name).await?, UserChange::Enable, "enabled"),
         UserAction::Role { name, role } => {

@@ -248,6 +248,9 @@ pub enum UserAction {
         #[arg(value_enum)]
         role: Role,
     },
+    /// Let a user sign in through the single sign-on provider: link them to the provider's
+    /// subject for them (its stable id of the person, the ID token's `sub`; not an e-mail)
+    LinkSso { name: String, subject: String },
 }
 
 // Parsed once per run: the size of a variant costs nothing.
@@ -496,7 +499,8 @@ async fn user(core: &Inklink, action: UserAction) -> anyhow::Result<()> {
         UserAction::List { .. }
         | UserAction::Disable { .. }
         | UserAction::Enable { .. }
-        | UserAction::Role { .. } => return manage::user(core, action).await,
+        | UserAction::Role { .. }
+        | UserAction::LinkSso { .. } => return manage::user(core, action).await,
         UserAction::Add { name, role } => {
             let name = Username::parse(&name)?;
             let password = read_password()?;

@@ -1,10 +1,12 @@
 //! Network facts about a request, below both configuration and the web layer: who the client
 //! is (`client`), which hosts the admin front ends answer on (`hosts`), and per-caller rate
-//! limits (`rate_limit`), and requests inklink sends (`outbound`).
+//! limits (`rate_limit`), and requests inklink sends (`outbound`, and to a single sign-on
+//! provider, `oidc`).
 
 pub mod client;
 pub mod download;
 pub mod hosts;
+pub mod oidc;
 pub mod outbound;
 pub mod rate_limit;
 pub mod upload;

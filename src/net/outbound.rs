@@ -152,11 +152,22 @@ impl Outbound {
         headers: &[(&str, String)],
         body: Vec<u8>,
     ) -> Result<Answer, OutboundError> {
+        self.post(url, "application/json", headers, body).await
+    }
+
+    /// POSTs `body` of `content_type` with `headers`, within the timeout.
+    pub async fn post(
+        &self,
+        url: &url::Url,
+        content_type: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<Answer, OutboundError> {
         check_host(url, self.allow_internal)?;
         let mut request = self
             .client
             .post(url.as_str())
-            .insert_header(("content-type", "application/json"));
+            .insert_header(("content-type", content_type));
         for (name, value) in headers {
             request = request.insert_header((*name, value.as_str()));
         }

@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod codes;
 pub mod health;
 pub mod host;
+pub mod oidc;
 pub mod outcome;
 pub mod phone;
 pub mod redirect_status;

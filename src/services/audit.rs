@@ -66,7 +66,7 @@ impl Actor {
 
 /// Every action the log records, with what it means to a person (the admin UI shows the
 /// words, translated; filters and the API keep the identifiers).
-pub const ACTIONS: [(&str, &str); 36] = [
+pub const ACTIONS: [(&str, &str); 37] = [
     ("link.create", "Link created"),
     ("link.edit", "Link edited"),
     ("link.tags", "Link's tags changed"),
@@ -98,6 +98,7 @@ pub const ACTIONS: [(&str, &str); 36] = [
         "user.two_factor_reset",
         "Two-factor sign-in reset by an admin",
     ),
+    ("user.link_sso", "Single sign-on account linked"),
     ("api_key.create", "API key created"),
     ("api_key.revoke", "API key revoked"),
     ("batch.create", "Batch created"),

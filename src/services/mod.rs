@@ -11,6 +11,7 @@ pub mod outbox;
 pub mod secret;
 pub mod signin;
 pub mod sms;
+pub mod sso;
 pub mod tags;
 pub mod two_factor;
 pub mod users;

@@ -45,6 +45,9 @@ pub enum SignInError {
     Invalid,
     #[error("too many failed sign-ins; try again in {minutes} minutes")]
     Throttled { minutes: i64 },
+    /// `INKLINK_PASSWORD_SIGNIN` is off and the name is not a break-glass user's.
+    #[error("sign-in with a password is turned off; use single sign-on")]
+    PasswordOff,
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }

@@ -4,7 +4,7 @@
 //! Needs Debian's chromium and chromium-driver. Without them the tests say so and pass, except
 //! under CI (CI=true), where a missing browser is a failure.
 
-use crate::support::{TestApp, spawn_app};
+use crate::support::{TestApp, spawn_app, spawn_app_with};
 use fantoccini::wd::Capabilities;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -1148,6 +1148,58 @@ async fn a_person_enrols_an_authenticator_and_signs_in_with_a_second_factor_in_b
     click(&chinese, "form button[type=submit]").await;
     wait_for_text(&chinese, "退出登录").await;
     chinese.close().await.unwrap();
+}
+
+/// Issue 43: a person signs in through the single sign-on provider (the real local
+/// `oidc-provider-mock`), from the English and from the Chinese sign-in page.
+#[actix_web::test]
+async fn a_person_signs_in_through_the_single_sign_on_provider_in_both_languages() {
+    use crate::sso::{RealProvider, sso_flags};
+    let Some(driver) = chromedriver() else { return };
+    let Some(provider) = RealProvider::start().await else {
+        return;
+    };
+    let app = spawn_app_with(&sso_flags(
+        &provider.issuer,
+        &["--oidc-create-users", "true"],
+    ))
+    .await;
+    provider
+        .person(
+            "zhang-3",
+            serde_json::json!({"preferred_username": "zhang", "name": "张三"}),
+        )
+        .await;
+    for (language, button, signed_in) in [
+        ("en", "Sign in with Acme ID", "Sign out"),
+        ("zh-CN", "使用 Acme ID 登录", "退出登录"),
+    ] {
+        // The English window has the driver's own profile, the Chinese one the profile whose
+        // language is set.
+        let client = match language {
+            "en" => open_browser(&driver).await,
+            _ => open_browser_as(&driver, "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", language).await,
+        };
+        client.goto(&app.url("/admin/links")).await.unwrap();
+        wait_for_text(&client, button).await;
+        if language == "zh-CN" {
+            let stray = latin_words(&client).await;
+            assert!(
+                stray.iter().all(|word| word == "Acme" || word == "ID"),
+                "only the provider's name is not Chinese: {stray:?}"
+            );
+            screenshot(&client, "sso-login-zh").await;
+        }
+        click(&client, "a.sso").await;
+        wait_for_text(&client, "Authorize Client").await;
+        fill(&client, "input[name=sub]", "zhang-3").await;
+        click(&client, "form button[type=submit]").await;
+        wait_for_text(&client, signed_in).await;
+        assert_eq!(client.current_url().await.unwrap().path(), "/admin/links");
+        let page = wait_for_text(&client, "张三").await;
+        assert!(page.contains("张三"), "greeted by the provider's name");
+        client.close().await.unwrap();
+    }
 }
 
 /// Issue 40: the UTM builder shows the final target as the parameters are typed.

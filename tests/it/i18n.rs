@@ -7,6 +7,16 @@ use std::path::{Path, PathBuf};
 
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
+    // Single sign-on: SQL, a lock's expectation, protocol values, and a start-up error (the
+    // CLI speaks English).
+    "DELETE FROM sso_state WHERE expires_at < ?",
+    "INSERT INTO sso_state (digest, expires_at) VALUES (?, ?)",
+    "SELECT user_id FROM user_identity WHERE issuer = ? AND subject = ?",
+    "INSERT INTO user_identity (issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?)",
+    "not poisoned",
+    "openid profile email",
+    "Basic {}",
+    "INKLINK_OIDC_ISSUER is set but INKLINK_OIDC_CLIENT_ID is not",
     "INSERT INTO domain_change (domain_id, at, state, reason) VALUES (?, ?, ?, ?)",
     "DELETE FROM domain_change WHERE at < ?",
     "health check",

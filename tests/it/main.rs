@@ -23,6 +23,7 @@ mod links;
 mod redirect;
 mod rules;
 mod sms;
+mod sso;
 mod support;
 mod tags;
 mod two_factor;

@@ -4,10 +4,12 @@
 use super::pending::{self, Step};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
+use crate::digest::constant_time_eq;
 use crate::i18n::Lang;
 use crate::rules::Role;
 use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
+use crate::services::sso::password_allowed;
 use crate::services::{Actor, Principal};
 use crate::state::AppState;
 use actix_session::{Session, SessionExt};
@@ -98,10 +100,6 @@ impl CurrentUser {
             role: self.role,
         })
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl FromRequest for CurrentUser {
@@ -218,6 +216,11 @@ struct LoginPage<'a> {
     error: Option<&'a str>,
     /// The admin page to go to after signing in.
     next: &'a str,
+    /// The single sign-on provider's name, when one is set up.
+    sso: Option<&'a str>,
+    /// Whether everyone may sign in with a password (else only break-glass users, behind a
+    /// fold).
+    passwords: bool,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -283,16 +286,30 @@ pub async fn login_form(
     state: web::Data<AppState>,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, AdminError> {
+    login_answer(&req, &state, StatusCode::OK, "", None, &query.next)
+}
+
+/// The sign-in page (with `error`, if any), and the cookie its form's token travels in.
+pub(super) fn login_answer(
+    req: &HttpRequest,
+    state: &AppState,
+    status: StatusCode,
+    username: &str,
+    error: Option<&str>,
+    next: &str,
+) -> Result<HttpResponse, AdminError> {
     let key = Key::from(&state.core.cookie_key);
-    let token = login_token(&req, &key).unwrap_or_else(|| random_hex(32));
+    let token = login_token(req, &key).unwrap_or_else(|| random_hex(32));
     let mut response = render(
-        StatusCode::OK,
+        status,
         &LoginPage {
             lang: Lang::current(),
             csrf: &token,
-            username: "",
-            error: None,
-            next: crate::admin::pages::local_next(&query.next).unwrap_or(""),
+            username,
+            error,
+            next: crate::admin::pages::local_next(next).unwrap_or(""),
+            sso: state.core.sso.as_ref().map(|sso| sso.name.as_str()),
+            passwords: state.core.settings.password_signin,
         },
     );
     let cookie = login_cookie(&token, &key, state.core.settings.secure_cookie);
@@ -317,42 +334,53 @@ pub async fn login(
     state: web::Data<AppState>,
     form: web::Form<LoginForm>,
 ) -> Result<HttpResponse, AdminError> {
-    let key = Key::from(&state.core.cookie_key);
-    let csrf = posted_login_token(&req, &state, &form.csrf)?;
+    posted_login_token(&req, &state, &form.csrf)?;
     // Behind a reverse proxy the peer is the proxy; throttle by the visitor behind it.
     let ip = client_ip(&req, &state);
-    match signin::sign_in(&state.core.db, &form.username, &form.password, &ip).await {
-        Ok(user) => {
-            let next = crate::admin::pages::local_next(&form.next).unwrap_or("");
-            // The password was right; a second factor, when on (or required), comes next.
-            let step = match (user.has_second_factor(), state.core.settings.require_2fa) {
-                (true, _) => Some(Step::Code),
-                (false, true) => Some(Step::Enrol),
-                (false, false) => None,
-            };
-            match step {
-                Some(step) => pending::ask(&key, &user, step, next, &state),
-                None => start_session(&state, &session, &user, &ip, next).await,
-            }
-        }
+    let signed = match password_allowed(&state.core.settings, &form.username) {
+        true => signin::sign_in(&state.core.db, &form.username, &form.password, &ip).await,
+        false => Err(SignInError::PasswordOff),
+    };
+    match signed {
+        Ok(user) => first_factor_passed(&state, &session, &user, &ip, &form.next).await,
         Err(SignInError::Db(err)) => Err(err.into()),
         Err(err) => {
             let status = match err {
                 SignInError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+                SignInError::PasswordOff => StatusCode::FORBIDDEN,
                 _ => StatusCode::UNAUTHORIZED,
             };
-            let message = err.to_string();
-            Ok(render(
+            login_answer(
+                &req,
+                &state,
                 status,
-                &LoginPage {
-                    lang: Lang::current(),
-                    csrf: &csrf,
-                    username: &form.username,
-                    error: Some(&message),
-                    next: crate::admin::pages::local_next(&form.next).unwrap_or(""),
-                },
-            ))
+                &form.username,
+                Some(&err.to_string()),
+                &form.next,
+            )
         }
+    }
+}
+
+/// The password (or the single sign-on provider) said who this is: a second factor, when on
+/// (or required), comes next; else the session starts.
+pub(super) async fn first_factor_passed(
+    state: &AppState,
+    session: &Session,
+    user: &crate::db::entities::users::Model,
+    ip: &str,
+    next: &str,
+) -> Result<HttpResponse, AdminError> {
+    let key = Key::from(&state.core.cookie_key);
+    let next = crate::admin::pages::local_next(next).unwrap_or("");
+    let step = match (user.has_second_factor(), state.core.settings.require_2fa) {
+        (true, _) => Some(Step::Code),
+        (false, true) => Some(Step::Enrol),
+        (false, false) => None,
+    };
+    match step {
+        Some(step) => pending::ask(&key, user, step, next, state),
+        None => start_session(state, session, user, ip, next).await,
     }
 }
 

@@ -6,4 +6,5 @@ pub mod keys;
 pub mod pending;
 pub mod second_factor;
 pub mod session_store;
+pub mod sso;
 pub mod users;
