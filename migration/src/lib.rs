@@ -31,6 +31,7 @@ mod m20261126_000025_display_names;
 mod m20261126_000026_webhooks;
 mod m20261126_000027_domain_health;
 mod m20261126_000028_single_sign_on;
+mod m20261126_000029_domain_filing;
 
 pub struct Migrator;
 
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000026_webhooks::Migration),
             Box::new(m20261126_000027_domain_health::Migration),
             Box::new(m20261126_000028_single_sign_on::Migration),
+            Box::new(m20261126_000029_domain_filing::Migration),
         ]
     }
 }

@@ -6,6 +6,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
+use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::{DomainHost, Protocol};
 use crate::services::domains::{self, DomainChangeError, DomainError};
 use crate::state::AppState;
@@ -33,6 +34,9 @@ pub struct Row {
     pub strip: Vec<&'static str>,
     pub standby: bool,
     pub failover: String,
+    pub icp: String,
+    /// The SMS templates that embed it, one per line.
+    pub templates: String,
 }
 
 #[derive(Template)]
@@ -101,6 +105,8 @@ async fn page(
             .collect(),
             standby: domain.standby,
             failover: domain.failover.clone(),
+            icp: domain.icp_filing.clone().unwrap_or_default(),
+            templates: domain.sms_templates.clone().unwrap_or_default(),
         })
         .collect();
     Ok(DomainsPage {
@@ -207,6 +213,7 @@ async fn confirmation(
             fields: Vec::new(),
             button: format!("Disable {}", domain.host),
             back: "/admin/domains",
+            listing: Vec::new(),
         },
         _ => {
             let Some(next) = replacement.and_then(|r| all.iter().find(|d| d.id == r)) else {
@@ -232,15 +239,46 @@ async fn confirmation(
                         "{} becomes the default domain for new links, and {} is disabled. Requests that still arrive on {} keep redirecting, so messages already sent keep working.",
                         next.host, domain.host, domain.host
                     ),
-                ],
+                ]
+                .into_iter()
+                .chain(filing_lines(domain, next))
+                .collect(),
                 action: format!("/admin/domains/{id}/rotate"),
                 fields: vec![("replacement", next.id.to_string())],
                 button: format!("Rotate to {}", next.host),
                 back: "/admin/domains",
+                listing: domains::templates_to_resubmit(domain),
             }
         }
     };
     Ok(Some(page.page()))
+}
+
+/// What a rotation from `old` to `next` asks of the sender in China: the approved SMS
+/// templates that embed the old domain (listed below these lines), and the new domain's filing.
+fn filing_lines(
+    old: &crate::db::entities::domain_conf::Model,
+    next: &crate::db::entities::domain_conf::Model,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let templates = domains::templates_to_resubmit(old).len();
+    if templates > 0 {
+        lines.push(format!(
+            "These {templates} approved SMS templates contain {old}: submit them again with {new} before the next send.",
+            old = old.host,
+            new = next.host
+        ));
+    }
+    match &next.icp_filing {
+        Some(filing) => lines.push(format!("ICP filing of {host}: {filing}", host = next.host)),
+        None if old.icp_filing.is_some() => lines.push(format!(
+            "{next} has no ICP filing number recorded ({old} had one).",
+            next = next.host,
+            old = old.host
+        )),
+        None => {}
+    }
+    lines
 }
 
 /// The page again with `message` as its error (422).
@@ -267,6 +305,9 @@ pub struct ChangeForm {
     /// For fail-over: the standby checkbox (present when ticked) and the policy.
     standby: Option<String>,
     failover: Option<String>,
+    /// For the filing: the ICP filing number and the SMS templates (one per line).
+    icp_filing: Option<String>,
+    sms_templates: Option<String>,
 }
 
 pub async fn change(
@@ -313,11 +354,22 @@ pub async fn change(
                 return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
             }
             (Some(replacement), true) => {
+                let old = domains::by_id(db).await?.remove(&id);
+                let resubmit = old
+                    .as_ref()
+                    .map_or(0, |d| domains::templates_to_resubmit(d).len());
                 domains::rotate(db, id, replacement, &actor).await.map(|d| {
-                    format!(
-                        "Rotated: links are now shown on {}; the old host keeps redirecting",
-                        d.host
-                    )
+                    match (resubmit, old) {
+                        (0, _) | (_, None) => format!(
+                            "Rotated: links are now shown on {}; the old host keeps redirecting",
+                            d.host
+                        ),
+                        (n, Some(old)) => format!(
+                            "Rotated: links are now shown on {new}; the old host keeps redirecting. Submit the {n} approved SMS templates that contain {old} again with the new domain.",
+                            new = d.host,
+                            old = old.host
+                        ),
+                    }
                 })
             }
         },
@@ -342,6 +394,19 @@ pub async fn change(
             domains::set_link_defaults(db, id, Some(in_app), Some(fallback), &actor)
                 .await
                 .map(|d| format!("Saved the link defaults of {}", d.host))
+        }
+        "filing" => {
+            let filing = IcpFiling::parse(form.icp_filing.as_deref().unwrap_or(""));
+            let templates = SmsTemplates::parse(form.sms_templates.as_deref().unwrap_or(""));
+            let (filing, templates) = match (filing, templates) {
+                (Ok(filing), Ok(templates)) => (filing, templates),
+                (Err(err), _) | (_, Err(err)) => {
+                    return refuse(&state, &user, err.to_string()).await;
+                }
+            };
+            domains::set_filing(db, id, Some(filing), Some(templates), &actor)
+                .await
+                .map(|d| format!("Saved the ICP filing and SMS templates of {}", d.host))
         }
         "failover" => {
             let failover = match form

@@ -130,6 +130,8 @@ pub struct Confirm {
     pub fields: Vec<(&'static str, String)>,
     pub button: String,
     pub back: &'static str,
+    /// What people typed, listed verbatim under the lines (never translated).
+    pub listing: Vec<String>,
 }
 
 impl Confirm {

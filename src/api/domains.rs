@@ -6,6 +6,7 @@ use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::model::{Domain, DomainHealth, PatchDomain};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::rules::DomainHost;
+use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::health::Failover;
 use crate::services::domains::{self, DomainChangeError};
 use crate::services::health::{self, Health};
@@ -32,6 +33,8 @@ fn view(d: &domain_conf::Model, hosts: &HashMap<i64, String>, health: Option<&He
         },
         standby: d.standby,
         failover: d.failover.clone(),
+        icp_filing: d.icp_filing.clone(),
+        sms_templates: domains::templates_to_resubmit(d),
     }
 }
 
@@ -91,7 +94,7 @@ pub async fn update(
             "only an admin key may change domains".into(),
         ));
     }
-    let body: PatchDomain = parse_object(&read_body(payload, 4096).await?)?;
+    let body: PatchDomain = parse_object(&read_body(payload, 32 * 1024).await?)?;
     let failover = body
         .failover
         .as_deref()
@@ -104,6 +107,42 @@ pub async fn update(
     let domain = domains::find_by_host(db, &parsed)
         .await?
         .ok_or_else(not_found)?;
+    let text =
+        |value: &Option<Option<String>>| value.as_ref().map(|v| v.clone().unwrap_or_default());
+    let filing = text(&body.icp_filing)
+        .map(|v| IcpFiling::parse(&v))
+        .transpose()
+        .map_err(|err| ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), "icp_filing"))?;
+    let templates = text(&body.sms_templates)
+        .map(|v| SmsTemplates::parse(&v))
+        .transpose()
+        .map_err(|err| {
+            ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), "sms_templates")
+        })?;
+    if filing.is_some() || templates.is_some() {
+        match domains::set_filing(db, domain.id, filing, templates, &actor).await {
+            Ok(_) => {}
+            Err(DomainChangeError::Db(err)) => return Err(ApiError::Unavailable(err)),
+            Err(DomainChangeError::NotFound) => return Err(not_found()),
+            Err(err) => {
+                return Err(ApiError::invalid(
+                    ErrorCode::InvalidValue,
+                    err.to_string(),
+                    "icp_filing",
+                ));
+            }
+        }
+    }
+    if body.standby.is_none() && failover.is_none() {
+        let all = domains::list(db).await?;
+        let changed = all
+            .iter()
+            .find(|d| d.id == domain.id)
+            .ok_or_else(not_found)?;
+        let hosts: HashMap<i64, String> = all.iter().map(|d| (d.id, d.host.clone())).collect();
+        let health = health::all(db).await?;
+        return Ok(HttpResponse::Ok().json(view(changed, &hosts, health.get(&changed.id))));
+    }
     let changed = match domains::set_failover(db, domain.id, body.standby, failover, &actor).await {
         Ok(changed) => changed,
         Err(DomainChangeError::Db(err)) => return Err(ApiError::Unavailable(err)),

@@ -498,6 +498,11 @@ pub struct Domain {
     pub standby: bool,
     /// What happens when this default domain is found blocked: off, confirm or auto.
     pub failover: String,
+    /// Its ICP filing number, as written.
+    pub icp_filing: Option<String>,
+    /// The approved SMS templates that contain this domain: to submit again when it is
+    /// rotated away.
+    pub sms_templates: Vec<String>,
 }
 
 /// A domain's health.
@@ -510,13 +515,22 @@ pub struct DomainHealth {
     pub reason: Option<String>,
 }
 
-/// A change of a domain's standby flag or fail-over policy.
+/// A change of a domain's standby flag, fail-over policy, ICP filing or SMS templates.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PatchDomain {
     pub standby: Option<bool>,
     /// off, confirm or auto.
     pub failover: Option<String>,
+    /// Its ICP filing number, such as 京ICP备12345678号-1 (null or "" clears it).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub icp_filing: Option<Option<String>>,
+    /// The approved SMS templates that contain this domain, one per line (null or "" clears
+    /// them).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub sms_templates: Option<Option<String>>,
 }
 
 /// A message to compose around a new short link.

@@ -4,6 +4,7 @@
 use super::{ApikeyAction, DomainAction, LinkAction, UserAction};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::entities::url_map::{self, LinkState};
+use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::{DomainHost, KeyName, ShortCode, Username};
 use crate::services::links::listing::{self, LinkFilter, Order, Paging};
 use crate::services::users::UserChange;
@@ -312,6 +313,17 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                 replacement.host,
                 blocked.host
             );
+            let templates = domains::templates_to_resubmit(&blocked);
+            if !templates.is_empty() {
+                say!(
+                    "submit these approved SMS templates again with {} (they contain {}):",
+                    replacement.host,
+                    blocked.host
+                );
+                for template in templates {
+                    say!("  {template}");
+                }
+            }
         }
         DomainAction::Check { host } => {
             let domain = find_domain(core, &host).await?;
@@ -349,8 +361,38 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
             fallback,
             standby,
             failover,
+            icp_filing,
+            sms_templates,
         } => {
             let domain = find_domain(core, &host).await?;
+            if icp_filing.is_some() || sms_templates.is_some() {
+                let filing = icp_filing
+                    .as_deref()
+                    .map(IcpFiling::parse)
+                    .transpose()
+                    .context("--icp-filing")?;
+                let templates = sms_templates
+                    .as_deref()
+                    .map(SmsTemplates::parse)
+                    .transpose()
+                    .context("--sms-templates")?;
+                let after =
+                    domains::set_filing(&core.db, domain.id, filing, templates, &Actor::Cli)
+                        .await?;
+                say!(
+                    "{}: ICP filing {}; {} SMS templates to submit again when it is rotated away",
+                    after.host,
+                    after.icp_filing.as_deref().unwrap_or("none"),
+                    domains::templates_to_resubmit(&after).len()
+                );
+                if in_app_page.is_none()
+                    && fallback.is_none()
+                    && standby.is_none()
+                    && failover.is_none()
+                {
+                    return Ok(());
+                }
+            }
             let failover = failover
                 .as_deref()
                 .map(crate::rules::health::Failover::parse)

@@ -398,6 +398,13 @@ pub enum DomainAction {
         /// healthy standby)
         #[arg(long)]
         failover: Option<String>,
+        /// Its ICP filing number, such as 京ICP备12345678号-1 ("" to clear it)
+        #[arg(long)]
+        icp_filing: Option<String>,
+        /// The approved SMS templates that contain this domain, one per line (a file's text
+        /// with "$(cat FILE)"; "" to clear them): `domain rotate` lists them to submit again
+        #[arg(long)]
+        sms_templates: Option<String>,
     },
     /// Run the health probes on a domain once and print what each found (nothing is recorded)
     Check { host: String },

@@ -3,6 +3,7 @@
 use super::audit::{self, Actor, Entry};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::{self, is_unique_violation};
+use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::{DomainHost, InAppApps, OwnHost, Protocol, TargetUrl};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -228,10 +229,18 @@ async fn record_change_with<C: ConnectionTrait>(
     after: &domain_conf::Model,
     evidence: Option<serde_json::Value>,
 ) -> Result<(), DbErr> {
-    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id, "in_app_page": d.in_app_page, "fallback_url": d.fallback_url, "standby": d.standby, "failover": d.failover});
+    let view = |d: &domain_conf::Model| json!({"host": d.host, "status": d.status.to_value(), "default": d.is_default, "replaced_by_id": d.replaced_by_id, "in_app_page": d.in_app_page, "fallback_url": d.fallback_url, "standby": d.standby, "failover": d.failover, "icp_filing": d.icp_filing, "sms_templates": d.sms_templates});
     let mut after_view = view(after);
-    if let Some(evidence) = evidence {
-        after_view["health_check"] = evidence;
+    if let Some(mut evidence) = evidence {
+        if let Some(host) = evidence
+            .as_object_mut()
+            .and_then(|e| e.remove("replaced_by"))
+        {
+            after_view["replaced_by"] = host;
+        }
+        if evidence.as_object().is_none_or(|e| !e.is_empty()) {
+            after_view["health_check"] = evidence;
+        }
     }
     audit::record(
         conn,
@@ -365,6 +374,49 @@ pub async fn set_link_defaults(
     db::finish(txn, result).await
 }
 
+/// Sets a domain's ICP filing number and the SMS templates that embed it (`Some(None)` clears
+/// one, `None` keeps it), audited.
+pub async fn set_filing(
+    db: &DatabaseConnection,
+    id: i64,
+    filing: Option<Option<IcpFiling>>,
+    templates: Option<Option<SmsTemplates>>,
+    actor: &Actor,
+) -> Result<domain_conf::Model, DomainChangeError> {
+    let txn = db::begin_write(db).await?;
+    let result = async {
+        let before = get_in(&txn, id).await?;
+        let mut change = domain_conf::ActiveModel {
+            id: Set(id),
+            updated_by: Set(Some(actor.name().to_owned())),
+            updated_at: Set(db::now()),
+            ..Default::default()
+        };
+        if let Some(filing) = filing {
+            change.icp_filing = Set(filing.map(|f| f.to_string()));
+        }
+        if let Some(templates) = templates {
+            change.sms_templates = Set(templates.map(|t| t.as_str().to_owned()));
+        }
+        let after = change.update(&txn).await?;
+        record_change(&txn, actor, "domain.settings", &before, &after).await?;
+        Ok(after)
+    }
+    .await;
+    db::finish(txn, result).await
+}
+
+/// The approved SMS templates that embed `domain`: what must be submitted again once it is
+/// rotated away.
+pub fn templates_to_resubmit(domain: &domain_conf::Model) -> Vec<String> {
+    domain
+        .sms_templates
+        .as_deref()
+        .and_then(SmsTemplates::from_stored)
+        .map(|t| t.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
 /// Replaces a blocked domain by another in one step: the replacement becomes the default, the
 /// blocked one is disabled, and links made for it are shown on the replacement from now on.
 /// Requests that still arrive on the blocked host keep redirecting.
@@ -428,7 +480,23 @@ pub async fn rotate_with(
             return Err(DomainChangeError::Replaced(blocked.host));
         }
         let after = get_in(&txn, blocked_id).await?;
-        record_change_with(&txn, actor, "domain.rotate", &blocked, &after, evidence).await?;
+        // The replacement's host in the entry: what an alert of the rotation names.
+        let evidence = match evidence {
+            Some(mut evidence) => {
+                evidence["replaced_by"] = json!(replacement.host);
+                evidence
+            }
+            None => json!({"replaced_by": replacement.host}),
+        };
+        record_change_with(
+            &txn,
+            actor,
+            "domain.rotate",
+            &blocked,
+            &after,
+            Some(evidence),
+        )
+        .await?;
         Ok(replacement)
     }
     .await;

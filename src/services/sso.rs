@@ -26,7 +26,7 @@ pub enum SsoError {
     Stale,
     #[error("no inklink user is linked to your account at {0}; ask an administrator to add you")]
     NoUser(String),
-    #[error("wrong user name or password")]
+    #[error("your inklink user is disabled; ask an administrator")]
     Disabled,
     #[error("too many failed sign-ins; try again in {minutes} minutes")]
     Throttled { minutes: i64 },

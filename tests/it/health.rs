@@ -431,3 +431,166 @@ async fn confirm_only_alerts_and_the_cli_reports_the_checks() {
         bad.stderr
     );
 }
+
+/// Issue 42, item 6: a domain's ICP filing number and the approved SMS templates that embed it
+/// are kept as typed, shown on the Domains page, listed verbatim when it is rotated away (in
+/// both languages), and set and read through the API.
+#[actix_web::test]
+async fn a_domains_filing_and_sms_templates_are_kept_as_typed_and_listed_when_it_is_rotated() {
+    use crate::admin::{Browser, add_user};
+    let app = crate::support::spawn_app_with(&["--webhook-allow-private", "true"]).await;
+    add_user(&app, "ada", "admin-password", Role::Admin).await;
+    let admin = Api::with_role(&app, "ops", Role::Admin).await;
+    // The team's chat-group robot hears of the rotation.
+    let robot = Receiver::start().await;
+    let hooked = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": robot.url("/robot"), "format": "wecom",
+                        "events": ["domain.rotated"], "language": "zh-CN"})),
+        )
+        .await;
+    assert_eq!(hooked.status, 201, "{}", hooked.body);
+    let mut browser = Browser::speaking(&app, "zh-CN");
+    assert_eq!(browser.sign_in("ada", "admin-password").await.status, 303);
+    let old_host = format!("localhost:{}", app.port);
+    inklink::services::domains::add(
+        &app.core.db,
+        &inklink::rules::DomainHost::parse("new.example").unwrap(),
+        inklink::rules::Protocol::Http,
+        false,
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let all = inklink::services::domains::list(&app.core.db)
+        .await
+        .unwrap();
+    let old = all.iter().find(|d| d.host == old_host).unwrap().id;
+    let new = all.iter().find(|d| d.host == "new.example").unwrap().id;
+    let csrf = browser.csrf("/admin/domains").await;
+    let templates = "SMS_123: 【商城】双11 Disabled {link}\r\n\n  SMS_456  ";
+    let bad = browser
+        .post(
+            &format!("/admin/domains/{old}/filing"),
+            &[
+                ("csrf", &csrf),
+                ("icp_filing", "京ICP备1\u{7}号"),
+                ("sms_templates", templates),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 422, "{}", bad.body);
+    assert!(
+        bad.body.contains("ICP 备案号最多 64 个字符"),
+        "{}",
+        bad.body
+    );
+    let saved = browser
+        .post(
+            &format!("/admin/domains/{old}/filing"),
+            &[
+                ("csrf", &csrf),
+                ("icp_filing", "京ICP备12345678号-1"),
+                ("sms_templates", templates),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let page = browser.get("/admin/domains").await;
+    assert!(page.body.contains("京ICP备12345678号-1"));
+    assert!(
+        page.body
+            .contains("SMS_123: 【商城】双11 Disabled {link}\nSMS_456</textarea>")
+    );
+
+    // The rotation's confirmation lists the templates to submit again, as typed.
+    let confirm = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[("csrf", &csrf), ("replacement", &new.to_string())],
+        )
+        .await;
+    assert_eq!(confirm.status, 200);
+    assert!(
+        confirm
+            .body
+            .contains(&format!("以下 2 个已审核短信模板包含 {old_host}")),
+        "{}",
+        confirm.body
+    );
+    assert!(
+        confirm
+            .body
+            .contains("<code>SMS_123: 【商城】双11 Disabled {link}</code>")
+    );
+    assert!(confirm.body.contains("<code>SMS_456</code>"));
+    assert!(confirm.body.contains("new.example 未登记 ICP 备案号"));
+    let rotated = browser
+        .post(
+            &format!("/admin/domains/{old}/rotate"),
+            &[
+                ("csrf", &csrf),
+                ("replacement", &new.to_string()),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(rotated.status, 303);
+    let after = browser.get("/admin/domains").await;
+    assert!(
+        after.body.contains("请用新域名重新报备包含"),
+        "the flash says so: {}",
+        after.body
+    );
+
+    robot
+        .wait_for(20, "the rotation", |got| !got.is_empty())
+        .await;
+    let line = robot.all()[0].json()["markdown"]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        line.contains(&format!("已将域名 {old_host} 切换到 new.example"))
+            && line.contains("SMS_123: 【商城】双11 Disabled {link}; SMS_456"),
+        "{line}"
+    );
+
+    // The API reads and sets them; a bad value is refused with the field named.
+    let listed = health_of(&admin, &old_host).await;
+    assert_eq!(listed["icp_filing"], "京ICP备12345678号-1");
+    assert_eq!(
+        listed["sms_templates"],
+        json!(["SMS_123: 【商城】双11 Disabled {link}", "SMS_456"])
+    );
+    let set = admin
+        .call(
+            "PATCH",
+            "/api/v1/domains/new.example",
+            Some(json!({"icp_filing": "沪ICP备2026000001号", "sms_templates": "SMS_789"})),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    assert_eq!(set.body["icp_filing"], "沪ICP备2026000001号");
+    assert_eq!(set.body["sms_templates"], json!(["SMS_789"]));
+    let refused = admin
+        .call(
+            "PATCH",
+            "/api/v1/domains/new.example",
+            Some(json!({"sms_templates": "a\u{1b}[31m"})),
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.to_string().contains("sms_templates"));
+    let cleared = admin
+        .call(
+            "PATCH",
+            "/api/v1/domains/new.example",
+            Some(json!({"icp_filing": null})),
+        )
+        .await;
+    assert_eq!(cleared.body["icp_filing"], Value::Null);
+    assert_eq!(cleared.body["sms_templates"], json!(["SMS_789"]), "kept");
+}

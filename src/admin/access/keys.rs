@@ -176,6 +176,7 @@ pub async fn revoke(
             fields: Vec::new(),
             button: format!("Revoke {}", key.name),
             back: "/admin/keys",
+            listing: Vec::new(),
         }
         .page());
     }

@@ -151,6 +151,7 @@ pub async fn change(
             fields: Vec::new(),
             button: format!("Disable {}", target.username),
             back: "/admin/users",
+            listing: Vec::new(),
         }
         .page());
     }

@@ -160,6 +160,7 @@ pub async fn apply(
             fields,
             button,
             back: "/admin/links",
+            listing: Vec::new(),
         }
         .page());
     }

@@ -33,6 +33,10 @@ pub struct Model {
     pub standby: bool,
     /// What happens when this default domain is found blocked: `off`, `confirm`, `auto`.
     pub failover: String,
+    /// Its ICP filing number (备案号), as written.
+    pub icp_filing: Option<String>,
+    /// The carrier-approved SMS templates that embed it, one per line (`SmsTemplates`' text).
+    pub sms_templates: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

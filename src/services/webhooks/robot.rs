@@ -57,11 +57,22 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
         Ok(EventType::DomainSuspect) => "Domain {code} may be blocked: {reason}",
         Ok(EventType::DomainBlocked) => "Domain {code} is blocked: {reason}",
         Ok(EventType::DomainRecovered) => "Domain {code} is reachable again",
-        Ok(EventType::DomainRotated) => "Domain {code} rotated away by {by}",
+        Ok(EventType::DomainRotated) => match state["sms_templates"].as_str() {
+            Some(templates) if !templates.is_empty() => {
+                "Domain {code} rotated to {next} by {by}; submit its approved SMS templates again: {templates}"
+            }
+            _ => "Domain {code} rotated to {next} by {by}",
+        },
         Ok(EventType::LinkClicked) => "Clicks",
         Err(_) => "Test message from inklink (sent by {by})",
     };
     let reason = lang.say(state["reason"].as_str().unwrap_or(""));
+    let templates = state["sms_templates"]
+        .as_str()
+        .unwrap_or("")
+        .lines()
+        .collect::<Vec<_>>()
+        .join("; ");
     format!(
         "- {}",
         lang.fill(
@@ -70,7 +81,9 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
                 ("code", target),
                 ("by", by),
                 ("url", url),
-                ("reason", &reason)
+                ("reason", &reason),
+                ("next", state["replaced_by"].as_str().unwrap_or("")),
+                ("templates", &templates),
             ]
         )
     )
