@@ -1202,6 +1202,108 @@ async fn a_person_signs_in_through_the_single_sign_on_provider_in_both_languages
     }
 }
 
+/// Issue 42: an admin makes a standby, sets the default domain's fail-over policy and records
+/// its ICP filing and SMS templates through the Domains page's forms, in English, then turns
+/// the standby off in Chinese.
+#[actix_web::test]
+async fn an_admin_sets_standby_fail_over_and_filing_on_the_domains_page_in_both_languages() {
+    let Some(driver) = chromedriver() else { return };
+    let app = spawn_app().await;
+    let db = &app.core.db;
+    inklink::services::domains::add(
+        db,
+        &inklink::rules::DomainHost::parse("s2.example").unwrap(),
+        inklink::rules::Protocol::Http,
+        false,
+        &Actor::Cli,
+    )
+    .await
+    .unwrap();
+    let find = |host: String| async move {
+        inklink::services::domains::list(db)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|d| d.host == host)
+            .unwrap()
+    };
+    let old = find(format!("localhost:{}", app.port)).await.id;
+    let s2 = find("s2.example".to_owned()).await.id;
+    let open = |id: i64, form: &'static str| {
+        format!("details:has(form[action='/admin/domains/{id}/{form}']) > summary")
+    };
+
+    let client = open_browser(&driver).await;
+    sign_in(&client, &app).await;
+    client.goto(&app.url("/admin/domains")).await.unwrap();
+    click(&client, &open(s2, "failover")).await;
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{s2}/failover'] input[name=standby]"),
+    )
+    .await;
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{s2}/failover'] button"),
+    )
+    .await;
+    wait_for_text(&client, "Saved the fail-over settings of s2.example").await;
+    assert!(find("s2.example".to_owned()).await.standby);
+    click(&client, &open(old, "failover")).await;
+    client
+        .find(Locator::Css(&format!("#failover-{old}")))
+        .await
+        .unwrap()
+        .select_by_label("rotate to the first healthy standby")
+        .await
+        .unwrap();
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{old}/failover'] button"),
+    )
+    .await;
+    wait_for_text(&client, "Saved the fail-over settings of localhost").await;
+    assert_eq!(
+        find(format!("localhost:{}", app.port)).await.failover,
+        "auto"
+    );
+    click(&client, &open(old, "filing")).await;
+    fill(&client, &format!("#icp-{old}"), "京ICP备12345678号-1").await;
+    fill(&client, &format!("#templates-{old}"), "SMS_1: 【店】{link}").await;
+    click(
+        &client,
+        &format!("form[action='/admin/domains/{old}/filing'] button"),
+    )
+    .await;
+    wait_for_text(&client, "Saved the ICP filing and SMS templates").await;
+    let page = wait_for_text(&client, "京ICP备12345678号-1").await;
+    assert!(page.contains("standby"), "{page}");
+    screenshot(&client, "domains-fail-over").await;
+    client.close().await.unwrap();
+
+    let chinese = open_browser_as(&driver, "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", "zh-CN").await;
+    chinese.goto(&app.url("/admin/domains")).await.unwrap();
+    fill(&chinese, "#username", "ada").await;
+    fill(&chinese, "#password", "admin-password").await;
+    click(&chinese, "form button[type=submit]").await;
+    wait_for_text(&chinese, "故障切换").await;
+    click(&chinese, &open(s2, "failover")).await;
+    click(
+        &chinese,
+        &format!("form[action='/admin/domains/{s2}/failover'] input[name=standby]"),
+    )
+    .await;
+    click(
+        &chinese,
+        &format!("form[action='/admin/domains/{s2}/failover'] button"),
+    )
+    .await;
+    wait_for_text(&chinese, "已保存 s2.example 的故障切换设置").await;
+    assert!(!find("s2.example".to_owned()).await.standby);
+    screenshot(&chinese, "domains-fail-over-zh").await;
+    chinese.close().await.unwrap();
+}
+
 /// Issue 40: the UTM builder shows the final target as the parameters are typed.
 #[actix_web::test]
 async fn the_utm_builder_previews_the_final_target_as_one_types() {
