@@ -262,6 +262,8 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                         ),
                         "standby": d.standby,
                         "failover": d.failover,
+                        "icp_filing": d.icp_filing,
+                        "sms_templates": domains::templates_to_resubmit(d),
                     })
                 })
                 .collect();

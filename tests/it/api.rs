@@ -313,7 +313,7 @@ async fn shorten_restore_list_edit_revoke_and_stats() {
     assert_eq!(domains.status, 200);
     assert_eq!(
         domains.body,
-        json!([{"host": format!("localhost:{}", app.port), "protocol": "http", "status": "active", "is_default": true, "replaced_by": null, "health": {"state": "unknown", "checked_at": null, "reason": null}, "standby": false, "failover": "off"}])
+        json!([{"host": format!("localhost:{}", app.port), "protocol": "http", "status": "active", "is_default": true, "replaced_by": null, "health": {"state": "unknown", "checked_at": null, "reason": null}, "standby": false, "failover": "off", "icp_filing": null, "sms_templates": []}])
     );
 
     // Every action is in the audit log under the key's name.

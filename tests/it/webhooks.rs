@@ -1081,3 +1081,37 @@ async fn the_admin_page_makes_a_webhook_shows_its_secret_once_and_lists_deliveri
             .is_empty()
     );
 }
+
+#[actix_web::test]
+async fn parallel_subscriptions_are_held_to_the_per_person_limit() {
+    use inklink::services::webhooks::PER_OWNER;
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &LOCAL).await;
+    let receiver = Receiver::start().await;
+    let operator = Api::with_role(&app, "op", Role::Operator).await;
+    let tries = PER_OWNER as usize + 8;
+    let made = futures_util::future::join_all((0..tries).map(|n| {
+        operator.call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": receiver.url(&format!("/hook/{n}")), "events": ["link.created"]})),
+        )
+    }))
+    .await;
+    let created = made.iter().filter(|r| r.status == 201).count();
+    let refused: Vec<_> = made.iter().filter(|r| r.status != 201).collect();
+    let statuses: Vec<u16> = refused.iter().map(|r| r.status).collect();
+    assert_eq!(created, PER_OWNER as usize, "{statuses:?}");
+    assert_eq!(refused.len(), 8);
+    for reply in refused {
+        assert_eq!(reply.status, 409, "{}", reply.body);
+        assert!(
+            reply
+                .body
+                .to_string()
+                .contains("the most one person may have")
+        );
+    }
+    let listed = operator.call("GET", "/api/v1/webhooks", None).await;
+    assert_eq!(listed.body.as_array().unwrap().len(), PER_OWNER as usize);
+}

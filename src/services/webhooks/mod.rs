@@ -189,6 +189,15 @@ pub async fn create(
     check_reachable(&new.url, app.settings.webhook_allow_private).await?;
     let txn = crate::db::begin_write(&app.db).await?;
     let result = async {
+        // Counted under the `webhook_turn` row's lock: parallel creations take turns, so that
+        // none passes a limit another is just filling (PostgreSQL and MySQL would let both
+        // count the same rows; SQLite's write transaction already takes turns).
+        txn.execute_raw(statement(
+            txn.get_database_backend(),
+            "UPDATE webhook_turn SET taken = taken WHERE id = 1",
+            Vec::new(),
+        ))
+        .await?;
         if scope.is_some() {
             let mine = count(&txn, scope).await?;
             if mine >= PER_OWNER {
