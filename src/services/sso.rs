@@ -384,6 +384,24 @@ pub async fn link(
     Ok(())
 }
 
+/// The subject each linked user is known by at `issuer`, by user id.
+pub async fn subjects(
+    app: &Inklink,
+    issuer: &Issuer,
+) -> Result<std::collections::HashMap<i64, String>, DbErr> {
+    let rows = app
+        .db
+        .query_all_raw(statement(
+            app.db.get_database_backend(),
+            "SELECT user_id, subject FROM user_identity WHERE issuer = ?",
+            vec![issuer.as_str().into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("", "user_id")?, row.try_get("", "subject")?)))
+        .collect()
+}
+
 /// Whether `name` may sign in with a password under the settings.
 pub fn password_allowed(settings: &Settings, name: &str) -> bool {
     settings.password_signin

@@ -14,6 +14,7 @@ const INTERNAL: &[&str] = &[
     "SELECT user_id FROM user_identity WHERE issuer = ? AND subject = ?",
     "INSERT INTO user_identity (issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?)",
     "not poisoned",
+    "SELECT user_id, subject FROM user_identity WHERE issuer = ?",
     "UPDATE webhook_turn SET taken = taken WHERE id = 1",
     "openid profile email",
     "Basic {}",

@@ -306,16 +306,32 @@ async fn only_linked_people_sign_in_when_users_are_not_created_and_passwords_can
     );
     assert_eq!(user_count(&app).await, before, "nobody created");
 
-    // An admin links the provider's subject to liu (what `inklink user link-sso` does).
-    inklink::services::sso::link(
-        &app.core,
-        app.core.sso.as_ref(),
-        &inklink::rules::Username::parse("liu").unwrap(),
-        "liu-at-acme",
-        &inklink::services::Actor::Cli,
-    )
-    .await
-    .unwrap();
+    // The break-glass admin links the provider's subject to liu on the Users page (what
+    // `inklink user link-sso` does).
+    let mut admin = Browser::new(&app);
+    assert_eq!(admin.sign_in("admin", "admin-password-1").await.status, 303);
+    let users = admin.get("/admin/users").await;
+    let liu = user_named(&app, "liu").await.unwrap().id;
+    assert!(
+        users
+            .body
+            .contains(&format!("action=\"/admin/users/{liu}/sso\""))
+    );
+    let csrf = crate::admin::csrf_in(&users.body);
+    let linked = admin
+        .post(
+            &format!("/admin/users/{liu}/sso"),
+            &[("csrf", &csrf), ("subject", " liu-at-acme ")],
+        )
+        .await;
+    assert_eq!(linked.status, 303, "{}", linked.body);
+    let users = admin.get("/admin/users").await;
+    assert!(
+        users
+            .body
+            .contains("liu signs in through single sign-on as liu-at-acme")
+    );
+    assert!(users.body.contains("title=\"liu-at-acme\""));
     let taken = inklink::services::sso::link(
         &app.core,
         app.core.sso.as_ref(),
@@ -638,4 +654,20 @@ async fn failed_single_sign_ins_from_one_address_are_held_to_the_limit_in_parall
     provider.twist(Twist::None);
     let mut browser = Browser::new(&app);
     assert_eq!(provider.sign_in(&mut browser).await.status, 429);
+}
+
+#[actix_web::test]
+async fn a_provider_that_cannot_be_reached_is_named_and_nothing_is_signed_in() {
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+    let issuer = format!("http://127.0.0.1:{}", dead.local_addr().unwrap().port());
+    drop(dead);
+    let app = spawn_app_with(&sso_flags(&issuer, &[])).await;
+    let mut browser = Browser::speaking(&app, "zh-CN");
+    let page = browser.get("/admin/sso").await;
+    assert_eq!(page.status, 502, "{}", page.body);
+    assert!(page.body.contains("无法连接登录服务商"), "{}", page.body);
+    assert!(
+        page.body.contains("name=\"password\""),
+        "the password form is still there"
+    );
 }

@@ -22,12 +22,16 @@ pub struct Row {
     /// Signs in with a second factor (an admin may reset it).
     pub two_factor: bool,
     pub display_name: Option<String>,
+    /// The single sign-on provider's subject for them, when linked.
+    pub subject: Option<String>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/users.html")]
 struct UsersPage {
     frame: Frame,
+    /// Single sign-on is set up: users can be linked to the provider's subjects.
+    sso: bool,
     rows: Vec<Row>,
     error: Option<String>,
     new_name: String,
@@ -39,10 +43,15 @@ async fn page(
     error: Option<String>,
     new_name: String,
 ) -> Result<UsersPage, AdminError> {
+    let mut subjects = match &state.core.sso {
+        Some(provider) => crate::services::sso::subjects(&state.core, &provider.issuer).await?,
+        None => Default::default(),
+    };
     let rows = users::list(&state.core.db)
         .await?
         .into_iter()
         .map(|u| Row {
+            subject: subjects.remove(&u.id),
             is_me: u.id == user.0.id,
             id: u.id,
             is_admin: u.role == Role::Admin,
@@ -63,6 +72,7 @@ async fn page(
     };
     Ok(UsersPage {
         frame: Frame::new(&user.0, flash, "users"),
+        sso: state.core.sso.is_some(),
         rows,
         error,
         new_name,
@@ -124,6 +134,8 @@ pub struct ChangeForm {
     password: String,
     /// Disabling asks first.
     confirm: String,
+    /// The single sign-on subject to link them to.
+    subject: String,
 }
 
 pub async fn change(
@@ -134,6 +146,34 @@ pub async fn change(
 ) -> Result<HttpResponse, AdminError> {
     user.0.check_csrf(&form.csrf)?;
     let (id, action) = path.into_inner();
+    if action == "sso" {
+        let target = users::by_id(&state.core.db, id)
+            .await?
+            .ok_or(AdminError::NotFound)?;
+        let name = Username::parse(&target.username).map_err(|_| AdminError::NotFound)?;
+        let linked = crate::services::sso::link(
+            &state.core,
+            state.core.sso.as_ref(),
+            &name,
+            &form.subject,
+            &user.0.actor(),
+        )
+        .await;
+        return match linked {
+            Ok(()) => {
+                user.0.flash(format!(
+                    "{name} signs in through single sign-on as {subject}",
+                    subject = form.subject.trim()
+                ));
+                Ok(see_other("/admin/users"))
+            }
+            Err(crate::services::sso::LinkError::Db(err)) => Err(err.into()),
+            Err(err) => {
+                let page = page(&state, &user, Some(err.to_string()), String::new()).await?;
+                Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
+            }
+        };
+    }
     if action == "disable" && form.confirm != "yes" {
         let target = users::by_id(&state.core.db, id)
             .await?
