@@ -630,6 +630,8 @@ const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "Lark",
     "DingTalk",
     "POST",
+    // ICP filing (ICP备案), as Chinese writes it.
+    "ICP",
     // Authenticator apps, by their names.
     "Google",
     "Microsoft",
