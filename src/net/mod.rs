@@ -3,6 +3,7 @@
 //! limits (`rate_limit`), and requests inklink sends (`outbound`, and to a single sign-on
 //! provider, `oidc`).
 
+pub mod certificate;
 pub mod client;
 pub mod download;
 pub mod hosts;

@@ -18,6 +18,7 @@ pub mod target_url;
 pub mod time;
 pub mod totp;
 pub mod webhook;
+pub mod x509;
 
 pub use account::{DisplayName, Password, Role, Username};
 pub use api_key::{ApiToken, KeyName};

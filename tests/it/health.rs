@@ -594,3 +594,149 @@ async fn a_domains_filing_and_sms_templates_are_kept_as_typed_and_listed_when_it
     assert_eq!(cleared.body["icp_filing"], Value::Null);
     assert_eq!(cleared.body["sms_templates"], json!(["SMS_789"]), "kept");
 }
+
+/// A TLS server on loopback presenting a self-signed certificate for `localhost` that
+/// expires in `days` days (made with the `openssl` command).
+fn tls_server(days: u32) -> u16 {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let dir = std::env::temp_dir().join(format!("inklink-tls-{}-{days}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        let done = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("the openssl command runs");
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "cert.pem",
+        "-days",
+        &days.to_string(),
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost",
+    ]);
+    run(&[
+        "x509", "-in", "cert.pem", "-outform", "DER", "-out", "cert.der",
+    ]);
+    run(&[
+        "pkcs8", "-topk8", "-nocrypt", "-in", "key.pem", "-outform", "DER", "-out", "key.der",
+    ]);
+    let cert = CertificateDer::from(std::fs::read(dir.join("cert.der")).unwrap());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        std::fs::read(dir.join("key.der")).unwrap(),
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = Arc::new(
+        rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for socket in listener.incoming().flatten() {
+            let mut connection = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut socket = socket;
+            let _ = socket.set_read_timeout(Some(Duration::from_secs(5)));
+            while connection.is_handshaking() {
+                if connection.complete_io(&mut socket).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    port
+}
+
+#[actix_web::test]
+async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_healthy() {
+    let app = crate::support::spawn_app_with(&["--domain-check-reachability", "true"]).await;
+    let soon = tls_server(5);
+    let later = tls_server(90);
+    let first = inklink::services::domains::list(&app.core.db)
+        .await
+        .unwrap()
+        .remove(0);
+    let domain = |port: u16| inklink::db::entities::domain_conf::Model {
+        host: format!("localhost:{port}"),
+        protocol: "https".to_owned(),
+        ..first.clone()
+    };
+    let findings = inklink::services::health::check_now(&app.core, &domain(soon)).await;
+    let warning = findings
+        .iter()
+        .find(|f| f.probe == "certificate")
+        .expect("https domains have their certificate read")
+        .clone();
+    let certificate = &warning;
+    assert_eq!(certificate.outcome, inklink::rules::health::Outcome::Passed);
+    assert!(
+        certificate.reason.starts_with(&format!(
+            "the certificate of localhost:{soon} expires in 5 days"
+        )),
+        "{certificate:?}"
+    );
+    let findings = inklink::services::health::check_now(&app.core, &domain(later)).await;
+    let certificate = findings.iter().find(|f| f.probe == "certificate").unwrap();
+    assert_eq!(certificate.outcome, inklink::rules::health::Outcome::Passed);
+    assert_eq!(certificate.reason, "", "no warning 89 days ahead");
+    // Nothing answers TLS on a closed port: unknown, never blocked.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let findings = inklink::services::health::check_now(&app.core, &domain(port)).await;
+    let certificate = findings.iter().find(|f| f.probe == "certificate").unwrap();
+    assert_eq!(
+        certificate.outcome,
+        inklink::rules::health::Outcome::Unknown
+    );
+
+    // As a check's result: healthy, with the warning as its reason, shown on the Domains page
+    // (in the reader's language, the host and date as they are).
+    let (outcome, reason) = inklink::services::health::probe::combine(&[
+        inklink::services::health::probe::Finding {
+            probe: "reachability",
+            outcome: inklink::rules::health::Outcome::Passed,
+            reason: String::new(),
+        },
+        warning,
+    ]);
+    assert_eq!(outcome, inklink::rules::health::Outcome::Passed);
+    assert!(reason.contains("expires in 5 days"));
+    inklink::services::health::record(&app.core, &first, outcome, &reason)
+        .await
+        .unwrap();
+    let health = inklink::services::health::all(&app.core.db).await.unwrap();
+    let stored = &health[&first.id];
+    assert_eq!(stored.state.as_str(), "healthy");
+    assert_eq!(stored.reason, reason);
+    crate::admin::add_user(&app, "ada", "admin-password", Role::Admin).await;
+    let mut browser = crate::admin::Browser::speaking(&app, "zh-CN");
+    assert_eq!(browser.sign_in("ada", "admin-password").await.status, 303);
+    let page = browser.get("/admin/domains").await;
+    assert!(
+        page.body
+            .contains(&format!("localhost:{soon} 的证书将在 5 天后")),
+        "{}",
+        page.body
+    );
+}

@@ -153,7 +153,8 @@ pub async fn record(
         let state = rules.state(before.state, &recent);
         let now = now_ms();
         let reason: String = match state {
-            HealthState::Healthy => String::new(),
+            // Healthy keeps only this check's note (a certificate about to expire).
+            HealthState::Healthy => reason.chars().take(300).collect(),
             _ if reason.is_empty() => before.reason.clone(),
             _ => reason.chars().take(300).collect(),
         };

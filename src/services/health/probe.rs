@@ -1,5 +1,6 @@
 //! The probes a domain is checked with, each behind [`Probe`]: reachability (the domain
-//! answers inklink's `/healthz`) and an external checking service (what says a domain is
+//! answers inklink's `/healthz`), its certificate's expiry (https domains), and an external
+//! checking service (what says a domain is
 //! blocked in WeChat or QQ). A probe that cannot tell says so: that is never "blocked".
 
 use crate::config::Settings;
@@ -124,9 +125,82 @@ impl Probe for Checker {
     }
 }
 
+/// A certificate expiring within this many days is a warning.
+pub const CERTIFICATE_WARNING_DAYS: i64 = 14;
+
+/// The certificate an https domain presents: expired fails, expiring within
+/// [`CERTIFICATE_WARNING_DAYS`] passes with a warning as its reason.
+pub struct Certificate {
+    timeout: Duration,
+}
+
+impl Probe for Certificate {
+    async fn check(&self, domain: &domain_conf::Model) -> Finding {
+        let finding = |outcome, reason| Finding {
+            probe: "certificate",
+            outcome,
+            reason,
+        };
+        let (host, port) = match domain.host.rsplit_once(':') {
+            Some((host, port)) => match port.parse::<u16>() {
+                Ok(port) => (host.to_owned(), port),
+                Err(_) => (domain.host.clone(), 443),
+            },
+            None => (domain.host.clone(), 443),
+        };
+        let timeout = self.timeout;
+        let read = tokio::task::spawn_blocking(move || {
+            crate::net::certificate::presented(&host, port, timeout)
+        })
+        .await;
+        let der = match read {
+            Ok(Ok(der)) => der,
+            Ok(Err(err)) => {
+                return finding(
+                    Outcome::Unknown,
+                    format!("cannot read the certificate: {err}"),
+                );
+            }
+            Err(_) => return finding(Outcome::Unknown, "cannot read the certificate".into()),
+        };
+        let Some(not_after) = crate::rules::x509::not_after(&der) else {
+            return finding(
+                Outcome::Unknown,
+                "the certificate's expiry cannot be read".into(),
+            );
+        };
+        let date = chrono::DateTime::from_timestamp(not_after, 0)
+            .map(|at| at.format("%Y-%m-%d").to_string())
+            .unwrap_or_default();
+        let left = not_after - chrono::Utc::now().timestamp();
+        // Whole days left, rounded up: a certificate made today for 5 days expires "in 5 days".
+        let days = (left + 86_399).div_euclid(86_400);
+        if left < 0 {
+            finding(
+                Outcome::Failed,
+                format!(
+                    "the certificate of {host} expired on {date}",
+                    host = domain.host
+                ),
+            )
+        } else if days <= CERTIFICATE_WARNING_DAYS {
+            finding(
+                Outcome::Passed,
+                format!(
+                    "the certificate of {host} expires in {days} days ({date}): renew it",
+                    host = domain.host
+                ),
+            )
+        } else {
+            finding(Outcome::Passed, String::new())
+        }
+    }
+}
+
 /// Every probe configured.
 pub struct Probes {
     reachability: Option<Reachability>,
+    certificate: Option<Certificate>,
     checker: Option<Checker>,
 }
 
@@ -137,6 +211,9 @@ impl Probes {
             reachability: settings.domain_check_reachability.then(|| Reachability {
                 client: Outbound::new(true, timeout),
             }),
+            certificate: settings
+                .domain_check_reachability
+                .then_some(Certificate { timeout }),
             checker: settings
                 .domain_checker_url
                 .as_ref()
@@ -152,6 +229,13 @@ impl Probes {
     pub async fn check(&self, domain: &domain_conf::Model) -> Vec<Finding> {
         let mut findings = Vec::new();
         if let Some(probe) = &self.reachability {
+            findings.push(probe.check(domain).await);
+        }
+        if let Some(probe) = self
+            .certificate
+            .as_ref()
+            .filter(|_| domain.protocol == "https")
+        {
             findings.push(probe.check(domain).await);
         }
         if let Some(probe) = &self.checker {
@@ -172,10 +256,15 @@ pub fn combine(findings: &[Finding]) -> (Outcome, String) {
         return (Outcome::Failed, failed.reason.clone());
     }
     if findings.iter().any(|f| f.outcome == Outcome::Passed) {
-        let unknown = findings.iter().find(|f| f.outcome == Outcome::Unknown);
+        // A passed check keeps a reason to show: what could not be told, else a warning
+        // (a certificate about to expire).
+        let note = findings
+            .iter()
+            .find(|f| f.outcome == Outcome::Unknown)
+            .or_else(|| findings.iter().find(|f| !f.reason.is_empty()));
         return (
             Outcome::Passed,
-            unknown.map(|f| f.reason.clone()).unwrap_or_default(),
+            note.map(|f| f.reason.clone()).unwrap_or_default(),
         );
     }
     let reason = findings
