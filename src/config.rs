@@ -292,6 +292,12 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_DOMAIN_CHECK_WINDOW", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=20), global = true)]
     pub domain_check_window: u64,
 
+    /// Seconds of the traffic probe's window: a domain whose WeChat and QQ visitors vanish for
+    /// this long (it had some in the window before) while another domain still gets them, or
+    /// all stop at the "open in browser" page, becomes suspect. 0 turns the probe off
+    #[arg(long, env = "INKLINK_DOMAIN_TRAFFIC_WINDOW", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(0..=86400), global = true)]
+    pub domain_traffic_window: u64,
+
     /// Seconds after a fail-over during which no other automatic rotation happens
     #[arg(long, env = "INKLINK_DOMAIN_FAILOVER_QUIET", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=604800), global = true)]
     pub domain_failover_quiet: u64,

@@ -337,6 +337,7 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                     match finding.outcome {
                         crate::rules::health::Outcome::Passed => "passed",
                         crate::rules::health::Outcome::Failed => "FAILED",
+                        crate::rules::health::Outcome::Suspicious => "SUSPICIOUS",
                         crate::rules::health::Outcome::Unknown => "unknown",
                     },
                     if finding.reason.is_empty() {
@@ -353,6 +354,7 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                 match outcome {
                     crate::rules::health::Outcome::Passed => "passed",
                     crate::rules::health::Outcome::Failed => "failed",
+                    crate::rules::health::Outcome::Suspicious => "suspicious",
                     crate::rules::health::Outcome::Unknown => "unknown (no probe could tell)",
                 }
             );

@@ -12,4 +12,5 @@ pub mod outgoing;
 pub mod purge;
 pub mod row;
 pub mod stored;
+pub mod traffic;
 pub mod upgrade;

@@ -7,6 +7,8 @@ use std::fmt;
 pub enum Outcome {
     Passed,
     Failed,
+    /// Not a failure, but a sign (in-app visitors gone): suspect at most, never blocked.
+    Suspicious,
     /// The probes could not tell (a checker that timed out or answered nonsense).
     Unknown,
 }
@@ -16,6 +18,7 @@ impl Outcome {
         match self {
             Self::Passed => 'o',
             Self::Failed => 'f',
+            Self::Suspicious => 's',
             Self::Unknown => 'u',
         }
     }
@@ -89,7 +92,7 @@ impl Hysteresis {
             }
         }
         match recent.chars().last() {
-            Some('f') => HealthState::Suspect,
+            Some('f' | 's') => HealthState::Suspect,
             Some('o') => HealthState::Healthy,
             _ => previous,
         }
@@ -183,6 +186,14 @@ mod tests {
             ]
         );
         assert_eq!(recent.len(), 3);
+        // Signs alone never block.
+        let mut recent = String::new();
+        let mut state = HealthState::Healthy;
+        for _ in 0..5 {
+            recent = h.remember(&recent, Outcome::Suspicious);
+            state = h.state(state, &recent);
+        }
+        assert_eq!(state, Suspect);
         assert_eq!(Failover::parse(" AUTO "), Ok(Failover::Auto));
         assert!(Failover::parse("sometimes").is_err());
     }

@@ -740,3 +740,129 @@ async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_health
         page.body
     );
 }
+
+/// Issue 42's traffic probe: a domain whose WeChat visitors vanish while another domain still
+/// gets them becomes suspect, and stays suspect (a sign, never a block) however often it is
+/// checked.
+#[actix_web::test]
+async fn a_domain_whose_wechat_visitors_vanish_while_another_keeps_them_is_suspect() {
+    use inklink::rules::health::Outcome;
+    use inklink::services::health::{self, probe::Probes};
+    const WECHAT: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/8.0.47(0x18002f2f) NetType/WIFI Language/zh_CN";
+    let app = crate::support::spawn_app_with(&[
+        "--domain-traffic-window",
+        "2",
+        "--domain-check-reachability",
+        "false",
+    ])
+    .await;
+    for host in ["a.example", "b.example"] {
+        inklink::services::domains::add(
+            &app.core.db,
+            &inklink::rules::DomainHost::parse(host).unwrap(),
+            inklink::rules::Protocol::Http,
+            false,
+            &inklink::services::Actor::Cli,
+        )
+        .await
+        .unwrap();
+    }
+    let code = crate::support::create_link(&app, "https://example.com/sale")
+        .await
+        .link
+        .compression_code;
+    let visit = |host: &'static str| {
+        app.client
+            .get(app.url(&format!("/{code}")))
+            .insert_header(("host", host))
+            .insert_header(("user-agent", WECHAT))
+            .send()
+    };
+    for host in ["a.example", "b.example"] {
+        for _ in 0..6 {
+            assert_eq!(visit(host).await.unwrap().status().as_u16(), 302);
+        }
+    }
+    crate::analytics::wait_written(&app, 12).await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    // WeChat stops delivering a.example's visitors; b.example's keep coming.
+    for _ in 0..6 {
+        assert_eq!(visit("b.example").await.unwrap().status().as_u16(), 302);
+    }
+    crate::analytics::wait_written(&app, 18).await;
+    let all = inklink::services::domains::list(&app.core.db)
+        .await
+        .unwrap();
+    let a = all.iter().find(|d| d.host == "a.example").unwrap().clone();
+    let b = all.iter().find(|d| d.host == "b.example").unwrap().clone();
+    let probes = Probes::new(&app.core.settings, &app.core.db);
+    let of = |findings: Vec<health::probe::Finding>| {
+        findings
+            .into_iter()
+            .find(|f| f.probe == "traffic")
+            .expect("a traffic finding")
+    };
+    let found = of(probes.check(&a).await);
+    assert_eq!(found.outcome, Outcome::Suspicious, "{found:?}");
+    assert!(
+        found.reason.contains("while b.example still gets them"),
+        "{found:?}"
+    );
+    assert_eq!(of(probes.check(&b).await).outcome, Outcome::Passed);
+    // Recorded round after round: suspect, never blocked by signs alone.
+    for _ in 0..5 {
+        health::check_round(&app.core, &probes).await.unwrap();
+    }
+    let states = health::all(&app.core.db).await.unwrap();
+    assert_eq!(states[&a.id].state.as_str(), "suspect");
+    assert!(states[&a.id].reason.contains("WeChat"));
+    assert_eq!(states[&b.id].state.as_str(), "healthy");
+}
+
+#[test]
+fn in_app_visitors_who_all_stop_at_the_open_in_browser_page_are_a_sign_and_quiet_hosts_say_nothing()
+{
+    use inklink::clickstore::traffic::HostTraffic;
+    use inklink::rules::health::Outcome;
+    use inklink::services::health::probe::judge_traffic;
+    let window = Duration::from_secs(1800);
+    let row = |host: &str, latest, visits, stopped| HostTraffic {
+        host: host.to_owned(),
+        latest,
+        visits,
+        stopped,
+    };
+    // They used to go through; now every one stops at the page.
+    let traffic = [row("a.example", false, 9, 0), row("a.example", true, 7, 7)];
+    let found = judge_traffic("a.example", window, &traffic);
+    assert_eq!(found.outcome, Outcome::Suspicious);
+    assert!(found.reason.contains("30 min"), "{found:?}");
+    // A domain that always shows the page (its links ask for it) is not suspicious.
+    let always = [row("a.example", false, 9, 9), row("a.example", true, 7, 7)];
+    assert_eq!(
+        judge_traffic("a.example", window, &always).outcome,
+        Outcome::Passed
+    );
+    // Gone while nobody else gets any either (a quiet night): no sign.
+    let quiet = [row("a.example", false, 9, 0)];
+    assert_eq!(
+        judge_traffic("a.example", window, &quiet).outcome,
+        Outcome::Passed
+    );
+    // Too few before to miss; no traffic at all: nothing to say.
+    let few = [row("a.example", false, 2, 0), row("b.example", true, 50, 0)];
+    assert_eq!(
+        judge_traffic("a.example", window, &few).outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        judge_traffic("c.example", window, &few).outcome,
+        Outcome::Unknown
+    );
+    // Host names compare as DNS does.
+    let gone = [row("A.Example.", false, 9, 0), row("b.example", true, 5, 0)];
+    assert_eq!(
+        judge_traffic("a.example", window, &gone).outcome,
+        Outcome::Suspicious
+    );
+}

@@ -290,6 +290,10 @@ pub async fn check_round(app: &Inklink, probes: &Probes) -> Result<(), DbErr> {
     list.sort_by_key(|d| (d.is_default, d.id));
     for domain in list {
         let findings = probes.check(&domain).await;
+        // Nothing learnt (no probe applies to it this round): nothing to record.
+        if findings.is_empty() {
+            continue;
+        }
         let (outcome, reason) = probe::combine(&findings);
         let changed = record(app, &domain, outcome, &reason).await?;
         if changed.map(|(_, now)| now) == Some(HealthState::Blocked) && domain.is_default {
@@ -317,7 +321,7 @@ pub async fn check_round(app: &Inklink, probes: &Probes) -> Result<(), DbErr> {
 
 /// The probes' findings about one domain, without recording them (`inklink domain check`).
 pub async fn check_now(app: &Inklink, domain: &domain_conf::Model) -> Vec<Finding> {
-    Probes::new(&app.settings).check(domain).await
+    Probes::new(&app.settings, &app.db).check(domain).await
 }
 
 /// Takes (or keeps) the probing lease for `holder` until `until`; false: another instance
@@ -359,7 +363,7 @@ pub async fn refresh_alert(app: &Inklink) -> Result<(), DbErr> {
 
 /// Runs for the server's life on the server's own thread (the HTTP client is not `Send`).
 pub async fn run(app: std::sync::Arc<Inklink>) {
-    let probes = Probes::new(&app.settings);
+    let probes = Probes::new(&app.settings, &app.db);
     let interval = Duration::from_secs(app.settings.domain_check_interval);
     let holder = format!(
         "{}-{}",

@@ -1,8 +1,9 @@
 //! The probes a domain is checked with, each behind [`Probe`]: reachability (the domain
-//! answers inklink's `/healthz`), its certificate's expiry (https domains), and an external
-//! checking service (what says a domain is
+//! answers inklink's `/healthz`), its certificate's expiry (https domains), its in-app traffic
+//! (WeChat and QQ visitors vanishing), and an external checking service (what says a domain is
 //! blocked in WeChat or QQ). A probe that cannot tell says so: that is never "blocked".
 
+use crate::clickstore::traffic::{HostTraffic, in_app_by_host};
 use crate::config::Settings;
 use crate::db::entities::domain_conf;
 use crate::net::outbound::{Outbound, OutboundError};
@@ -197,17 +198,119 @@ impl Probe for Certificate {
     }
 }
 
+/// In-app visits a domain must have had in the window before for their absence to mean
+/// anything.
+pub const TRAFFIC_BASELINE: i64 = 5;
+/// The newest clicks the traffic probe reads, at most.
+const TRAFFIC_SAMPLE: u64 = 200_000;
+
+/// The traffic probe: a domain whose WeChat and QQ visitors vanish for the window while
+/// another domain still gets them, or all stop at the "open in browser" page when they used
+/// to go through, is suspicious (suspect at most: a sign, not a proof).
+pub struct Traffic {
+    db: sea_orm::DatabaseConnection,
+    window: Duration,
+    /// One read serves every domain of a round.
+    read: tokio::sync::Mutex<Option<(std::time::Instant, Vec<HostTraffic>)>>,
+}
+
+impl Traffic {
+    async fn traffic(&self) -> Result<Vec<HostTraffic>, sea_orm::DbErr> {
+        let mut read = self.read.lock().await;
+        if let Some((at, traffic)) = read.as_ref()
+            && at.elapsed() < Duration::from_secs(5)
+        {
+            return Ok(traffic.clone());
+        }
+        let now = chrono::Utc::now().timestamp_micros();
+        let window = self.window.as_micros() as i64;
+        let traffic =
+            in_app_by_host(&self.db, now - 2 * window, now - window, TRAFFIC_SAMPLE).await?;
+        *read = Some((std::time::Instant::now(), traffic.clone()));
+        Ok(traffic)
+    }
+}
+
+/// What the in-app traffic of `host` says, among every host's.
+pub fn judge_traffic(host: &str, window: Duration, traffic: &[HostTraffic]) -> Finding {
+    let finding = |outcome, reason| Finding {
+        probe: "traffic",
+        outcome,
+        reason,
+    };
+    let same = |other: &str| other.trim_end_matches('.').eq_ignore_ascii_case(host);
+    let of = |latest: bool| {
+        traffic
+            .iter()
+            .filter(|t| t.latest == latest && same(&t.host))
+            .fold((0, 0), |(v, s), t| (v + t.visits, s + t.stopped))
+    };
+    let (before, before_stopped) = of(false);
+    let (latest, latest_stopped) = of(true);
+    let minutes = (window.as_secs() / 60).max(1);
+    let elsewhere = traffic
+        .iter()
+        .filter(|t| t.latest && !same(&t.host) && t.visits > t.stopped)
+        .max_by_key(|t| t.visits);
+    if before >= TRAFFIC_BASELINE
+        && latest == 0
+        && let Some(other) = elsewhere
+    {
+        return finding(
+            Outcome::Suspicious,
+            format!(
+                "no visits from WeChat or QQ for {minutes} min while {other} still gets them",
+                other = other.host
+            ),
+        );
+    }
+    if latest >= TRAFFIC_BASELINE && latest_stopped == latest && before > before_stopped {
+        return finding(
+            Outcome::Suspicious,
+            format!(
+                "every visitor from WeChat or QQ in the last {minutes} min stopped at the \"open in browser\" page"
+            ),
+        );
+    }
+    match before + latest {
+        0 => finding(Outcome::Unknown, String::new()),
+        _ => finding(Outcome::Passed, String::new()),
+    }
+}
+
+impl Probe for Traffic {
+    async fn check(&self, domain: &domain_conf::Model) -> Finding {
+        match self.traffic().await {
+            Ok(traffic) => judge_traffic(&domain.host, self.window, &traffic),
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot read in-app traffic");
+                Finding {
+                    probe: "traffic",
+                    outcome: Outcome::Unknown,
+                    reason: String::new(),
+                }
+            }
+        }
+    }
+}
+
 /// Every probe configured.
 pub struct Probes {
     reachability: Option<Reachability>,
     certificate: Option<Certificate>,
     checker: Option<Checker>,
+    traffic: Option<Traffic>,
 }
 
 impl Probes {
-    pub fn new(settings: &Settings) -> Self {
+    pub fn new(settings: &Settings, db: &sea_orm::DatabaseConnection) -> Self {
         let timeout = Duration::from_secs(settings.domain_checker_timeout);
         Self {
+            traffic: (settings.domain_traffic_window > 0).then(|| Traffic {
+                db: db.clone(),
+                window: Duration::from_secs(settings.domain_traffic_window),
+                read: Default::default(),
+            }),
             reachability: settings.domain_check_reachability.then(|| Reachability {
                 client: Outbound::new(true, timeout),
             }),
@@ -241,11 +344,18 @@ impl Probes {
         if let Some(probe) = &self.checker {
             findings.push(probe.check(domain).await);
         }
+        // No in-app traffic to judge by says nothing: it is left out.
+        if let Some(probe) = &self.traffic {
+            let finding = probe.check(domain).await;
+            if finding.outcome != Outcome::Unknown {
+                findings.push(finding);
+            }
+        }
         findings
     }
 
     pub fn any(&self) -> bool {
-        self.reachability.is_some() || self.checker.is_some()
+        self.reachability.is_some() || self.checker.is_some() || self.traffic.is_some()
     }
 }
 
@@ -254,6 +364,9 @@ impl Probes {
 pub fn combine(findings: &[Finding]) -> (Outcome, String) {
     if let Some(failed) = findings.iter().find(|f| f.outcome == Outcome::Failed) {
         return (Outcome::Failed, failed.reason.clone());
+    }
+    if let Some(sign) = findings.iter().find(|f| f.outcome == Outcome::Suspicious) {
+        return (Outcome::Suspicious, sign.reason.clone());
     }
     if findings.iter().any(|f| f.outcome == Outcome::Passed) {
         // A passed check keeps a reason to show: what could not be told, else a warning
