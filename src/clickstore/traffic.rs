@@ -28,6 +28,8 @@ pub async fn in_app_by_host(
     split: i64,
     limit: u64,
 ) -> Result<Vec<HostTraffic>, DbErr> {
+    // Grouped by position: PostgreSQL takes `CASE WHEN c.at >= $1` and `… >= $4` for two
+    // different expressions.
     let sql = format!(
         "SELECT t.value AS host, \
          CASE WHEN c.at >= ? THEN 1 ELSE 0 END AS latest, \
@@ -39,12 +41,11 @@ pub async fn in_app_by_host(
          JOIN click_text t ON t.id = c.host \
          JOIN click_outcome o ON o.id = c.outcome \
          WHERE a.browser IN ({}) \
-         GROUP BY t.value, CASE WHEN c.at >= ? THEN 1 ELSE 0 END",
+         GROUP BY 1, 2",
         vec!["?"; IN_APP.len()].join(", ")
     );
     let mut values = vec![split.into(), since.into()];
     values.extend(IN_APP.iter().map(|app| (*app).into()));
-    values.push(split.into());
     let rows = db
         .query_all_raw(statement(db.get_database_backend(), &sql, values))
         .await?;
