@@ -778,18 +778,19 @@ async fn a_domain_whose_wechat_visitors_vanish_while_another_keeps_them_is_suspe
             .insert_header(("user-agent", WECHAT))
             .send()
     };
+    let enough = inklink::services::health::probe::TRAFFIC_BASELINE as u64;
     for host in ["a.example", "b.example"] {
-        for _ in 0..6 {
+        for _ in 0..enough {
             assert_eq!(visit(host).await.unwrap().status().as_u16(), 302);
         }
     }
-    crate::analytics::wait_written(&app, 12).await;
+    crate::analytics::wait_written(&app, 2 * enough).await;
     tokio::time::sleep(Duration::from_millis(2200)).await;
     // WeChat stops delivering a.example's visitors; b.example's keep coming.
-    for _ in 0..6 {
+    for _ in 0..3 {
         assert_eq!(visit("b.example").await.unwrap().status().as_u16(), 302);
     }
-    crate::analytics::wait_written(&app, 18).await;
+    crate::analytics::wait_written(&app, 2 * enough + 3).await;
     let all = inklink::services::domains::list(&app.core.db)
         .await
         .unwrap();
@@ -833,24 +834,33 @@ fn in_app_visitors_who_all_stop_at_the_open_in_browser_page_are_a_sign_and_quiet
         stopped,
     };
     // They used to go through; now every one stops at the page.
-    let traffic = [row("a.example", false, 9, 0), row("a.example", true, 7, 7)];
+    let traffic = [
+        row("a.example", false, 30, 0),
+        row("a.example", true, 25, 25),
+    ];
     let found = judge_traffic("a.example", window, &traffic);
     assert_eq!(found.outcome, Outcome::Suspicious);
     assert!(found.reason.contains("30 min"), "{found:?}");
     // A domain that always shows the page (its links ask for it) is not suspicious.
-    let always = [row("a.example", false, 9, 9), row("a.example", true, 7, 7)];
+    let always = [
+        row("a.example", false, 30, 30),
+        row("a.example", true, 25, 25),
+    ];
     assert_eq!(
         judge_traffic("a.example", window, &always).outcome,
         Outcome::Passed
     );
     // Gone while nobody else gets any either (a quiet night): no sign.
-    let quiet = [row("a.example", false, 9, 0)];
+    let quiet = [row("a.example", false, 30, 0)];
     assert_eq!(
         judge_traffic("a.example", window, &quiet).outcome,
         Outcome::Passed
     );
     // Too few before to miss; no traffic at all: nothing to say.
-    let few = [row("a.example", false, 2, 0), row("b.example", true, 50, 0)];
+    let few = [
+        row("a.example", false, 19, 0),
+        row("b.example", true, 50, 0),
+    ];
     assert_eq!(
         judge_traffic("a.example", window, &few).outcome,
         Outcome::Passed
@@ -860,7 +870,10 @@ fn in_app_visitors_who_all_stop_at_the_open_in_browser_page_are_a_sign_and_quiet
         Outcome::Unknown
     );
     // Host names compare as DNS does.
-    let gone = [row("A.Example.", false, 9, 0), row("b.example", true, 5, 0)];
+    let gone = [
+        row("A.Example.", false, 20, 0),
+        row("b.example", true, 1, 0),
+    ];
     assert_eq!(
         judge_traffic("a.example", window, &gone).outcome,
         Outcome::Suspicious

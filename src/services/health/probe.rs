@@ -198,9 +198,10 @@ impl Probe for Certificate {
     }
 }
 
-/// In-app visits a domain must have had in the window before for their absence to mean
-/// anything.
-pub const TRAFFIC_BASELINE: i64 = 5;
+/// In-app visits a domain must have had in the window before (or now, for the "open in
+/// browser" sign) for a change to mean anything: fewer, and the end of a small campaign
+/// would look like a block.
+pub const TRAFFIC_BASELINE: i64 = 20;
 /// The newest clicks the traffic probe reads, at most.
 const TRAFFIC_SAMPLE: u64 = 200_000;
 
