@@ -12,7 +12,7 @@ use crate::db::entities::users;
 use crate::db::sql::statement;
 use crate::db::{self, is_unique_violation};
 use crate::net::oidc::{Flight, OidcError, Provider, ProviderFault};
-use crate::rules::oidc::{Claims, Issuer, TokenError};
+use crate::rules::oidc::{Claims, Issuer};
 use crate::rules::{DisplayName, Password, Role, Username};
 use crate::state::Inklink;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, Set};
@@ -37,12 +37,6 @@ pub enum SsoError {
 /// Failed single sign-ins from one address per window (`signin::WINDOW`): each spends a row of
 /// `sso_state` and a request to the provider, so a stranger's are bounded.
 pub const ADDRESS_LIMIT: i32 = 20;
-
-impl From<TokenError> for SsoError {
-    fn from(err: TokenError) -> Self {
-        Self::Provider(err.into())
-    }
-}
 
 /// The provider the settings name, if any; an issuer without a client id is refused.
 pub fn provider(settings: &Settings) -> Result<Option<Provider>, String> {

@@ -1,6 +1,9 @@
 //! Signing in and out (the checks and throttling are `services::signin`), the signed-in user
 //! and CSRF tokens.
 
+use super::cookies::{
+    FLIGHT_COOKIE, LOGIN_COOKIE, PENDING_COOKIE, read_signed, signed_cookie, spent, with_cookies,
+};
 use super::pending::{self, Step};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
@@ -13,7 +16,7 @@ use crate::services::sso::password_allowed;
 use crate::services::{Actor, Principal};
 use crate::state::AppState;
 use actix_session::{Session, SessionExt};
-use actix_web::cookie::{Cookie, CookieJar, Key, SameSite};
+use actix_web::cookie::{Cookie, Key};
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
@@ -229,15 +232,9 @@ pub struct NextQuery {
     next: String,
 }
 
-/// The sign-in form's CSRF token travels in this signed cookie, not in a session: a visitor
-/// who only looks at the form makes us store nothing.
-const LOGIN_COOKIE: &str = "inklink_login";
-
 /// The token of a valid login cookie on `req` (signed by us, so not planted by another site).
 pub(super) fn login_token(req: &HttpRequest, key: &Key) -> Option<String> {
-    let mut jar = CookieJar::new();
-    jar.add_original(req.cookie(LOGIN_COOKIE)?);
-    let token = jar.signed(key).get(LOGIN_COOKIE)?.value().to_owned();
+    let token = read_signed(req, key, LOGIN_COOKIE)?;
     (token.len() == 64).then_some(token)
 }
 
@@ -267,18 +264,7 @@ pub(super) fn posted_login_token(
 }
 
 fn login_cookie(token: &str, key: &Key, secure: bool) -> Cookie<'static> {
-    let mut jar = CookieJar::new();
-    jar.signed_mut(key).add(
-        Cookie::build(LOGIN_COOKIE, token.to_owned())
-            .path("/admin")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(secure)
-            .finish(),
-    );
-    jar.get(LOGIN_COOKIE)
-        .cloned()
-        .expect("the cookie just added")
+    signed_cookie(key, LOGIN_COOKIE, token.to_owned(), None, secure)
 }
 
 pub async fn login_form(
@@ -415,14 +401,10 @@ pub(super) async fn start_session(
             .add_cookie(&chosen.cookie())
             .map_err(|err| AdminError::Session(err.to_string()))?;
     }
-    for name in [LOGIN_COOKIE, pending::PENDING_COOKIE] {
-        let mut spent = Cookie::build(name, "").path("/admin").finish();
-        spent.make_removal();
-        response
-            .add_cookie(&spent)
-            .map_err(|err| AdminError::Session(err.to_string()))?;
-    }
-    Ok(response)
+    with_cookies(
+        response,
+        [LOGIN_COOKIE, PENDING_COOKIE, FLIGHT_COOKIE].map(spent),
+    )
 }
 
 #[derive(serde::Deserialize)]

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod auth;
+pub mod cookies;
 pub mod keys;
 pub mod pending;
 pub mod second_factor;

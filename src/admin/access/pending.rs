@@ -2,15 +2,14 @@
 //! says which user passed the password, under which session epoch, until when, which step is
 //! next and where they were going.
 
+use super::cookies::{PENDING_COOKIE, read_signed, signed_cookie, with_cookies};
 use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::db::entities::users;
 use crate::state::AppState;
-use actix_web::cookie::{Cookie, CookieJar, Key, SameSite};
+use actix_web::cookie::Key;
 use actix_web::{HttpRequest, HttpResponse};
 
-/// The signed cookie of a sign-in waiting for its second step.
-pub const PENDING_COOKIE: &str = "inklink_2fa";
 /// Time to type the code after the password.
 const PENDING_SECONDS: i64 = 300;
 
@@ -40,9 +39,7 @@ fn pending_value(user: &users::Model, step: Step, next: &str) -> String {
 }
 
 pub fn read_pending(req: &HttpRequest, key: &Key) -> Option<Pending> {
-    let mut jar = CookieJar::new();
-    jar.add_original(req.cookie(PENDING_COOKIE)?);
-    let value = jar.signed(key).get(PENDING_COOKIE)?.value().to_owned();
+    let value = read_signed(req, key, PENDING_COOKIE)?;
     let mut parts = value.splitn(5, '|');
     let user = parts.next()?.parse().ok()?;
     let epoch = parts.next()?.parse().ok()?;
@@ -69,26 +66,16 @@ pub fn ask(
     next: &str,
     state: &AppState,
 ) -> Result<HttpResponse, AdminError> {
-    let mut jar = CookieJar::new();
-    jar.signed_mut(key).add(
-        Cookie::build(PENDING_COOKIE, pending_value(user, step, next))
-            .path("/admin")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(state.core.settings.secure_cookie)
-            .max_age(actix_web::cookie::time::Duration::seconds(PENDING_SECONDS))
-            .finish(),
+    let cookie = signed_cookie(
+        key,
+        PENDING_COOKIE,
+        pending_value(user, step, next),
+        Some(PENDING_SECONDS),
+        state.core.settings.secure_cookie,
     );
-    let cookie = jar
-        .get(PENDING_COOKIE)
-        .cloned()
-        .expect("the cookie just added");
-    let mut response = see_other(match step {
+    let response = see_other(match step {
         Step::Code => "/admin/login/code",
         Step::Enrol => "/admin/login/enrol",
     });
-    response
-        .add_cookie(&cookie)
-        .map_err(|err| AdminError::Session(err.to_string()))?;
-    Ok(response)
+    with_cookies(response, [cookie])
 }

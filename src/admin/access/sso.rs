@@ -4,16 +4,14 @@
 //! when the user has one or one is required).
 
 use super::auth::{client_ip, first_factor_passed, login_answer};
+use super::cookies::{FLIGHT_COOKIE, read_signed, signed_cookie, spent, with_cookies};
 use crate::admin::error::AdminError;
 use crate::net::oidc::{FLIGHT_SECONDS, Flight, OidcError};
 use crate::services::sso::SsoError;
 use crate::state::AppState;
-use actix_web::cookie::{Cookie, CookieJar, Key, SameSite};
+use actix_web::cookie::Key;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-
-/// The signed cookie of a sign-in on its way through the provider.
-const FLIGHT_COOKIE: &str = "inklink_sso";
 
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
@@ -22,12 +20,18 @@ pub struct StartQuery {
 }
 
 /// `https://host` or `http://host` as the browser reached the admin UI (the provider's
-/// redirect back goes there unless INKLINK_PUBLIC_URL says otherwise).
+/// redirect back goes there unless INKLINK_PUBLIC_URL says otherwise). Only a trusted proxy is
+/// believed about https, as for the session cookie; the host is the request's own.
 fn origin(req: &HttpRequest, state: &AppState) -> String {
-    let https = state.core.settings.trusted_proxies.is_https(req)
-        || req.connection_info().scheme() == "https";
+    let settings = &state.core.settings;
+    let https = settings.secure_cookie || settings.trusted_proxies.is_https(req);
     let scheme = if https { "https" } else { "http" };
-    format!("{scheme}://{}", req.connection_info().host())
+    let host = req
+        .headers()
+        .get(actix_web::http::header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("localhost");
+    format!("{scheme}://{host}")
 }
 
 fn refused(
@@ -45,13 +49,8 @@ fn refused(
         _ => StatusCode::BAD_REQUEST,
     };
     tracing::warn!(error = %err, "single sign-on refused");
-    let mut response = login_answer(req, state, status, "", Some(&err.to_string()), "")?;
-    let mut spent = Cookie::build(FLIGHT_COOKIE, "").path("/admin").finish();
-    spent.make_removal();
-    response
-        .add_cookie(&spent)
-        .map_err(|err| AdminError::Session(err.to_string()))?;
-    Ok(response)
+    let response = login_answer(req, state, status, "", Some(&err.to_string()), "")?;
+    with_cookies(response, [spent(FLIGHT_COOKIE)])
 }
 
 pub async fn start(
@@ -67,27 +66,14 @@ pub async fn start(
         Ok(begun) => begun,
         Err(err) => return refused(&req, &state, &err.into()),
     };
-    let key = Key::from(&state.core.cookie_key);
-    let mut jar = CookieJar::new();
-    // Lax: the provider's redirect back is a top-level navigation, which carries it.
-    jar.signed_mut(&key).add(
-        Cookie::build(FLIGHT_COOKIE, flight.to_cookie())
-            .path("/admin")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(state.core.settings.secure_cookie)
-            .max_age(actix_web::cookie::time::Duration::seconds(FLIGHT_SECONDS))
-            .finish(),
+    let cookie = signed_cookie(
+        &Key::from(&state.core.cookie_key),
+        FLIGHT_COOKIE,
+        flight.to_cookie(),
+        Some(FLIGHT_SECONDS),
+        state.core.settings.secure_cookie,
     );
-    let cookie = jar
-        .get(FLIGHT_COOKIE)
-        .cloned()
-        .expect("the cookie just added");
-    let mut response = crate::admin::pages::see_other(&to);
-    response
-        .add_cookie(&cookie)
-        .map_err(|err| AdminError::Session(err.to_string()))?;
-    Ok(response)
+    with_cookies(crate::admin::pages::see_other(&to), [cookie])
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -100,9 +86,7 @@ pub struct Callback {
 }
 
 fn flight_of(req: &HttpRequest, key: &Key) -> Option<Flight> {
-    let mut jar = CookieJar::new();
-    jar.add_original(req.cookie(FLIGHT_COOKIE)?);
-    Flight::from_cookie(jar.signed(key).get(FLIGHT_COOKIE)?.value())
+    Flight::from_cookie(&read_signed(req, key, FLIGHT_COOKIE)?)
 }
 
 pub async fn callback(
@@ -136,14 +120,8 @@ pub async fn callback(
     let ip = client_ip(&req, &state);
     match crate::services::sso::finish(&state.core, sso, &flight, &query.code, &origin, &ip).await {
         Ok(user) => {
-            let mut response =
-                first_factor_passed(&state, &session, &user, &ip, &flight.next).await?;
-            let mut spent = Cookie::build(FLIGHT_COOKIE, "").path("/admin").finish();
-            spent.make_removal();
-            response
-                .add_cookie(&spent)
-                .map_err(|err| AdminError::Session(err.to_string()))?;
-            Ok(response)
+            let response = first_factor_passed(&state, &session, &user, &ip, &flight.next).await?;
+            with_cookies(response, [spent(FLIGHT_COOKIE)])
         }
         Err(SsoError::Db(err)) => Err(err.into()),
         Err(err) => refused(&req, &state, &err),
