@@ -119,44 +119,29 @@ pub async fn update(
         .map_err(|err| {
             ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), "sms_templates")
         })?;
-    if filing.is_some() || templates.is_some() {
-        match domains::set_filing(db, domain.id, filing, templates, &actor).await {
-            Ok(_) => {}
-            Err(DomainChangeError::Db(err)) => return Err(ApiError::Unavailable(err)),
-            Err(DomainChangeError::NotFound) => return Err(not_found()),
-            Err(err) => {
-                return Err(ApiError::invalid(
-                    ErrorCode::InvalidValue,
-                    err.to_string(),
-                    "icp_filing",
-                ));
-            }
-        }
-    }
-    if body.standby.is_none() && failover.is_none() {
-        let all = domains::list(db).await?;
-        let changed = all
-            .iter()
-            .find(|d| d.id == domain.id)
-            .ok_or_else(not_found)?;
-        let hosts: HashMap<i64, String> = all.iter().map(|d| (d.id, d.host.clone())).collect();
-        let health = health::all(db).await?;
-        return Ok(HttpResponse::Ok().json(view(changed, &hosts, health.get(&changed.id))));
-    }
-    let changed = match domains::set_failover(db, domain.id, body.standby, failover, &actor).await {
-        Ok(changed) => changed,
-        Err(DomainChangeError::Db(err)) => return Err(ApiError::Unavailable(err)),
-        Err(DomainChangeError::NotFound) => return Err(not_found()),
-        Err(err) => {
-            return Err(ApiError::invalid(
-                ErrorCode::InvalidValue,
-                err.to_string(),
-                "standby",
-            ));
-        }
+    let refused = |err: DomainChangeError, field: &str| match err {
+        DomainChangeError::Db(err) => ApiError::Unavailable(err),
+        DomainChangeError::NotFound => not_found(),
+        err => ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), field),
     };
+    // The change that can be refused (a default made a standby) goes first: a refused request
+    // changes nothing.
+    if body.standby.is_some() || failover.is_some() {
+        domains::set_failover(db, domain.id, body.standby, failover, &actor)
+            .await
+            .map_err(|err| refused(err, "standby"))?;
+    }
+    if filing.is_some() || templates.is_some() {
+        domains::set_filing(db, domain.id, filing, templates, &actor)
+            .await
+            .map_err(|err| refused(err, "icp_filing"))?;
+    }
     let all = domains::list(db).await?;
+    let changed = all
+        .iter()
+        .find(|d| d.id == domain.id)
+        .ok_or_else(not_found)?;
     let hosts: HashMap<i64, String> = all.iter().map(|d| (d.id, d.host.clone())).collect();
     let health = health::all(db).await?;
-    Ok(HttpResponse::Ok().json(view(&changed, &hosts, health.get(&changed.id))))
+    Ok(HttpResponse::Ok().json(view(changed, &hosts, health.get(&changed.id))))
 }

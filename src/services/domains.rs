@@ -351,6 +351,25 @@ pub async fn set_link_defaults(
     fallback: Option<Option<TargetUrl>>,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
+    change_settings(db, id, actor, |change| {
+        if let Some(apps) = in_app {
+            change.in_app_page = Set((!apps.is_empty()).then(|| apps.to_string()));
+        }
+        if let Some(fallback) = fallback {
+            change.fallback_url = Set(fallback.map(|url| url.to_string()));
+        }
+    })
+    .await
+}
+
+/// Changes a domain's settings as `apply` says, in one transaction, audited as
+/// `domain.settings` with the values before and after.
+async fn change_settings(
+    db: &DatabaseConnection,
+    id: i64,
+    actor: &Actor,
+    apply: impl FnOnce(&mut domain_conf::ActiveModel),
+) -> Result<domain_conf::Model, DomainChangeError> {
     let txn = db::begin_write(db).await?;
     let result = async {
         let before = get_in(&txn, id).await?;
@@ -360,12 +379,7 @@ pub async fn set_link_defaults(
             updated_at: Set(db::now()),
             ..Default::default()
         };
-        if let Some(apps) = in_app {
-            change.in_app_page = Set((!apps.is_empty()).then(|| apps.to_string()));
-        }
-        if let Some(fallback) = fallback {
-            change.fallback_url = Set(fallback.map(|url| url.to_string()));
-        }
+        apply(&mut change);
         let after = change.update(&txn).await?;
         record_change(&txn, actor, "domain.settings", &before, &after).await?;
         Ok(after)
@@ -383,27 +397,15 @@ pub async fn set_filing(
     templates: Option<Option<SmsTemplates>>,
     actor: &Actor,
 ) -> Result<domain_conf::Model, DomainChangeError> {
-    let txn = db::begin_write(db).await?;
-    let result = async {
-        let before = get_in(&txn, id).await?;
-        let mut change = domain_conf::ActiveModel {
-            id: Set(id),
-            updated_by: Set(Some(actor.name().to_owned())),
-            updated_at: Set(db::now()),
-            ..Default::default()
-        };
+    change_settings(db, id, actor, |change| {
         if let Some(filing) = filing {
             change.icp_filing = Set(filing.map(|f| f.to_string()));
         }
         if let Some(templates) = templates {
             change.sms_templates = Set(templates.map(|t| t.as_str().to_owned()));
         }
-        let after = change.update(&txn).await?;
-        record_change(&txn, actor, "domain.settings", &before, &after).await?;
-        Ok(after)
-    }
-    .await;
-    db::finish(txn, result).await
+    })
+    .await
 }
 
 /// The approved SMS templates that embed `domain`: what must be submitted again once it is

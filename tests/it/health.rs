@@ -575,6 +575,19 @@ async fn a_domains_filing_and_sms_templates_are_kept_as_typed_and_listed_when_it
     assert_eq!(set.status, 200, "{}", set.body);
     assert_eq!(set.body["icp_filing"], "沪ICP备2026000001号");
     assert_eq!(set.body["sms_templates"], json!(["SMS_789"]));
+    // A request refused in part changes nothing: the default domain cannot be a standby.
+    let half = admin
+        .call(
+            "PATCH",
+            "/api/v1/domains/new.example",
+            Some(json!({"standby": true, "icp_filing": "粤ICP备1号"})),
+        )
+        .await;
+    assert_eq!(half.status, 422, "{}", half.body);
+    assert_eq!(
+        health_of(&admin, "new.example").await["icp_filing"],
+        "沪ICP备2026000001号"
+    );
     let refused = admin
         .call(
             "PATCH",
