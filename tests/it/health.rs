@@ -694,32 +694,34 @@ async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_health
         protocol: "https".to_owned(),
         ..first.clone()
     };
-    let findings = inklink::services::health::check_now(&app.core, &domain(soon)).await;
-    let warning = findings
-        .iter()
-        .find(|f| f.probe == "certificate")
-        .expect("https domains have their certificate read")
-        .clone();
-    let certificate = &warning;
-    assert_eq!(certificate.outcome, inklink::rules::health::Outcome::Passed);
+    let certificate_of = |port: u16| {
+        let domain = domain(port);
+        let core = app.core.clone();
+        async move {
+            inklink::services::health::check_now(&core, &domain)
+                .await
+                .into_iter()
+                .find(|f| f.probe == "certificate")
+                .expect("https domains have their certificate read")
+        }
+    };
+    let warning = certificate_of(soon).await;
+    assert_eq!(warning.outcome, inklink::rules::health::Outcome::Passed);
     assert!(
-        certificate.reason.starts_with(&format!(
+        warning.reason.starts_with(&format!(
             "the certificate of localhost:{soon} expires in 5 days"
         )),
-        "{certificate:?}"
+        "{warning:?}"
     );
-    let findings = inklink::services::health::check_now(&app.core, &domain(later)).await;
-    let certificate = findings.iter().find(|f| f.probe == "certificate").unwrap();
+    let certificate = certificate_of(later).await;
     assert_eq!(certificate.outcome, inklink::rules::health::Outcome::Passed);
     assert_eq!(certificate.reason, "", "no warning 89 days ahead");
     // Nothing answers TLS on a closed port: unknown, never blocked.
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let findings = inklink::services::health::check_now(&app.core, &domain(port)).await;
-    let certificate = findings.iter().find(|f| f.probe == "certificate").unwrap();
     assert_eq!(
-        certificate.outcome,
+        certificate_of(port).await.outcome,
         inklink::rules::health::Outcome::Unknown
     );
 
