@@ -9,13 +9,13 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// A 128-bit value (an event key, a visitor, an IPv6 address) as 32 lower-case hex digits,
@@ -35,14 +35,44 @@ pub fn from_hex128(digits: &[u8]) -> Option<u128> {
         return None;
     }
     digits.iter().try_fold(0u128, |value, &c| {
-        let digit = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
-        Some(value << 4 | u128::from(digit))
+        Some(value << 4 | u128::from(hex_digit(c)?))
     })
+}
+
+/// Hex digits (either case, an even number of them) as the bytes they spell.
+pub fn from_hex(digits: &[u8]) -> Option<Vec<u8>> {
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(digits.len() / 2);
+    for pair in digits.chunks_exact(2) {
+        out.push(hex_digit(pair[0])? << 4 | hex_digit(pair[1])?);
+    }
+    Some(out)
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    // What each byte is worth as a hex digit (0xff: not one); exports read three hex values
+    // a click.
+    const VALUES: [u8; 256] = {
+        let mut values = [0xff; 256];
+        let mut i = 0;
+        while i < 10 {
+            values[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            values[b'a' as usize + i] = 10 + i as u8;
+            values[b'A' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        values
+    };
+    match VALUES[usize::from(c)] {
+        0xff => None,
+        value => Some(value),
+    }
 }
 
 /// SHA-256 of `text`, as 64 lower-case hex digits.

@@ -214,7 +214,10 @@ impl Default for Digest {
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Value(value) => write!(f, "{:032x}", u128::from_be_bytes(*value)),
+            Self::Value(value) => {
+                let digits = crate::digest::hex128(u128::from_be_bytes(*value));
+                f.write_str(std::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
+            }
             Self::Other(text) => f.write_str(text),
         }
     }

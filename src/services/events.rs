@@ -3,7 +3,7 @@
 //! (`inklink events export`) and the API (`GET /api/v1/events`) stream the same pages.
 
 use super::audit::Actor;
-use crate::clickstore::stored::{self, Stored};
+use crate::clickstore::stored::{self, Dictionaries, Stored};
 use crate::rules::Tag;
 use crate::stats::days::day_start;
 use chrono::NaiveDate;
@@ -70,18 +70,14 @@ impl Cursor {
         let bad = || EventsError::Cursor(text.chars().take(80).collect());
         let (at, key) = text.trim().split_once('-').ok_or_else(bad)?;
         let at = at.parse().map_err(|_| bad())?;
-        if key.len() % 2 != 0 || key.len() > 128 {
+        if key.len() > 128 {
             return Err(bad());
         }
-        let key = (0..key.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&key[i..i + 2], 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map_err(|_| bad())?;
+        let key = crate::digest::from_hex(key.as_bytes()).ok_or_else(bad)?;
         Ok(Self { at, key })
     }
 
-    fn of(click: &Stored) -> Self {
+    pub fn of(click: &Stored) -> Self {
         Self {
             at: click.at,
             key: click.key.clone(),
@@ -136,31 +132,32 @@ impl ExportFilter {
     }
 }
 
-/// The next page of clicks after `after`.
+/// The next page of clicks after `after` (the dictionary rows of earlier pages remembered in
+/// `dictionaries`).
 pub async fn page(
     db: &DatabaseConnection,
     tz: Tz,
     filter: &ExportFilter,
     after: Option<&Cursor>,
     limit: u64,
+    dictionaries: &mut Dictionaries,
 ) -> Result<Vec<Stored>, DbErr> {
     let micros = |day: NaiveDate| {
         day_start(day, tz)
             .map(|t| t.and_utc().timestamp_micros())
             .unwrap_or(i64::MAX)
     };
-    let start = micros(filter.from);
+    // One lower bound on the time: given two, SQLite seeks by the range's start and filters
+    // every click up to the cursor, so each page read all the pages before it.
+    let start = micros(filter.from).max(after.map_or(i64::MIN, |cursor| cursor.at));
     let end = filter.to.succ_opt().map_or(i64::MAX, micros);
     let mut sql = String::from("c.at >= ? AND c.at < ?");
     let mut values: Vec<Value> = vec![start.into(), end.into()];
     if let Some(cursor) = after {
-        // A row value is read as one range of the key's index; the OR that MySQL needs is
-        // bounded below by the cursor's time, else each page would read from the range's start.
         match db.get_database_backend() {
             sea_orm::DbBackend::MySql => {
-                sql.push_str(" AND c.at >= ? AND (c.at > ? OR (c.at = ? AND c.event_key > ?))");
+                sql.push_str(" AND (c.at > ? OR (c.at = ? AND c.event_key > ?))");
                 values.extend([
-                    cursor.at.into(),
                     cursor.at.into(),
                     cursor.at.into(),
                     cursor.key.clone().into(),
@@ -186,7 +183,7 @@ pub async fn page(
         );
         values.extend([kind.into(), id.into()]);
     }
-    stored::read(db, &sql, values, Some(limit)).await
+    stored::read_with(db, &sql, values, Some(limit), dictionaries).await
 }
 
 /// The columns of the CSV, in order (NDJSON has the same names).
@@ -215,37 +212,110 @@ pub const COLUMNS: [&str; 22] = [
     "cursor",
 ];
 
-/// A click's fields, in [`COLUMNS`]' order.
-fn fields(click: &Stored) -> [Option<String>; 22] {
+/// A field of an exported click.
+enum Field<'a> {
+    Null,
+    Bool(bool),
+    Number(i64),
+    Text(&'a str),
+}
+
+/// Hands each field of `click` to `put`, in [`COLUMNS`]' order: the one definition of what
+/// an exported click says, written out as NDJSON, CSV or a webhook's JSON.
+fn fields(click: &Stored, mut put: impl FnMut(Field)) {
     let row = &click.row;
-    let text = |t: &Option<crate::clickstore::row::Text>| t.as_ref().map(|t| t.to_string());
-    let visitor = row.unique_identity.to_string();
-    [
-        Some(row.record_time.and_utc().to_rfc3339()),
-        Some(row.compression_code.to_string()),
-        row.url_map_id.map(|id| id.to_string()),
-        text(&row.host),
-        Some(row.client_ip.to_string()).filter(|a| !a.is_empty()),
-        Some(visitor).filter(|v| !v.is_empty()),
-        text(&row.user_agent),
-        text(&row.agent.browser),
-        text(&row.agent.browser_version),
-        text(&row.agent.os),
-        text(&row.agent.os_version),
-        text(&row.agent.device),
-        Some(row.agent.is_bot.to_string()),
-        text(&row.referer),
-        text(&row.query_string),
-        text(&row.country),
-        text(&row.province),
-        text(&row.city),
-        text(&row.carrier),
-        Some(row.outcome.label().to_owned()),
-        row.outcome
-            .target_rule()
-            .map(|rule| rule.as_str().to_owned()),
-        Some(Cursor::of(click).to_string()),
-    ]
+    fn text(t: &Option<crate::clickstore::row::Text>) -> Field<'_> {
+        t.as_deref().map_or(Field::Null, Field::Text)
+    }
+    fn filled(t: &str) -> Field<'_> {
+        match t.is_empty() {
+            true => Field::Null,
+            false => Field::Text(t),
+        }
+    }
+    put(Field::Text(&rfc3339(row.record_time)));
+    put(Field::Text(&row.compression_code));
+    put(row.url_map_id.map_or(Field::Null, Field::Number));
+    put(text(&row.host));
+    put(filled(&row.client_ip.to_string()));
+    put(filled(&row.unique_identity.to_string()));
+    put(text(&row.user_agent));
+    put(text(&row.agent.browser));
+    put(text(&row.agent.browser_version));
+    put(text(&row.agent.os));
+    put(text(&row.agent.os_version));
+    put(text(&row.agent.device));
+    put(Field::Bool(row.agent.is_bot));
+    put(text(&row.referer));
+    put(text(&row.query_string));
+    put(text(&row.country));
+    put(text(&row.province));
+    put(text(&row.city));
+    put(text(&row.carrier));
+    put(Field::Text(row.outcome.label()));
+    put(row
+        .outcome
+        .target_rule()
+        .map_or(Field::Null, |rule| Field::Text(rule.as_str())));
+    put(Field::Text(&cursor_of(click)));
+}
+
+/// A time as chrono's `to_rfc3339` writes it (`2026-11-27T02:13:55.123456+00:00`), without
+/// the formatting machinery: an export writes one a click.
+fn rfc3339(time: chrono::NaiveDateTime) -> String {
+    use chrono::{Datelike, Timelike};
+    fn digits(out: &mut String, value: u32, width: usize) {
+        let mut buffer = [b'0'; 9];
+        let mut rest = value;
+        for slot in buffer[..width].iter_mut().rev() {
+            *slot = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        buffer[..width]
+            .iter()
+            .for_each(|b| out.push(char::from(*b)));
+    }
+    let year = match u32::try_from(time.year()) {
+        Ok(year) if year <= 9999 => year,
+        _ => return time.and_utc().to_rfc3339(),
+    };
+    let mut out = String::with_capacity(32);
+    digits(&mut out, year, 4);
+    out.push('-');
+    digits(&mut out, time.month(), 2);
+    out.push('-');
+    digits(&mut out, time.day(), 2);
+    out.push('T');
+    digits(&mut out, time.hour(), 2);
+    out.push(':');
+    digits(&mut out, time.minute(), 2);
+    out.push(':');
+    digits(&mut out, time.second(), 2);
+    match time.nanosecond() {
+        0 => {}
+        n if n % 1_000_000 == 0 => {
+            out.push('.');
+            digits(&mut out, n / 1_000_000, 3);
+        }
+        n if n % 1_000 == 0 => {
+            out.push('.');
+            digits(&mut out, n / 1_000, 6);
+        }
+        n => {
+            out.push('.');
+            digits(&mut out, n, 9);
+        }
+    }
+    out.push_str("+00:00");
+    out
+}
+
+/// [`Cursor::of`]'s text.
+fn cursor_of(click: &Stored) -> String {
+    let mut out = click.at.to_string();
+    out.push('-');
+    out.push_str(&crate::digest::hex(&click.key));
+    out
 }
 
 /// The first line of an export (CSV's header; nothing for NDJSON).
@@ -256,58 +326,107 @@ pub fn header(format: Format) -> String {
     }
 }
 
-/// One click as a JSON object: the fields of [`COLUMNS`] (an NDJSON line of the export, and
-/// an item of a `link.clicked` webhook).
-pub fn object(click: &Stored) -> serde_json::Value {
-    let mut object = serde_json::Map::with_capacity(COLUMNS.len());
-    for (name, value) in COLUMNS.iter().zip(fields(click)) {
-        let value = match (*name, value) {
-            ("link_id", Some(id)) => id
-                .parse::<i64>()
-                .map_or(serde_json::Value::Null, serde_json::Value::from),
-            ("bot", Some(bot)) => serde_json::Value::Bool(bot == "true"),
-            (_, Some(text)) => serde_json::Value::String(text),
-            (_, None) => serde_json::Value::Null,
-        };
-        object.insert((*name).to_owned(), value);
-    }
-    serde_json::Value::Object(object)
-}
-
-/// One click as a line of `format`.
-pub fn line(format: Format, click: &Stored) -> String {
+/// Appends one click as a line of `format` to `out`.
+pub fn write_line(out: &mut String, format: Format, click: &Stored) {
     match format {
         Format::Ndjson => {
-            let mut out = object(click).to_string();
+            write_object(out, click);
             out.push('\n');
-            out
         }
         Format::Csv => {
-            let cells: Vec<String> = fields(click)
-                .into_iter()
-                .map(|field| csv_cell(&field.unwrap_or_default()))
-                .collect();
-            let mut out = cells.join(",");
+            let mut first = true;
+            fields(click, |field| {
+                if !std::mem::take(&mut first) {
+                    out.push(',');
+                }
+                match field {
+                    Field::Null => {}
+                    Field::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+                    Field::Number(n) => push_number(out, n),
+                    Field::Text(text) => csv_cell(out, text),
+                }
+            });
             out.push('\n');
-            out
         }
     }
+}
+
+/// Appends one click as a JSON object to `out`: the fields of [`COLUMNS`] (a line of the
+/// NDJSON export, an item of a `link.clicked` webhook).
+pub fn write_object(out: &mut String, click: &Stored) {
+    let mut names = COLUMNS.iter();
+    let mut separator = '{';
+    fields(click, |field| {
+        let Some(name) = names.next() else { return };
+        out.push(separator);
+        separator = ',';
+        out.push('"');
+        out.push_str(name);
+        out.push_str("\":");
+        match field {
+            Field::Null => out.push_str("null"),
+            Field::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+            Field::Number(n) => push_number(out, n),
+            Field::Text(text) => json_string(out, text),
+        }
+    });
+    out.push('}');
+}
+
+fn push_number(out: &mut String, n: i64) {
+    use std::fmt::Write;
+    let _ = write!(out, "{n}");
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it.
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
+    let mut rest = text;
+    while let Some(i) = rest
+        .bytes()
+        .position(|b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        out.push_str(&rest[..i]);
+        match rest.as_bytes()[i] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            control => out.push_str(&format!("\\u{control:04x}")),
+        }
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 /// A CSV cell, quoted when needed; a cell a spreadsheet would run as a formula is prefixed
 /// with `'` (what visitors send ends up here: a referrer or a query of `=HYPERLINK(…)`).
-fn csv_cell(text: &str) -> String {
-    let text = match text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        true => format!("'{text}"),
-        false => text.to_owned(),
-    };
-    match text.contains([',', '"', '\n', '\r']) {
-        true => format!("\"{}\"", text.replace('"', "\"\"")),
-        false => text,
+fn csv_cell(out: &mut String, text: &str) {
+    let formula = text.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let quoted = text.contains([',', '"', '\n', '\r']);
+    if quoted {
+        out.push('"');
+    }
+    if formula {
+        out.push('\'');
+    }
+    match quoted {
+        true => out.push_str(&text.replace('"', "\"\"")),
+        false => out.push_str(text),
+    }
+    if quoted {
+        out.push('"');
     }
 }
 
 /// The whole export as a stream of text chunks (a page of clicks each), from `after` on.
+///
+/// The next page is read while this one is written out: the database (SQLite's own thread,
+/// or the server) works beside the formatting instead of in turn with it.
 pub fn stream(
     db: DatabaseConnection,
     tz: Tz,
@@ -315,45 +434,72 @@ pub fn stream(
     after: Option<Cursor>,
     format: Format,
 ) -> impl Stream<Item = Result<String, DbErr>> {
+    stream_by(db, tz, filter, after, format, PAGE)
+}
+
+/// [`stream`], reading `page` clicks a statement.
+pub fn stream_by(
+    db: DatabaseConnection,
+    tz: Tz,
+    filter: ExportFilter,
+    after: Option<Cursor>,
+    format: Format,
+    page: u64,
+) -> impl Stream<Item = Result<String, DbErr>> {
+    type Fetched = (Result<Vec<Stored>, DbErr>, Dictionaries);
+    let size = page;
+    let fetch = move |db: &DatabaseConnection,
+                      filter: &ExportFilter,
+                      after: Option<Cursor>,
+                      mut dictionaries: Dictionaries|
+          -> tokio::task::JoinHandle<Fetched> {
+        let (db, filter) = (db.clone(), filter.clone());
+        tokio::spawn(async move {
+            let read = self::page(&db, tz, &filter, after.as_ref(), size, &mut dictionaries);
+            (read.await, dictionaries)
+        })
+    };
     struct State {
         db: DatabaseConnection,
         filter: ExportFilter,
-        after: Option<Cursor>,
+        next: Option<tokio::task::JoinHandle<Fetched>>,
         started: bool,
-        done: bool,
     }
+    let next = fetch(&db, &filter, after, Dictionaries::default());
     let state = State {
         db,
         filter,
-        after,
+        next: Some(next),
         started: false,
-        done: false,
     };
     futures_util::stream::unfold(state, move |mut state| async move {
-        if state.done {
-            return None;
-        }
-        let mut out = String::new();
-        if !state.started {
-            state.started = true;
+        let fetched = state.next.take()?.await;
+        let clicks = match fetched {
+            Ok((Ok(clicks), dictionaries)) => {
+                if clicks.len() as u64 == size {
+                    let after = clicks.last().map(Cursor::of);
+                    let next = fetch(&state.db, &state.filter, after, dictionaries);
+                    state.next = Some(next);
+                    // On a single-threaded runtime the read starts only when it is first
+                    // polled: let it ask the database before this page is written out.
+                    tokio::task::yield_now().await;
+                }
+                clicks
+            }
+            Ok((Err(err), _)) => return Some((Err(err), state)),
+            Err(err) => {
+                let err = DbErr::Custom(format!("reading a page of the export failed: {err}"));
+                return Some((Err(err), state));
+            }
+        };
+        let mut out = String::with_capacity(clicks.len() * 700);
+        if !std::mem::replace(&mut state.started, true) {
             out.push_str(&header(format));
         }
-        match page(&state.db, tz, &state.filter, state.after.as_ref(), PAGE).await {
-            Ok(clicks) => {
-                state.done = (clicks.len() as u64) < PAGE;
-                if let Some(last) = clicks.last() {
-                    state.after = Some(Cursor::of(last));
-                }
-                for click in &clicks {
-                    out.push_str(&line(format, click));
-                }
-                Some((Ok(out), state))
-            }
-            Err(err) => {
-                state.done = true;
-                Some((Err(err), state))
-            }
+        for click in &clicks {
+            write_line(&mut out, format, click);
         }
+        Some((Ok(out), state))
     })
 }
 
@@ -370,8 +516,51 @@ mod tests {
         assert_eq!(Cursor::parse(&cursor.to_string()), Ok(cursor));
         assert!(Cursor::parse("12-xyz").is_err());
         assert!(Cursor::parse("nonsense").is_err());
-        assert_eq!(csv_cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
-        assert_eq!(csv_cell("a,b"), "\"a,b\"");
-        assert_eq!(csv_cell("plain"), "plain");
+        let cell = |text: &str| {
+            let mut out = String::new();
+            csv_cell(&mut out, text);
+            out
+        };
+        assert_eq!(cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(cell("a,b"), "\"a,b\"");
+        assert_eq!(cell("plain"), "plain");
+        assert_eq!(cell("-1"), "'-1");
+    }
+
+    #[test]
+    fn times_are_written_as_chrono_writes_them() {
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 1, 2).unwrap();
+        for (micros, nanos) in [
+            (0, 0),
+            (5, 0),
+            (123_000, 0),
+            (123_456, 0),
+            (0, 7),
+            (999_999, 0),
+        ] {
+            let time = day.and_hms_micro_opt(3, 4, 5, micros).unwrap()
+                + chrono::Duration::nanoseconds(nanos);
+            assert_eq!(rfc3339(time), time.and_utc().to_rfc3339());
+        }
+        let far = chrono::NaiveDate::from_ymd_opt(12_000, 1, 1)
+            .unwrap()
+            .and_hms_opt(0, 0, 0);
+        assert_eq!(rfc3339(far.unwrap()), far.unwrap().and_utc().to_rfc3339());
+    }
+
+    #[test]
+    fn json_strings_are_escaped_as_serde_json_escapes_them() {
+        for text in [
+            "plain",
+            "王小美",
+            "a\"b\\c",
+            "line\nbreak\r\t",
+            "\u{1}\u{8}\u{c}\u{1f}x",
+            "",
+        ] {
+            let mut out = String::new();
+            json_string(&mut out, text);
+            assert_eq!(out, serde_json::to_string(text).unwrap());
+        }
     }
 }

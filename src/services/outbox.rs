@@ -94,12 +94,18 @@ pub fn message_id() -> String {
 /// The JSON every message of a Standard Webhooks subscription has: `type`, `timestamp` and
 /// `data`.
 pub fn envelope(event: &str, data: serde_json::Value) -> String {
-    json!({
+    envelope_of(event, &data.to_string())
+}
+
+/// [`envelope`] around `data`, JSON already written (a batch of clicks).
+pub fn envelope_of(event: &str, data: &str) -> String {
+    let head = json!({
         "type": event,
         "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        "data": data,
     })
-    .to_string()
+    .to_string();
+    // `head` is an object, so it ends in `}`.
+    format!("{},\"data\":{data}}}", &head[..head.len() - 1])
 }
 
 /// Puts a message for subscription `webhook` in the outbox, due now.

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36";
 const BOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+/// A user agent JSON and CSV must escape.
+const QUOTED: &str = r#"Mozilla/5.0 "Quoted", \back\ slash; =formula"#;
 
 async fn raw(api: &Api<'_>, path: &str) -> (u16, String, String) {
     let mut response = api.request("GET", path).send().await.unwrap();
@@ -77,6 +79,8 @@ async fn every_stored_click_comes_out_once_with_readable_fields_and_resumes_by_c
     }
     visit(&app, "/nosuchcode", DESKTOP).await;
     *expected.entry("nosuchcode").or_default() += 1;
+    visit(&app, "/theirs", QUOTED).await;
+    *expected.entry("theirs").or_default() += 1;
     let total: usize = expected.values().sum();
     wait_written(&app, total as u64).await;
     let today = inklink::stats::days::today(app.core.settings.timezone);
@@ -111,9 +115,57 @@ async fn every_stored_click_comes_out_once_with_readable_fields_and_resumes_by_c
     assert_eq!(first_mine["browser"], "Chrome");
     let bot = all.iter().find(|l| l["code"] == "theirs").unwrap();
     assert_eq!(bot["bot"], true);
+    assert!(all.iter().any(|l| l["user_agent"] == QUOTED), "{body}");
     let unknown = all.iter().find(|l| l["code"] == "nosuchcode").unwrap();
     assert_eq!(unknown["outcome"], "unknown");
     assert!(unknown["link_id"].is_null());
+
+    // Read a few clicks a statement, each page read while the one before is written out:
+    // the same lines, in the same order, and the CSV's rows the same clicks.
+    let filter = |link| {
+        let actor = inklink::services::Actor::Cli;
+        inklink::services::events::ExportFilter::new(today, today, link, None, &actor).unwrap()
+    };
+    let tz = app.core.settings.timezone;
+    for size in [1, 2, 3] {
+        let pages = inklink::services::events::stream_by(
+            app.core.db.clone(),
+            tz,
+            filter(None),
+            None,
+            inklink::services::events::Format::Ndjson,
+            size,
+        );
+        let paged: Vec<String> = futures_util::StreamExt::collect::<Vec<_>>(pages)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(lines(&paged.concat()), all, "{size} a page");
+    }
+    let csv_pages = inklink::services::events::stream_by(
+        app.core.db.clone(),
+        tz,
+        filter(None),
+        None,
+        inklink::services::events::Format::Csv,
+        2,
+    );
+    let csv: String = futures_util::StreamExt::collect::<Vec<_>>(csv_pages)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), all.len());
+    for (row, line) in rows.iter().zip(&all) {
+        assert!(row.ends_with(line["cursor"].as_str().unwrap()), "{row}");
+    }
+    let quoted = rows.iter().find(|r| r.contains("Quoted")).unwrap();
+    assert!(
+        quoted.contains(r#","Mozilla/5.0 ""Quoted"", \back\ slash; =formula","#),
+        "{quoted}"
+    );
 
     // Resumed after the third line: the rest, in the same order.
     let cursor = all[2]["cursor"].as_str().unwrap();

@@ -76,13 +76,62 @@ pub async fn run(db: DatabaseConnection, policy: Policy, metrics: Arc<Metrics>) 
 
 /// Takes up to [`CLICKS_PER_MESSAGE`] counted clicks and puts them, as one message, in the
 /// outbox of each subscription that wants them; returns how many clicks were taken.
+///
+/// The clicks are read and the messages written out before the write transaction: on SQLite
+/// it holds the one write lock the click writer needs (reading 1,000 clicks inside it held
+/// the writer back at 40,000 clicks a second). In the transaction the clicks are taken off
+/// the list, and if another instance took any of them meanwhile nothing is handed on.
 pub async fn hand_on_clicks(
     db: &DatabaseConnection,
     policy: &Policy,
     metrics: &Metrics,
 ) -> Result<u64, DbErr> {
-    if crate::clickstore::outgoing::waiting(db).await? == 0 {
+    use crate::clickstore::outgoing;
+    if outgoing::waiting(db).await? == 0 {
         return Ok(0);
+    }
+    let listed = outgoing::peek(db, CLICKS_PER_MESSAGE).await?;
+    if listed.keys.is_empty() {
+        return Ok(0);
+    }
+    let subscriptions = outbox::listening(db, EventType::LinkClicked).await?;
+    let owners = if subscriptions.iter().any(|s| s.scope.is_some()) {
+        let links: HashSet<i64> = listed
+            .clicks
+            .iter()
+            .filter_map(|c| c.row.url_map_id)
+            .collect();
+        creators(db, &links).await?
+    } else {
+        HashMap::new()
+    };
+    let mut messages = Vec::new();
+    for subscription in &subscriptions {
+        let mut items = String::from("[");
+        let mut count = 0;
+        let chosen = listed
+            .clicks
+            .iter()
+            .filter(|click| match &subscription.scope {
+                None => true,
+                Some(scope) => click
+                    .row
+                    .url_map_id
+                    .and_then(|id| owners.get(&id))
+                    .is_some_and(|owner| owner == scope),
+            });
+        for click in chosen {
+            if count > 0 {
+                items.push(',');
+            }
+            crate::services::events::write_object(&mut items, click);
+            count += 1;
+        }
+        items.push(']');
+        if count > 0 {
+            let body = outbox::envelope_of(EventType::LinkClicked.as_str(), &items);
+            messages.push((subscription.id, body, count));
+        }
     }
     let txn = crate::db::begin_write(db).await?;
     let result = async {
@@ -93,63 +142,46 @@ pub async fn hand_on_clicks(
             vec![],
         ))
         .await?;
-        let clicks = crate::clickstore::outgoing::take(&txn, CLICKS_PER_MESSAGE).await?;
-        let taken = clicks.len() as u64;
-        let subscriptions = outbox::listening(&txn, EventType::LinkClicked).await?;
-        if clicks.is_empty() || subscriptions.is_empty() {
-            return Ok(taken);
+        if !outgoing::forget(&txn, &listed.keys).await? {
+            return Ok(None);
         }
-        let owners = if subscriptions.iter().any(|s| s.scope.is_some()) {
-            let links: HashSet<i64> = clicks.iter().filter_map(|c| c.row.url_map_id).collect();
-            creators(&txn, &links).await?
-        } else {
-            HashMap::new()
-        };
-        for subscription in &subscriptions {
-            let items: Vec<serde_json::Value> = clicks
-                .iter()
-                .filter(|click| match &subscription.scope {
-                    None => true,
-                    Some(scope) => click
-                        .row
-                        .url_map_id
-                        .and_then(|id| owners.get(&id))
-                        .is_some_and(|owner| owner == scope),
-                })
-                .map(crate::services::events::object)
-                .collect();
-            if items.is_empty() {
+        // A subscription deleted or turned off since is not written to.
+        let listening: HashSet<i64> = outbox::listening(&txn, EventType::LinkClicked)
+            .await?
+            .iter()
+            .map(|s| s.id)
+            .collect();
+        for (subscription, body, count) in &messages {
+            if !listening.contains(subscription) {
                 continue;
             }
-            let count = items.len() as i64;
-            let body = outbox::envelope(
-                EventType::LinkClicked.as_str(),
-                serde_json::Value::Array(items),
-            );
-            outbox::put(
-                &txn,
-                subscription.id,
-                EventType::LinkClicked.as_str(),
-                &body,
-                count,
-            )
-            .await?;
-            let dropped = keep_within(&txn, subscription.id, policy.outbox_limit).await?;
+            let clicked = EventType::LinkClicked.as_str();
+            outbox::put(&txn, *subscription, clicked, body, *count).await?;
+            let dropped = keep_within(&txn, *subscription, policy.outbox_limit).await?;
             if dropped > 0 {
                 metrics
                     .webhook_click_batches_dropped
                     .fetch_add(dropped, Relaxed);
                 tracing::warn!(
-                    webhook = subscription.id,
+                    webhook = subscription,
                     dropped,
                     "a webhook's outbox is full; its oldest batches of clicks were dropped"
                 );
             }
         }
-        Ok(taken)
+        Ok(Some(listed.keys.len() as u64))
     }
     .await;
-    crate::db::finish(txn, result).await
+    match result {
+        // Another instance took some of these clicks first: they are its to hand on.
+        Ok(None) => {
+            txn.rollback().await?;
+            Ok(0)
+        }
+        result => crate::db::finish(txn, result)
+            .await
+            .map(Option::unwrap_or_default),
+    }
 }
 
 /// The makers (kind and id) of links `links`.
