@@ -387,6 +387,30 @@ async fn clicks_arrive_in_batches_equal_to_the_stored_clicks() {
             .await;
         assert_eq!(made.status, 201);
     }
+    // Two more takers beside the server's own dispatcher, handing clicks on in parallel with
+    // it while the clicks arrive: each click must still be carried once.
+    let visiting = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let takers: Vec<_> = (0..2)
+        .map(|_| {
+            let (db, visiting) = (app.core.db.clone(), visiting.clone());
+            actix_web::rt::spawn(async move {
+                let policy = inklink::services::webhooks::deliver::Policy {
+                    allow_private: true,
+                    first_retry_ms: 1_000,
+                    outbox_limit: 10_000,
+                    keep_days: 7,
+                };
+                let metrics = inklink::metrics::Metrics::default();
+                let mut taken = 0;
+                while visiting.load(std::sync::atomic::Ordering::Relaxed) {
+                    use inklink::services::webhooks::deliver::hand_on_clicks;
+                    taken += hand_on_clicks(&db, &policy, &metrics).await.unwrap();
+                    actix_web::rt::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                taken
+            })
+        })
+        .collect();
     let visits = 40;
     for n in 0..visits {
         let code = if n % 3 == 0 { "two" } else { "one" };
@@ -400,6 +424,11 @@ async fn clicks_arrive_in_batches_equal_to_the_stored_clicks() {
         assert_eq!(answer.status().as_u16(), 302);
     }
     wait_written(&app, visits).await;
+    actix_web::rt::time::sleep(std::time::Duration::from_secs(2)).await;
+    visiting.store(false, std::sync::atomic::Ordering::Relaxed);
+    for taker in takers {
+        taker.await.unwrap();
+    }
     let clicked = |got: &[Received]| -> BTreeMap<String, Value> {
         got.iter()
             .filter(|m| m.answered == 200)
