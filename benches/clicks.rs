@@ -37,6 +37,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
+mod common;
+use common::{Rng, cpu_seconds, env_number};
+
 const GEOIP: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/geoip-test.mmdb"
@@ -59,24 +62,6 @@ const PREFIXES: [[u8; 2]; 8] = [
     [100, 64],
     [10, 9],
 ];
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
 
 fn synthetic(rng: &mut Rng, links: &[(i64, String)], at: chrono::NaiveDateTime) -> ClickEvent {
     let (id, code) = &links[rng.next(links.len() as u64) as usize];
@@ -151,24 +136,6 @@ async fn drop_database(server: Option<(String, String)>, url: &str) {
             }
         }
     }
-}
-
-/// CPU time (user + system) this process has used, in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 11 and 12 after the name; 100 ticks/s.
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// CPU time of the calling thread in nanoseconds, as the scheduler accounts it (precise,

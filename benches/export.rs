@@ -20,6 +20,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+mod common;
+use common::{Rng, cpu_seconds, env_number};
+
 const GEOIP: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/geoip-test.mmdb"
@@ -32,42 +35,6 @@ const AGENTS: [&str; 4] = [
 ];
 const PREFIXES: [[u8; 2]; 4] = [[36, 110], [116, 228], [113, 108], [58, 100]];
 const DAYS: i64 = 30;
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
-
-/// CPU seconds this process has used (all its threads, user and system).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command's closing parenthesis; utime and stime are the 12th and
-    // 13th of them, in clock ticks (100 a second on Linux).
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 /// Resident memory now, in MB.
 fn rss_mb() -> f64 {
