@@ -77,7 +77,16 @@ impl Cursor {
         Ok(Self { at, key })
     }
 
-    pub fn of(click: &Stored) -> Self {
+    /// The text of the cursor of the click at `at` with key `key` (written for every
+    /// exported click, so without making a cursor first).
+    fn text(at: i64, key: &[u8]) -> String {
+        let mut out = at.to_string();
+        out.push('-');
+        out.push_str(&crate::digest::hex(key));
+        out
+    }
+
+    fn of(click: &Stored) -> Self {
         Self {
             at: click.at,
             key: click.key.clone(),
@@ -87,7 +96,7 @@ impl Cursor {
 
 impl std::fmt::Display for Cursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.at, crate::digest::hex(&self.key))
+        f.write_str(&Self::text(self.at, &self.key))
     }
 }
 
@@ -257,7 +266,7 @@ fn fields(click: &Stored, mut put: impl FnMut(Field)) {
         .outcome
         .target_rule()
         .map_or(Field::Null, |rule| Field::Text(rule.as_str())));
-    put(Field::Text(&cursor_of(click)));
+    put(Field::Text(&Cursor::text(click.at, &click.key)));
 }
 
 /// A time as chrono's `to_rfc3339` writes it (`2026-11-27T02:13:55.123456+00:00`), without
@@ -307,14 +316,6 @@ fn rfc3339(time: chrono::NaiveDateTime) -> String {
         }
     }
     out.push_str("+00:00");
-    out
-}
-
-/// [`Cursor::of`]'s text.
-fn cursor_of(click: &Stored) -> String {
-    let mut out = click.at.to_string();
-    out.push('-');
-    out.push_str(&crate::digest::hex(&click.key));
     out
 }
 

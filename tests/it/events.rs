@@ -127,35 +127,26 @@ async fn every_stored_click_comes_out_once_with_readable_fields_and_resumes_by_c
         inklink::services::events::ExportFilter::new(today, today, link, None, &actor).unwrap()
     };
     let tz = app.core.settings.timezone;
-    for size in [1, 2, 3] {
+    let paged = |format, size| {
         let pages = inklink::services::events::stream_by(
             app.core.db.clone(),
             tz,
             filter(None),
             None,
-            inklink::services::events::Format::Ndjson,
+            format,
             size,
         );
-        let paged: Vec<String> = futures_util::StreamExt::collect::<Vec<_>>(pages)
-            .await
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(lines(&paged.concat()), all, "{size} a page");
+        async move {
+            let pages = futures_util::StreamExt::collect::<Vec<_>>(pages).await;
+            pages.into_iter().map(Result::unwrap).collect::<String>()
+        }
+    };
+    use inklink::services::events::Format;
+    for size in [1, 2, 3] {
+        let text = paged(Format::Ndjson, size).await;
+        assert_eq!(lines(&text), all, "{size} a page");
     }
-    let csv_pages = inklink::services::events::stream_by(
-        app.core.db.clone(),
-        tz,
-        filter(None),
-        None,
-        inklink::services::events::Format::Csv,
-        2,
-    );
-    let csv: String = futures_util::StreamExt::collect::<Vec<_>>(csv_pages)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let csv = paged(Format::Csv, 2).await;
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows.len(), all.len());
     for (row, line) in rows.iter().zip(&all) {
