@@ -59,7 +59,7 @@ const AGENTS: &[Agent] = &[
     person(
         "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
         "Chrome",
-        "Windows 10",
+        "Windows",
         "desktop",
     ),
     person(

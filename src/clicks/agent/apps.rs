@@ -1,0 +1,395 @@
+//! Which browser or in-app browser a user agent is, by the tokens apps and browsers add to the
+//! engine's: the Chinese super-apps and browsers first, then the world's in-app browsers and
+//! minor browsers, then any product token we have no rule for.
+
+use super::{Tokens, version_after};
+use std::sync::LazyLock;
+
+/// In-app browsers and browsers, each by a token of its user agent (lower case), in the order
+/// they are tried: an app's web view often carries the token of the engine it embeds as well
+/// (WeCom's says MicroMessenger, QQ's and old WeChat's say MQQBrowser), so apps come first.
+/// The version is read after `version_after` when the rule names one, else after the token.
+struct AppRule {
+    token: &'static str,
+    name: &'static str,
+    version_after: Option<&'static str>,
+}
+
+const fn app(token: &'static str, name: &'static str) -> AppRule {
+    AppRule {
+        token,
+        name,
+        version_after: None,
+    }
+}
+
+const fn app_at(token: &'static str, name: &'static str, version: &'static str) -> AppRule {
+    AppRule {
+        token,
+        name,
+        version_after: Some(version),
+    }
+}
+
+const APPS: &[AppRule] = &[
+    app("wxwork/", "WeCom"),
+    app("micromessenger/", "WeChat"),
+    app("__weibo__", "Weibo"),
+    app("weibointlios", "Weibo"),
+    app_at("appname/aweme", "Douyin", "app_version/"),
+    app("aweme_", "Douyin"),
+    app("newsarticle/", "Toutiao"),
+    app_at("appname/news_article", "Toutiao", "app_version/"),
+    app_at("appname/musical_ly", "TikTok", "app_version/"),
+    app("musical_ly_", "TikTok"),
+    app("trill_", "TikTok"),
+    app("topbuzz/", "TopBuzz"),
+    app("xhsdiscover/", "Xiaohongshu"),
+    app("xiaohongshu/", "Xiaohongshu"),
+    app("dingtalk/", "DingTalk"),
+    app("dingtalk(", "DingTalk"),
+    app("alipayclient/", "Alipay"),
+    app("aliapp(ap/", "Alipay"),
+    app("alipaydefined", "Alipay"),
+    app("aliapp(tb/", "Taobao"),
+    app(" qq/", "QQ"),
+    app_at("channelname/feishu", "Feishu", "lark/"),
+    app("lark/", "Lark"),
+    app("bdhonorbrowser", "Honor Browser"),
+    app("baiduboxapp/", "Baidu"),
+    app("baidubrowser/", "Baidu Browser"),
+    app("quark/", "Quark"),
+    app("ucturbo/", "UC Browser Turbo"),
+    app("ucbrowser/", "UC Browser"),
+    app("ubrowser/", "UC Browser"),
+    app("ucmobile/", "UC Browser"),
+    app("ucweb/", "UC Browser"),
+    app_at("pr(ucbrowser", "UC Browser", "pr(ucbrowser/"),
+    app("mqqbrowser/", "QQ Browser"),
+    app("qqbrowser/", "QQ Browser"),
+    app("hmscore/", "Huawei Mobile Services"),
+    app("huaweibrowser/", "Huawei Browser"),
+    app("honorbrowser/", "Honor Browser"),
+    app("mint browser/", "Mint Browser"),
+    app("miuibrowser/", "MIUI Browser"),
+    app("vivobrowser/", "Vivo Browser"),
+    app("heytapbrowser/", "HeyTap Browser"),
+    app("oppobrowser/", "OPPO Browser"),
+    app("mzbrowser/", "Meizu Browser"),
+    app("qihoobrowser/", "360 Browser"),
+    app("qhbrowser/", "360 Browser"),
+    app("360se", "360 Browser"),
+    app("360ee", "360 Browser"),
+    app("sogoumobilebrowser/", "Sogou Browser"),
+    app("sogoumse", "Sogou Browser"),
+    app("metasr", "Sogou Browser"),
+    app("2345browser/", "2345 Browser"),
+    app("2345explorer/", "2345 Browser"),
+    app("zhihuhybrid", "Zhihu"),
+    app("smzdm", "smzdm"),
+    app("slbrowser/", "Smart Lenovo Browser"),
+    // The world's in-app browsers.
+    app("fb_iab/orca", "Messenger"),
+    app("fban/messenger", "Messenger"),
+    app("fban/orca", "Messenger"),
+    app("fban/", "Facebook"),
+    app_at("fb_iab/", "Facebook", "fbav/"),
+    app("instagram ", "Instagram"),
+    app("barcelona ", "Threads"),
+    app("twitterandroid", "Twitter"),
+    app("twitter for iphone", "Twitter"),
+    app("telegram-android/", "Telegram"),
+    app("telegram-ios/", "Telegram"),
+    app("telegrambot", "Telegram"),
+    app_at("kakaotalk", "KakaoTalk", "kakaotalk "),
+    app("naver(inapp", "Naver"),
+    app("daumapps/", "Daum"),
+    app("line/", "LINE"),
+    app("snapchat", "Snapchat"),
+    app("[pinterest/", "Pinterest"),
+    app("pinterest for ", "Pinterest"),
+    app("linkedinapp", "LinkedIn"),
+    app("googleapp/", "Google"),
+    app("gsa/", "Google"),
+    app("com.google.android.apps.searchlite", "Google Go"),
+    app("com.google.android.youtube", "YouTube"),
+    app("instabridge/", "Instabridge"),
+    app("viber/", "Viber"),
+    app("flipboard", "Flipboard"),
+    // Browsers that say Chrome, Safari or Firefox as well.
+    app("samsungbrowser/", "Samsung Internet"),
+    app("brave/", "Brave"),
+    app("brave ", "Brave"),
+    app("yabrowser/", "Yandex Browser"),
+    app("yasearchbrowser/", "Yandex Browser"),
+    app("yandexsearchbrowser/", "Yandex Browser"),
+    app("yandexsearch/", "Yandex Browser"),
+    app("yaapp_android/", "Yandex Browser"),
+    app("yaapp_ios/", "Yandex Browser"),
+    app("duckduckgo/", "DuckDuckGo"),
+    app("ddg/", "DuckDuckGo"),
+    app("ecosia", "Ecosia"),
+    app("avast/", "Avast Secure Browser"),
+    app("avastsecurebrowser", "Avast Secure Browser"),
+    app("avg/", "AVG Secure Browser"),
+    app("alohabrowser/", "Aloha Browser"),
+    app("aloha/", "Aloha Browser"),
+    app("phx/", "Phoenix Browser"),
+    app("hibrowser/", "Hi Browser"),
+    app("hawk/quickbrowser", "Hawk Quick Browser"),
+    app("puffin/", "Puffin"),
+    app("sznprohlizec/", "Seznam Browser"),
+    app("abb/", "AdBlock Browser"),
+    app("vivaldi/", "Vivaldi"),
+    app("whale/", "Whale"),
+    app("silk/", "Silk"),
+    app("qtwebengine/", "Qt Web Engine"),
+    app("focus/", "Firefox Focus"),
+    app("klar/", "Firefox Klar"),
+    app("edg/", "Edge"),
+    app("edga/", "Edge"),
+    app("edgios/", "Edge"),
+    app("edge/", "Edge"),
+    app("opx/", "Opera GX"),
+    app("opr/", "Opera"),
+    app("opt/", "Opera"),
+    app("opios/", "Opera"),
+    app("opera mini/", "Opera Mini"),
+    app("crios/", "Chrome"),
+    app("fxios/", "Firefox"),
+];
+
+/// The app or browser a rule recognises, with its version.
+pub(super) fn in_app<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
+    static TOKENS: LazyLock<Tokens> =
+        LazyLock::new(|| Tokens::new(&APPS.iter().map(|rule| rule.token).collect::<Vec<_>>()));
+    // The first rule of the list that applies, wherever its token is.
+    let first = TOKENS
+        .found_in(lower)
+        .map(|(index, _)| index)
+        .filter(|&index| applies(&APPS[index], lower))
+        .min();
+    if let Some(rule) = first.map(|index| &APPS[index]) {
+        let version = rule
+            .version_after
+            .and_then(|after| version_after(ua, lower, after))
+            .or_else(|| version_after(ua, lower, rule.token));
+        return Some((rule.name, version));
+    }
+    if let Some(found) = product_token(ua, lower) {
+        return Some(found);
+    }
+    // An app built on Electron that did not name itself.
+    if lower.contains("electron/") {
+        return Some(("Electron", version_after(ua, lower, "electron/")));
+    }
+    let android = lower.contains("android");
+    // Android's system web view, inside any other app ("; wv)", the X5 engine's TBS, or the
+    // "Version/4.0 Chrome/" that only web views send).
+    if android
+        && (lower.contains("; wv)")
+            || lower.contains("; wv ")
+            || lower.contains(" tbs/")
+            || (lower.contains("version/4.0 chrome/")))
+    {
+        return Some(("Android WebView", version_after(ua, lower, "chrome/")));
+    }
+    // Android's own browser before Chrome, and the Java HTTP client apps fetch links with.
+    if android && !lower.contains("chrome/") && lower.contains("safari/")
+        || lower.starts_with("dalvik/")
+    {
+        return Some(("Android Browser", version_after(ua, lower, "version/")));
+    }
+    None
+}
+
+fn applies(rule: &AppRule, lower: &str) -> bool {
+    // Tencent's X5 web view says MQQBrowser/6.2 TBS/… inside other apps; QQ Browser does not.
+    !(rule.name == "QQ Browser" && lower.contains(" tbs/"))
+}
+
+/// Tokens every engine's user agent is made of, and tokens apps add that name no product:
+/// none of them is the name of a browser.
+const NOT_PRODUCTS: &[&str] = &[
+    "mozilla",
+    "applewebkit",
+    "webkit",
+    "chrome",
+    "chromium",
+    "headlesschrome",
+    "safari",
+    "version",
+    "mobile",
+    "gecko",
+    "firefox",
+    "khtml",
+    "like",
+    "nettype",
+    "language",
+    "webp",
+    "jssdk",
+    "process",
+    "channel",
+    "bytelocale",
+    "bytefulllocale",
+    "region",
+    "sp-engine",
+    "xweb",
+    "mmwebid",
+    "mmwebsdk",
+    "uws",
+    "bdapp",
+    "languagetype",
+    "matrixstyle",
+    "themeua",
+    "nabar",
+    "swan",
+    "appname",
+    "app_version",
+    "appverc",
+    "apptheme",
+    "broPP",
+    "sa",
+    "ubrowser",
+    "build",
+    "cpu",
+    "os",
+    "iphone",
+    "ipad",
+    "android",
+    "linux",
+    "windows",
+    "trident",
+    "edg",
+    "cfnetwork",
+    "darwin",
+    "isdarkmode",
+    "statusbarheight",
+    "jsbv",
+    "abi",
+    "model",
+    "device",
+    "webview",
+    "wkwebview",
+    "electron",
+    "mqqbrowser",
+    "tbs",
+    "statusbarheightdp",
+    "agentweb",
+    "core",
+    "pixel",
+    "scale",
+];
+
+/// A product token (`Name/1.2`) outside the parentheses of a WebKit or Blink user agent that
+/// no rule above knows: desktop and mobile browsers built on Chromium name themselves this way
+/// (Herring/95.5, LikeWise/94.6, Atom/1.6), and their name is a better answer than Chrome.
+fn product_token<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
+    if !lower.starts_with("mozilla/5.0") || !lower.contains("applewebkit/") {
+        return None;
+    }
+    let mut depth = 0u32;
+    let mut start = 0;
+    let mut word_before = 0;
+    for (at, byte) in ua.bytes().enumerate().chain([(ua.len(), b' ')]) {
+        match byte {
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b' ' if depth == 0 => {
+                if let Some((name, version)) = product(&ua[start..at]) {
+                    // "ZTE Browser/73.4": a browser's name may have two words.
+                    let two_words = &ua[word_before..start + name.len()];
+                    let name = if name.eq_ignore_ascii_case("browser") && word_before < start {
+                        two_words
+                    } else {
+                        name
+                    };
+                    return Some((name, version));
+                }
+                word_before = start;
+                start = at + 1;
+            }
+            _ => {}
+        }
+        if depth > 0 {
+            start = at + 1;
+        }
+    }
+    None
+}
+
+fn product(token: &str) -> Option<(&str, Option<&str>)> {
+    let (name, version) = token.split_once('/')?;
+    let digits = version.trim_start_matches(['v', 'V']);
+    let plausible = name.len() >= 3
+        && name.len() <= 32
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_'))
+        && digits.starts_with(|c: char| c.is_ascii_digit())
+        && !NOT_PRODUCTS
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(name));
+    if !plausible {
+        return None;
+    }
+    let len = digits
+        .bytes()
+        .take_while(|byte| byte.is_ascii_digit() || *byte == b'.')
+        .count();
+    let version = digits[..len].trim_end_matches('.');
+    Some((name, (!version.is_empty()).then_some(version)))
+}
+
+/// Clients that are not browsers name themselves first: `Spotify/8.7.70 iOS/16.0`,
+/// `TuneIn Radio/31.9.0; iPhone17,5`, `Repod/2.9.0 Mozilla/5.0 (…)`.
+pub(super) fn app_name<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
+    let ends = |at: usize| {
+        let rest = &ua[at..];
+        rest.starts_with('/')
+            || rest.starts_with('(')
+            || rest.starts_with(';')
+            || rest.starts_with(" (")
+            || rest.starts_with(" - ")
+            || (rest.starts_with(' ') && rest[1..].starts_with(|c: char| c.is_ascii_digit()))
+    };
+    let end = (1..ua.len())
+        .find(|&at| ua.is_char_boundary(at) && ends(at))
+        .unwrap_or(ua.len());
+    let name = ua[..end].trim();
+    let before_mozilla = lower[end..]
+        .trim_start_matches(|c: char| c != ' ')
+        .trim_start();
+    let leads = !lower.starts_with("mozilla/")
+        || (before_mozilla.starts_with("mozilla/") && !name.eq_ignore_ascii_case("mozilla"));
+    let generic = ["mozilla", "dalvik", "opera", "ucweb", "okhttp", "cfnetwork"]
+        .iter()
+        .any(|word| name.eq_ignore_ascii_case(word));
+    let plausible = leads
+        && !generic
+        && (2..=40).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        // Reverse-DNS names of apps (com.google.ios.youtube) say nothing a person reads.
+        && !name.contains('.')
+        && name.bytes().any(|byte| byte.is_ascii_lowercase());
+    plausible.then(|| {
+        (
+            name,
+            version_after(ua, lower, &format!("{}/", name.to_ascii_lowercase())),
+        )
+    })
+}
+
+/// The browser an engine's own token names, for user agents woothee cannot read (it reads
+/// tokens case-sensitively, and some apps send theirs in lower case).
+pub(super) fn engine_browser<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
+    [
+        ("chrome/", "Chrome"),
+        ("firefox/", "Firefox"),
+        ("version/", "Safari"),
+    ]
+    .iter()
+    .find(|(token, _)| lower.contains(token))
+    .map(|(token, name)| (*name, version_after(ua, lower, token)))
+}
