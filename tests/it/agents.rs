@@ -267,6 +267,40 @@ fn real_world_user_agents_get_their_browser_os_device_and_bot_flag() {
     );
 }
 
+/// Visitors send any bytes: every user agent of the corpora, with a character outside ASCII
+/// put at each place in turn (and a few made-up ones), is read without a panic, and a name
+/// read from it is text of the UA.
+#[test]
+fn user_agents_with_any_characters_are_read_without_failing() {
+    let mut uas: Vec<String> = [
+        "Mozilla/5.0 项目",
+        "Mozilla/5.0 (compatible; 爬虫/1.0)",
+        "微信 8.0",
+        "Mozilla/5.0 (Linux; Android 14; 小米 Pad) AppleWebKit/537.36 Chrome/120 Safari/537.36 测试/1.0",
+        "é",
+        "Mozilla/5.0 ((((",
+        "))) /// ;;;",
+    ]
+    .map(String::from)
+    .to_vec();
+    for line in CORPUS.lines().filter(|l| !l.starts_with('#')).step_by(7) {
+        let ua = line.rsplit('\t').next().unwrap_or_default();
+        for at in (0..=ua.len())
+            .step_by(5)
+            .filter(|at| ua.is_char_boundary(*at))
+        {
+            uas.push(format!("{}é中{}", &ua[..at], &ua[at..]));
+        }
+    }
+    assert!(uas.len() > 1_000, "{} user agents", uas.len());
+    for ua in &uas {
+        let agent = parse_agent(Some(ua));
+        if let Some(browser) = agent.browser.as_deref() {
+            assert!(!browser.is_empty(), "an empty name for {ua}");
+        }
+    }
+}
+
 #[test]
 fn in_app_versions_are_numbers_and_names_are_one_per_os() {
     let cases = [

@@ -259,6 +259,9 @@ fn app_not_bot(marker: &str, lower: &str) -> bool {
 
 /// The word of the UA around `at`, as the bot's name.
 fn word_at(ua: &str, at: usize) -> Text {
+    if !ua.is_char_boundary(at) {
+        return Text::from("bot");
+    }
     let bytes = ua.as_bytes();
     let mut start = at;
     while start > 0 && is_name_byte(bytes[start - 1]) {
@@ -464,7 +467,8 @@ fn no_platform(lower: &str) -> Option<usize> {
     if (model_like(first) || model_like(second)) && !versioned {
         return None;
     }
-    Some(word_start_after(lower, lower.len()).min(lower.len().saturating_sub(1)))
+    // The name is the first word, the one after "compatible; ", or else the last word.
+    Some(word_start_after(lower, lower.len()))
 }
 
 /// People's podcast, feed and media apps name what they are.
