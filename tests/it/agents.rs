@@ -344,6 +344,16 @@ fn in_app_versions_are_numbers_and_names_are_one_per_os() {
         assert_eq!(agent.os.as_deref(), Some("iOS"), "{ua}");
         assert_eq!(agent.os_version.as_deref(), Some("17.2"), "{ua}");
     }
+    // Windows is one OS; its version is the OS version, when woothee can tell it.
+    for (nt, version) in [("10.0", Some("10")), ("6.1", Some("7")), ("11.0", None)] {
+        let ua = format!(
+            "Mozilla/5.0 (Windows NT {nt}; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+        );
+        let agent = parse_agent(Some(&ua));
+        assert_eq!(agent.os.as_deref(), Some("Windows"), "{ua}");
+        assert_eq!(agent.os_version.as_deref(), version, "{ua}");
+        assert_eq!(agent.device.as_deref(), Some("desktop"), "{ua}");
+    }
     // No user agent at all, or only blanks: a script.
     for ua in [None, Some(""), Some("   ")] {
         let agent = parse_agent(ua);

@@ -2,7 +2,7 @@
 //! engine's: the Chinese super-apps and browsers first, then the world's in-app browsers and
 //! minor browsers, then any product token we have no rule for.
 
-use super::{Tokens, version_after};
+use super::{Tokens, leading_version, version_after};
 use std::sync::LazyLock;
 
 /// In-app browsers and browsers, each by a token of its user agent (lower case), in the order
@@ -334,12 +334,7 @@ fn product(token: &str) -> Option<(&str, Option<&str>)> {
     if !plausible {
         return None;
     }
-    let len = digits
-        .bytes()
-        .take_while(|byte| byte.is_ascii_digit() || *byte == b'.')
-        .count();
-    let version = digits[..len].trim_end_matches('.');
-    Some((name, (!version.is_empty()).then_some(version)))
+    Some((name, leading_version(digits)))
 }
 
 /// Clients that are not browsers name themselves first: `Spotify/8.7.70 iOS/16.0`,
@@ -373,12 +368,7 @@ pub(super) fn app_name<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<
         // Reverse-DNS names of apps (com.google.ios.youtube) say nothing a person reads.
         && !name.contains('.')
         && name.bytes().any(|byte| byte.is_ascii_lowercase());
-    plausible.then(|| {
-        (
-            name,
-            version_after(ua, lower, &format!("{}/", name.to_ascii_lowercase())),
-        )
-    })
+    plausible.then(|| (name, ua[end..].strip_prefix('/').and_then(leading_version)))
 }
 
 /// The browser an engine's own token names, for user agents woothee cannot read (it reads

@@ -240,7 +240,11 @@ pub(super) fn bot_name(ua: &str, lower: &str) -> Option<Text> {
         // A person's browser names no web address and no mailbox; crawlers name the page
         // about themselves, or whom to write to (and so do some feed readers and podcast
         // players, which name what they are, or the system they run on).
-        .or_else(|| contact(lower).filter(|at| outside(at) && !app_of_its_own(lower)))
+        .or_else(|| {
+            contact(lower)
+                .filter(|at| outside(at) && !app_of_its_own(lower))
+                .map(|at| word_start_after(lower, at))
+        })
         .or_else(|| no_platform(lower))?;
     Some(word_at(ua, at))
 }
@@ -304,7 +308,6 @@ fn contact(lower: &str) -> Option<usize> {
         .filter_map(|marker| lower.find(marker))
         .chain(mailbox(lower))
         .min()
-        .map(|at| word_start_after(lower, at))
 }
 
 /// An address like `crawler@example.com`.

@@ -51,11 +51,9 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
             Some(parsed) if known(parsed.name).is_some() => {
                 (known(parsed.name), known(parsed.version))
             }
+            // woothee knows nothing of it: an app that names itself, or an engine's token.
             _ => match app_name(ua, &lower).or_else(|| engine_browser(ua, &lower)) {
-                Some((name, version)) => (
-                    Some(Text::from(clip(name, MAX_NAME))),
-                    version.map(Text::from),
-                ),
+                Some((name, version)) => (Some(Text::from(name)), version.map(Text::from)),
                 None => (None, None),
             },
         },
@@ -98,13 +96,16 @@ fn bot(name: Option<Text>) -> Agent {
 
 /// The version number (digits and dots) that follows `token`, if any.
 fn version_after<'a>(ua: &'a str, lower: &str, token: &str) -> Option<&'a str> {
-    let start = lower.find(token)? + token.len();
-    let rest = &ua[start..];
-    let len = rest
+    leading_version(&ua[lower.find(token)? + token.len()..])
+}
+
+/// The version number (digits and dots) `text` starts with, if any.
+fn leading_version(text: &str) -> Option<&str> {
+    let len = text
         .bytes()
         .take_while(|byte| byte.is_ascii_digit() || *byte == b'.')
         .count();
-    let version = rest[..len].trim_end_matches('.');
+    let version = text[..len].trim_end_matches('.');
     (!version.is_empty() && version.starts_with(|c: char| c.is_ascii_digit()))
         .then(|| clip(version, MAX_NAME))
 }

@@ -5,7 +5,7 @@ use super::{Tokens, word_starting};
 use std::sync::LazyLock;
 
 /// One name per operating system: woothee's iPhone, iPad and iPod are all iOS, its "Windows 10"
-/// is Windows 10, and HarmonyOS (which also says Android on older phones) is itself.
+/// and "Windows 7" are Windows (their version is the OS version), and HarmonyOS (which also says Android on older phones) is itself.
 pub(super) fn os_of<'a>(lower: &str, woothee_os: &'a str) -> Option<&'a str> {
     if lower.contains("harmonyos") || lower.contains("openharmony") {
         return Some("HarmonyOS");
@@ -44,7 +44,10 @@ pub(super) fn os_of<'a>(lower: &str, woothee_os: &'a str) -> Option<&'a str> {
 pub(super) fn windows_version(woothee_os: &str) -> Option<&str> {
     woothee_os
         .strip_prefix("Windows ")
-        .filter(|version| !version.is_empty() && !version.starts_with("Phone"))
+        // woothee's "Windows UNKNOWN Ver" names no version.
+        .filter(|version| {
+            !version.is_empty() && !version.starts_with("Phone") && !version.starts_with("UNKNOWN")
+        })
 }
 
 /// Models of Android tablets whose browsers say "Mobile" as phones' do: Samsung's Galaxy Tab
@@ -121,6 +124,8 @@ pub(super) fn device_of(lower: &str, os: Option<&str>, category: &str) -> &'stat
     }
     match category {
         "pc" => "desktop",
+        // A Windows woothee cannot date (`Windows NT 11.0`) is still a computer.
+        _ if matches!(os, Some("Windows" | "macOS")) => "desktop",
         "smartphone" => "mobile",
         "mobilephone" => "feature phone",
         "appliance" => "appliance",
