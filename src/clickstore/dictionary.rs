@@ -15,7 +15,7 @@ use super::row::{EventRow, Text};
 use crate::db::sql::{delete_in_batches, statement};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Value};
 use siphasher::sip::SipHasher13;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hasher;
 
 /// A dictionary table and its value columns.
@@ -379,4 +379,46 @@ fn outcome_texts(outcome: crate::rules::Outcome) -> [Option<Text>; 3] {
         .find(|(known, _)| *known == outcome)
         .map(|(_, texts)| texts.clone())
         .expect("every outcome is in Outcome::ALL")
+}
+
+/// The short codes and other texts (`click_text` rows) `ids`.
+pub async fn texts(
+    db: &impl ConnectionTrait,
+    ids: BTreeSet<i32>,
+) -> Result<HashMap<i32, Text>, DbErr> {
+    let found = look_up(db, &TEXTS, ["value"], ids).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|(id, [value])| Some((id, value?)))
+        .collect())
+}
+
+/// The text `columns` (some of the dictionary's own) of `dictionary`'s rows `ids`, in that
+/// order.
+pub(super) async fn look_up<const N: usize>(
+    db: &impl ConnectionTrait,
+    dictionary: &Dictionary,
+    columns: [&str; N],
+    ids: BTreeSet<i32>,
+) -> Result<HashMap<i32, [Option<Text>; N]>, DbErr> {
+    debug_assert!(columns.iter().all(|c| dictionary.columns.contains(c)));
+    let (table, names) = (dictionary.table, columns.join(", "));
+    let backend = db.get_database_backend();
+    let ids: Vec<i32> = ids.into_iter().collect();
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let sql = format!(
+            "SELECT id, {names} FROM {table} WHERE id IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let values = chunk.iter().map(|id| Value::from(*id)).collect();
+        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+            let mut texts: [Option<Text>; N] = std::array::from_fn(|_| None);
+            for (text, column) in texts.iter_mut().zip(columns) {
+                *text = row.try_get::<Option<String>>("", column)?.map(Text::from);
+            }
+            out.insert(row.try_get("", "id")?, texts);
+        }
+    }
+    Ok(out)
 }

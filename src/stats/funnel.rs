@@ -13,8 +13,9 @@
 //! (shown as "not clicked"). Bots, link-preview fetchers and `HEAD` requests are never clicks
 //! here, as they are never page views.
 
+use crate::clickstore::dictionary::texts;
 use crate::clickstore::row::Text;
-use crate::clickstore::stored::{Meanings, Waiting, texts};
+use crate::clickstore::waiting::{Meanings, Waiting};
 use crate::db::sql::{add_on_conflict, statement};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult};

@@ -42,7 +42,7 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
                 crate::clickstore::insert::micros(end),
             )
             .await?;
-            crate::clickstore::stored::list_again(&txn, start, end).await?;
+            crate::clickstore::waiting::list_again(&txn, start, end).await?;
             Ok(true)
         }
         .await;

@@ -59,7 +59,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
     loop {
         tokio::time::sleep(pause).await;
         pause = every;
-        match crate::clickstore::stored::any_waiting(&db).await {
+        match crate::clickstore::waiting::any_waiting(&db).await {
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();

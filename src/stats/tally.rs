@@ -31,7 +31,7 @@ use super::visits::Visits;
 use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
-use crate::clickstore::stored::{Meanings, Waiting};
+use crate::clickstore::waiting::{Meanings, Waiting};
 use crate::db::sql::{add_on_conflict, statement};
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
@@ -167,7 +167,7 @@ pub async fn work_out_ahead(
     let result = async {
         let taken = last_turn(&txn).await?;
         let frozen = purged_before(&txn).await?;
-        let clicks = crate::clickstore::stored::peek_waiting(&txn, limit).await?;
+        let clicks = crate::clickstore::waiting::peek_waiting(&txn, limit).await?;
         if clicks.is_empty() {
             return Ok(None);
         }
@@ -199,7 +199,7 @@ async fn tally_in(
         // clicks read, the work stands.
         if ahead.taken + 1 == turn
             && ahead.frozen == frozen
-            && crate::clickstore::stored::take_front(txn, &ahead.keys).await?
+            && crate::clickstore::waiting::take_front(txn, &ahead.keys).await?
         {
             if outgoing {
                 crate::clickstore::outgoing::hand_on(txn, &ahead.keys).await?;
@@ -207,9 +207,9 @@ async fn tally_in(
             return apply(txn, turn, ahead.work).await;
         }
     }
-    let clicks = crate::clickstore::stored::take_waiting(txn, limit).await?;
+    let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
     if clicks.is_empty() {
-        crate::clickstore::stored::forget_orphans(txn).await?;
+        crate::clickstore::waiting::forget_orphans(txn).await?;
         return Ok(0);
     }
     // Webhook subscriptions get the clicks counted, each once, from this transaction.
@@ -261,7 +261,7 @@ async fn work_out(
     frozen: Option<NaiveDate>,
     clicks: Vec<Waiting>,
 ) -> Result<Work, DbErr> {
-    let meanings = crate::clickstore::stored::meanings(txn, &clicks).await?;
+    let meanings = crate::clickstore::waiting::meanings(txn, &clicks).await?;
     let hits = super::funnel::find_hits(txn, &clicks, &meanings).await?;
     // The values many clicks share are shared, not copied.
     let empty = Text::from("");
