@@ -13,9 +13,11 @@ use crate::services::batches::read::{MAX_FILE_BYTES, RecipientFile};
 use crate::services::batches::receipts::{self, Outcome, Scope};
 use crate::services::batches::{self, BatchError, BatchFields, Rejected};
 use crate::state::AppState;
+use crate::stats::dimension::Dimension;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use std::collections::HashMap;
 
 impl From<BatchError> for AdminError {
     fn from(err: BatchError) -> Self {
@@ -187,20 +189,29 @@ async fn batch_page(
         Err(BatchError::Purged(_)) => (Vec::new(), String::new()),
         Err(err) => return Err(err.into()),
     };
-    // Places as the GeoIP database names them; carriers are inklink's own words (`other`).
-    let rows = |rows: &[funnel::Row], words: bool| -> Vec<BreakdownRow> {
+    // Places in the reader's language where the GeoIP database named them; carriers are
+    // inklink's own words (`other`).
+    let mut places = Vec::with_capacity(2);
+    for (dimension, rows) in [
+        (Dimension::Province, &funnel.by_province),
+        (Dimension::City, &funnel.by_city),
+    ] {
+        let values: Vec<&str> = rows.iter().map(|r| r.value.as_str()).collect();
+        places.push(super::dashboard::places_in(db, dimension, &values, user.lang).await?);
+    }
+    let rows = |rows: &[funnel::Row], names: Option<&HashMap<String, String>>| {
         rows.iter()
             .map(|r| BreakdownRow {
-                value: match words {
-                    true => user.lang.t(&r.value).to_owned(),
-                    false => r.value.clone(),
+                value: match names {
+                    None => super::dashboard::carrier_in(&r.value, user.lang).to_owned(),
+                    Some(names) => names.get(&r.value).unwrap_or(&r.value).clone(),
                 },
                 delivered: r.delivered,
                 clicked: r.clicked,
                 clicks: r.clicks,
                 ctr: percent(r.clicked, r.delivered),
             })
-            .collect()
+            .collect::<Vec<BreakdownRow>>()
     };
     let province_chart = crate::charts::horizontal_bars(
         &funnel
@@ -208,7 +219,10 @@ async fn batch_page(
             .iter()
             .filter(|r| !r.value.is_empty())
             .take(15)
-            .map(|r| (r.value.clone(), r.clicked))
+            .map(|r| {
+                let name = places[0].get(&r.value).unwrap_or(&r.value);
+                (name.clone(), r.clicked)
+            })
             .collect::<Vec<_>>(),
     );
     let hours_chart = crate::charts::horizontal_bars(
@@ -229,9 +243,9 @@ async fn batch_page(
         ctr: percent(funnel.clicked, funnel.delivered),
         failed_by: funnel.failed_by_code.clone(),
         breakdowns: vec![
-            ("Province", rows(&funnel.by_province, false)),
-            ("City", rows(&funnel.by_city, false)),
-            ("Carrier", rows(&funnel.by_carrier, true)),
+            ("Province", rows(&funnel.by_province, Some(&places[0]))),
+            ("City", rows(&funnel.by_city, Some(&places[1]))),
+            ("Carrier", rows(&funnel.by_carrier, None)),
         ],
         province_chart,
         hours_chart,

@@ -15,6 +15,7 @@ use crate::stats::visits::Visits;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
+use std::collections::HashMap;
 
 const TOP: u64 = 10;
 
@@ -132,16 +133,50 @@ fn title(dimension: Dimension) -> &'static str {
 /// A value of a breakdown as the table and its chart show it: the words of inklink's own
 /// vocabularies (browsers, systems, devices, carriers, and what an empty value stands for) in
 /// the reader's language; what visitors brought (referrers, campaign parameters, places) as
-/// it is.
+/// it is (places are named in the reader's language by [`place_in`] where the GeoIP database
+/// named them).
 fn label(dimension: Dimension, value: &str, lang: crate::i18n::Lang) -> String {
     match (dimension, value) {
         (Dimension::Referrer, "") => lang.t("(direct)").to_owned(),
         (_, "") => lang.t("(unknown)").to_owned(),
-        (Dimension::Browser | Dimension::Os | Dimension::Device | Dimension::Carrier, word) => {
-            lang.t(word).to_owned()
-        }
+        (Dimension::Carrier, word) => carrier_in(word, lang).to_owned(),
+        (Dimension::Browser | Dimension::Os | Dimension::Device, word) => lang.t(word).to_owned(),
         _ => value.to_owned(),
     }
+}
+
+/// A carrier in the reader's language: the operators are stored by their Chinese names.
+pub(super) fn carrier_in(word: &str, lang: crate::i18n::Lang) -> &str {
+    match lang {
+        crate::i18n::Lang::En => crate::clicks::carrier::in_english(word),
+        crate::i18n::Lang::ZhCn => lang.t(word),
+    }
+}
+
+/// A place in the reader's language, whatever language the clicks stored it in.
+fn place_in(place: &report::NamedPlace, lang: crate::i18n::Lang) -> &str {
+    match lang {
+        crate::i18n::Lang::En => &place.en,
+        crate::i18n::Lang::ZhCn => &place.zh,
+    }
+}
+
+/// The places among `values` (of a place `dimension`) in `lang`, by stored name: those the
+/// GeoIP database named; any other value is shown as stored.
+pub(super) async fn places_in(
+    db: &sea_orm::DatabaseConnection,
+    dimension: Dimension,
+    values: &[&str],
+    lang: crate::i18n::Lang,
+) -> Result<HashMap<String, String>, AdminError> {
+    Ok(report::place_names(db, dimension, values)
+        .await?
+        .into_iter()
+        .map(|(stored, place)| {
+            let shown = place_in(&place, lang).to_owned();
+            (stored, shown)
+        })
+        .collect())
 }
 
 async fn page(
@@ -161,16 +196,26 @@ async fn page(
     let previous =
         report::range_totals(db, &state.core.kept, scope, previous_from, previous_to).await?;
     let hours = report::hours(db, scope, period.from, period.to).await?;
-    let breakdowns = report::breakdowns(db, scope, period.from, period.to, TOP)
-        .await?
-        .into_iter()
+    let mut breakdowns = Vec::new();
+    for (dimension, shares) in report::breakdowns(db, scope, period.from, period.to, TOP).await? {
         // The campaign parameters show only when visitors brought them.
-        .filter(|(dimension, shares)| !shares.is_empty() || !dimension.is_query())
-        .map(|(dimension, shares)| {
+        if shares.is_empty() && dimension.is_query() {
+            continue;
+        }
+        let values: Vec<&str> = shares.iter().map(|s| s.value.as_str()).collect();
+        let places = places_in(db, dimension, &values, user.lang).await?;
+        breakdowns.push((dimension, shares, places));
+    }
+    let breakdowns = breakdowns
+        .into_iter()
+        .map(|(dimension, shares, places)| {
             let rows: Vec<Share> = shares
                 .into_iter()
                 .map(|share| Share {
-                    value: label(dimension, &share.value, user.lang),
+                    value: match places.get(&share.value) {
+                        Some(place) => place.clone(),
+                        None => label(dimension, &share.value, user.lang),
+                    },
                     ..share
                 })
                 .collect();

@@ -8,6 +8,18 @@ pub const CHINA_TELECOM: &str = "中国电信";
 pub const CHINA_BROADNET: &str = "中国广电";
 pub const OTHER: &str = "other";
 
+/// A carrier as an English page names it (the operators are stored by their Chinese names,
+/// as Chinese operators search for them).
+pub fn in_english(stored: &str) -> &str {
+    match stored {
+        CHINA_MOBILE => "China Mobile",
+        CHINA_UNICOM => "China Unicom",
+        CHINA_TELECOM => "China Telecom",
+        CHINA_BROADNET => "China Broadnet",
+        other => other,
+    }
+}
+
 /// The operators' autonomous systems on the mainland (backbones, provincial and mobile
 /// networks, IDC).
 const NETWORKS: &[(&str, &[u32])] = &[

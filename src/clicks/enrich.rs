@@ -5,9 +5,10 @@ use super::agent::{Agent, parse_agent};
 use super::capture::clip;
 use super::event::ClickEvent;
 use super::geoip::{GeoIp, Place};
+use crate::clickstore::places::{Level, PlaceName};
 use crate::clickstore::row::{Address, Digest, EventKey, EventRow, Text};
 use siphasher::sip128::{Hasher128, SipHasher24};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::net::IpAddr;
 
@@ -36,6 +37,10 @@ pub struct Enricher {
     agents: HashMap<Text, Agent>,
     places: HashMap<IpAddr, (Address, Place)>,
     hosts: HashMap<Text, ()>,
+    /// The places whose names in the UI's languages were handed to be stored, and those not
+    /// yet handed (see [`Enricher::take_place_names`]).
+    named: HashSet<(Level, Text)>,
+    unnamed: Vec<PlaceName>,
     /// Keep only the network of each address (INKLINK_KEEP_ADDRESSES=network).
     networks_only: bool,
 }
@@ -67,6 +72,8 @@ impl Enricher {
             agents: HashMap::new(),
             places: HashMap::new(),
             hosts: HashMap::new(),
+            named: HashSet::new(),
+            unnamed: Vec::new(),
             networks_only: false,
         }
     }
@@ -94,6 +101,39 @@ impl Enricher {
         hasher.write_u8(0);
         hasher.write(user_agent.unwrap_or_default().as_bytes());
         Digest::of(hasher.finish128().as_u128())
+    }
+
+    /// Keeps the names of places not seen before, for [`Enricher::take_place_names`].
+    fn learn(&mut self, names: Vec<PlaceName>) {
+        for mut name in names {
+            name.stored = clip_place(name.stored);
+            if self.named.len() >= CACHE_LIMIT {
+                self.named.clear();
+            }
+            if self.named.insert((name.level, name.stored.clone())) {
+                name.en = clip(&name.en, MAX_PLACE).into();
+                name.zh = clip(&name.zh, MAX_PLACE).into();
+                self.unnamed.push(name);
+            }
+        }
+    }
+
+    /// The names of places first seen since the last call, to be stored beside the clicks
+    /// (a failed store gives them back with [`Enricher::give_back_place_names`]).
+    pub fn take_place_names(&mut self) -> Vec<PlaceName> {
+        std::mem::take(&mut self.unnamed)
+    }
+
+    pub fn give_back_place_names(&mut self, names: Vec<PlaceName>) {
+        // A database that keeps refusing them must not hold them without bound: forgotten, a
+        // place is learned again at its next sighting after the address cache turns over.
+        if self.unnamed.len() + names.len() <= CACHE_LIMIT {
+            self.unnamed.extend(names);
+        } else {
+            for name in names {
+                self.named.remove(&(name.level, name.stored));
+            }
+        }
     }
 
     pub fn enrich(&mut self, event: ClickEvent) -> EventRow {
@@ -125,10 +165,9 @@ impl Enricher {
                 if self.places.len() >= CACHE_LIMIT {
                     self.places.clear();
                 }
-                let found = (
-                    Address::Ip(kept_ip),
-                    clipped(self.geo.lookup(event.client_ip)),
-                );
+                let (place, names) = self.geo.lookup(event.client_ip);
+                self.learn(names);
+                let found = (Address::Ip(kept_ip), clipped(place));
                 self.places.insert(event.client_ip, found.clone());
                 found
             }
@@ -177,17 +216,18 @@ fn interned<V: Clone>(
     (key, value)
 }
 
+fn clip_place(name: Text) -> Text {
+    match clip(&name, MAX_PLACE) {
+        kept if kept.len() == name.len() => name,
+        kept => Text::from(kept),
+    }
+}
+
 fn clipped(place: Place) -> Place {
-    let clip_name = |name: Option<Text>| {
-        name.map(|name| match clip(&name, MAX_PLACE) {
-            kept if kept.len() == name.len() => name,
-            kept => Text::from(kept),
-        })
-    };
     Place {
-        country: clip_name(place.country),
-        province: clip_name(place.province),
-        city: clip_name(place.city),
+        country: place.country.map(clip_place),
+        province: place.province.map(clip_place),
+        city: place.city.map(clip_place),
         carrier: place.carrier,
     }
 }

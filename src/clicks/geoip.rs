@@ -2,6 +2,7 @@
 //! (GeoLite2-City, DB-IP City Lite, …), and its carrier from an ASN database (GeoLite2-ASN,
 //! DB-IP ASN Lite), each re-opened when its file changes on disk.
 
+use crate::clickstore::places::{Level, PlaceName};
 use crate::clickstore::row::Text;
 use maxminddb::Reader;
 use serde::Deserialize;
@@ -35,6 +36,8 @@ struct CityRecord<'a> {
 struct Named<'a> {
     #[serde(borrow, default)]
     names: HashMap<&'a str, &'a str>,
+    #[serde(borrow, default)]
+    iso_code: Option<&'a str>,
 }
 
 impl Named<'_> {
@@ -146,10 +149,11 @@ impl GeoIp {
         city || carriers
     }
 
-    pub fn lookup(&self, ip: IpAddr) -> Place {
-        let mut place = self.city_of(ip);
+    /// Where `ip` is, and what each of its places is called in the UI's languages.
+    pub fn lookup(&self, ip: IpAddr) -> (Place, Vec<PlaceName>) {
+        let (mut place, names) = self.city_of(ip);
         place.carrier = self.carrier_of(ip);
-        place
+        (place, names)
     }
 
     fn carrier_of(&self, ip: IpAddr) -> Option<Text> {
@@ -170,27 +174,57 @@ impl GeoIp {
         }
     }
 
-    fn city_of(&self, ip: IpAddr) -> Place {
+    fn city_of(&self, ip: IpAddr) -> (Place, Vec<PlaceName>) {
         let Some(reader) = &self.city.reader else {
-            return Place::default();
+            return Default::default();
         };
         let record = match reader
             .lookup(ip)
             .and_then(|found| found.decode::<CityRecord>())
         {
             Ok(Some(record)) => record,
-            Ok(None) => return Place::default(),
+            Ok(None) => return Default::default(),
             Err(err) => {
                 tracing::debug!(%ip, error = %err, "GeoIP lookup failed");
-                return Place::default();
+                return Default::default();
             }
         };
         let lang = self.lang.as_str();
-        Place {
-            country: record.country.and_then(|c| c.name(lang)),
-            province: record.subdivisions.first().and_then(|s| s.name(lang)),
-            city: record.city.and_then(|c| c.name(lang)),
+        let country_code = record.country.as_ref().and_then(|c| c.iso_code);
+        let province_code = record
+            .subdivisions
+            .first()
+            .and_then(|s| s.iso_code)
+            .zip(country_code)
+            .map(|(province, country)| format!("{country}-{province}"));
+        let mut names = Vec::with_capacity(3);
+        let mut named = |level: Level, place: Option<&Named>, code: Option<String>| {
+            let place = place?;
+            let stored = place.name(lang)?;
+            let en: Box<str> = place
+                .names
+                .get("en")
+                .map_or(stored.as_ref().into(), |n| (*n).into());
+            let zh = place.names.get("zh-CN").map_or(en.clone(), |n| (*n).into());
+            names.push(PlaceName {
+                level,
+                stored: stored.clone(),
+                code: code.map(Into::into),
+                en,
+                zh,
+            });
+            Some(stored)
+        };
+        let place = Place {
+            country: named(
+                Level::Country,
+                record.country.as_ref(),
+                country_code.map(str::to_owned),
+            ),
+            province: named(Level::Province, record.subdivisions.first(), province_code),
+            city: named(Level::City, record.city.as_ref(), None),
             carrier: None,
-        }
+        };
+        (place, names)
     }
 }

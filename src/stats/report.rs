@@ -218,6 +218,26 @@ pub async fn breakdowns(
     Ok(all)
 }
 
+pub use crate::clickstore::places::Known as NamedPlace;
+
+/// What the places among `values` of `dimension` (a country, province or city as stored) are
+/// called in each language of the UI, and their ISO codes; empty for any other dimension, and
+/// without the places the GeoIP database never named.
+pub async fn place_names(
+    db: &impl ConnectionTrait,
+    dimension: Dimension,
+    values: &[&str],
+) -> Result<HashMap<String, NamedPlace>, DbErr> {
+    use crate::clickstore::places::{Level, known};
+    let level = match dimension {
+        Dimension::Country => Level::Country,
+        Dimension::Province => Level::Province,
+        Dimension::City => Level::City,
+        _ => return Ok(HashMap::new()),
+    };
+    known(db, level, values).await
+}
+
 /// The links with the most page views over the range (a deleted link keeps its place
 /// and is left out).
 pub async fn top_links(

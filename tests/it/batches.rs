@@ -904,3 +904,114 @@ async fn a_stats_rebuild_leaves_the_funnel_as_it_was_and_recipient_codes_stay_th
         (302, Some("https://example.com/r"))
     );
 }
+
+/// Issue 40: a place is shown in the reader's language whatever language the clicks stored it
+/// in (`INKLINK_GEOIP_LANG`): an English page shows Beijing, a Chinese one 北京, on the
+/// dashboard (tables and charts) and in a batch's funnel; carriers likewise (China Telecom,
+/// 中国电信).
+#[actix_web::test]
+async fn places_are_named_in_the_readers_language_whatever_language_stored_them() {
+    use crate::admin::{Browser, signed_in_admin};
+    for stored_in in ["zh-CN", "en"] {
+        let mut extra = EXTRA.to_vec();
+        extra[5] = stored_in;
+        let app = spawn_app_with(&extra).await;
+        let api = Api::with_role(&app, "key", Role::Admin).await;
+        let reply = api
+            .call("POST", "/api/v1/batches", Some(json!({"name": "places", "url": "https://example.com/p", "template": "{link}", "recipients": [{"phone": phone(1)}]})))
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        let batch = reply.body["id"].as_i64().unwrap();
+        let (_, text) = csv_of(
+            &app,
+            api.key(),
+            &format!("/api/v1/batches/{batch}/messages"),
+        )
+        .await;
+        let url = rows_of(&text)[0]["short_url"].clone();
+        assert_eq!(
+            click(&app, &path_of(&url), "36.110.1.2", BROWSER, false).await,
+            302
+        );
+        assert_eq!(
+            click(&app, &path_of(&url), "203.0.113.9", DESKTOP, false).await,
+            302
+        );
+        let admin = signed_in_admin(&app).await;
+        let cookie = admin.cookie().unwrap();
+        let mut english = Browser::with_cookie(&app, Some(format!("{cookie}; inklink_lang=en")));
+        let mut chinese = Browser::with_cookie(&app, Some(format!("{cookie}; inklink_lang=zh-CN")));
+        let mut counted = false;
+        for _ in 0..120 {
+            let page = english.get("/admin/dashboard?range=7").await;
+            if page.body.contains("San Francisco") {
+                counted = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        assert!(counted, "the clicks were counted (stored in {stored_in})");
+        let english_words = [
+            "China",
+            "Beijing",
+            "United States",
+            "California",
+            "San Francisco",
+            "China Telecom",
+        ];
+        let chinese_words = [
+            "中国",
+            "北京市",
+            "北京",
+            "美国",
+            "加利福尼亚州",
+            "旧金山",
+            "中国电信",
+        ];
+        let page = english.get("/admin/dashboard?range=7").await;
+        for word in english_words {
+            assert!(
+                page.body.contains(&format!(">{word}<")),
+                "English page shows {word} ({stored_in})"
+            );
+        }
+        for word in chinese_words {
+            assert!(
+                !page.body.contains(word),
+                "English page has no {word} ({stored_in})"
+            );
+        }
+        let page = chinese.get("/admin/dashboard?range=7").await;
+        for word in chinese_words {
+            assert!(
+                page.body.contains(&format!(">{word}<")),
+                "Chinese page shows {word} ({stored_in})"
+            );
+        }
+        for word in english_words {
+            assert!(
+                !page.body.contains(&format!(">{word}<")),
+                "Chinese page has no {word} ({stored_in})"
+            );
+        }
+        // The batch's funnel by province and city, once its click is counted there.
+        let mut page = english.get(&format!("/admin/batches/{batch}")).await;
+        for _ in 0..120 {
+            if page.body.contains(">Beijing<") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            page = english.get(&format!("/admin/batches/{batch}")).await;
+        }
+        assert!(
+            page.body.contains(">Beijing<") && !page.body.contains("北京"),
+            "{stored_in}"
+        );
+        let page = chinese.get(&format!("/admin/batches/{batch}")).await;
+        assert!(
+            page.body.contains(">北京市<") && page.body.contains(">北京<"),
+            "{stored_in}"
+        );
+        assert!(!page.body.contains(">Beijing<"), "{stored_in}");
+    }
+}

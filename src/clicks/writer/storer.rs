@@ -108,10 +108,27 @@ async fn store_batch(
         .collect();
     let started = Instant::now();
     let result = match connection(own, shared, url).await {
-        Ok(db) => insert_batch(db, store, rows.clone()).await,
+        Ok(db) => {
+            let result = insert_batch(db, store, rows.clone()).await;
+            name_places(db, enricher).await;
+            result
+        }
         Err(err) => Err(err),
     };
     (rows, result, started.elapsed())
+}
+
+/// Stores what the places first seen are called in the UI's languages. A failure costs only
+/// the translation of a place's name (tried again with the next batch), never a click.
+async fn name_places(db: &DatabaseConnection, enricher: &mut Enricher) {
+    let names = enricher.take_place_names();
+    if names.is_empty() {
+        return;
+    }
+    if let Err(err) = crate::clickstore::places::remember(db, &names).await {
+        tracing::warn!(error = %err, places = names.len(), "cannot store the names of places");
+        enricher.give_back_place_names(names);
+    }
 }
 
 /// This thread's own connection (see [`crate::db::own_connection`]), made on its first use
