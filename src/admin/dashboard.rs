@@ -5,6 +5,7 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::charts;
+use crate::charts::map::{self, Outline, Region};
 use crate::rules::ShortCode;
 use crate::services::links;
 use crate::state::AppState;
@@ -44,6 +45,16 @@ pub struct Breakdown {
     pub rows: Vec<Share>,
 }
 
+/// A map of where visitors were, with every place on it as a row of its table.
+pub struct MapView {
+    pub title: &'static str,
+    pub svg: String,
+    pub rows: Vec<Share>,
+}
+
+/// More places than any map has: every country and province with a visit is drawn.
+const ON_A_MAP: u64 = 400;
+
 #[derive(Template)]
 #[template(path = "admin/dashboard.html")]
 struct DashboardPage {
@@ -65,6 +76,7 @@ struct DashboardPage {
     outcome_chart: String,
     hour_chart: String,
     hours: Vec<Share>,
+    maps: Vec<MapView>,
     breakdowns: Vec<Breakdown>,
     top_links: Vec<LinkTotal>,
 }
@@ -179,6 +191,61 @@ pub(super) async fn places_in(
         .collect())
 }
 
+/// The world's countries and China's provinces shaded by page views, each with its table;
+/// none for a range without a located visit.
+async fn maps(
+    db: &sea_orm::DatabaseConnection,
+    scope: Scope<'_>,
+    period: &Period,
+    lang: crate::i18n::Lang,
+) -> Result<Vec<MapView>, AdminError> {
+    let mut maps = Vec::with_capacity(2);
+    for (dimension, outline, title) in [
+        (Dimension::Country, Outline::World, "Countries and regions"),
+        (Dimension::Province, Outline::China, "Provinces of China"),
+    ] {
+        let shares =
+            report::breakdown(db, scope, dimension, period.from, period.to, ON_A_MAP).await?;
+        let values: Vec<&str> = shares.iter().map(|s| s.value.as_str()).collect();
+        let names = report::place_names(db, dimension, &values).await?;
+        let mut rows = Vec::new();
+        let mut regions = Vec::new();
+        for share in &shares {
+            let Some(place) = names.get(&share.value) else {
+                continue;
+            };
+            let Some(code) = place.code.as_deref() else {
+                continue;
+            };
+            if outline == Outline::China && !code.starts_with("CN-") {
+                continue;
+            }
+            let name = place_in(place, lang);
+            let (pv, uv) = (lang.number(share.pv), lang.number(share.uv));
+            regions.push(Region {
+                code,
+                title: lang.fill(
+                    "{place}: PV {pv}, UV {uv}",
+                    &[("place", name), ("pv", &pv), ("uv", &uv)],
+                ),
+                value: share.pv,
+            });
+            rows.push(Share {
+                value: name.to_owned(),
+                ..share.clone()
+            });
+        }
+        if !rows.is_empty() {
+            maps.push(MapView {
+                title,
+                svg: map::choropleth(outline, &regions, lang.t(title)),
+                rows,
+            });
+        }
+    }
+    Ok(maps)
+}
+
 async fn page(
     state: &AppState,
     user: &CurrentUser,
@@ -227,6 +294,7 @@ async fn page(
             }
         })
         .collect();
+    let maps = maps(db, scope, &period, user.lang).await?;
     let top_links = match scope {
         Scope::All => {
             report::top_links(db, &state.core.kept, period.from, period.to, TOP as usize).await?
@@ -264,6 +332,7 @@ async fn page(
         previous_from,
         previous_to,
         days,
+        maps,
         breakdowns,
         top_links,
     };

@@ -3,6 +3,8 @@
 //!
 //! Every chart is drawn from the same numbers the page also shows as a table.
 
+pub mod map;
+
 use crate::stats::report::DayRow;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -153,6 +155,14 @@ const PLOT_LEFT: f64 = 12.0 + 48.0;
 const PLOT_RIGHT: f64 = WIDTH as f64 - 12.0;
 const PLOT_TOP: f64 = 12.0;
 
+/// `text` as SVG text or an attribute's value.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// Transparent bands over each day's slot, each with a `<title>`: the browser shows the day's
 /// values when the pointer rests on it.
 fn with_hover(
@@ -168,10 +178,7 @@ fn with_hover(
     let slot = (PLOT_RIGHT - PLOT_LEFT) / days.len().max(1) as f64;
     let mut bands = String::from("<g class=\"hover\">");
     for (i, day) in days.iter().enumerate() {
-        let escaped = text(day)
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;");
+        let escaped = escape(&text(day));
         bands.push_str(&format!(
             "<rect x=\"{:.1}\" y=\"{PLOT_TOP}\" width=\"{slot:.1}\" height=\"{:.1}\" fill=\"#000\" fill-opacity=\"0\" pointer-events=\"all\"><title>{escaped}</title></rect>",
             PLOT_LEFT + i as f64 * slot,
@@ -307,11 +314,7 @@ pub fn sparkline(values: &[i64], label: &str, lang: crate::i18n::Lang) -> String
         })
         .collect();
     let total: i64 = values.iter().sum();
-    let escaped = label
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
+    let escaped = escape(label);
     format!(
         "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{escaped}: {}\"><title>{escaped}: {}</title><polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
         lang.f("{} views in 14 days", total),

@@ -994,6 +994,32 @@ async fn places_are_named_in_the_readers_language_whatever_language_stored_them(
                 "Chinese page has no {word} ({stored_in})"
             );
         }
+        // The maps: the world's countries and China's provinces, each place's values in its
+        // title (hover and tap), in the reader's language.
+        let page = english.get("/admin/dashboard?range=7").await;
+        assert_eq!(
+            page.body.matches("<svg class=\"map\"").count(),
+            2,
+            "{stored_in}"
+        );
+        for title in [
+            "China: PV 1, UV 1",
+            "United States: PV 1, UV 1",
+            "Beijing: PV 1, UV 1",
+        ] {
+            assert!(
+                page.body.contains(&format!("<title>{title}</title>")),
+                "{title} ({stored_in})"
+            );
+        }
+        let page = chinese.get("/admin/dashboard?range=7").await;
+        for title in ["中国：PV 1，UV 1", "美国：PV 1，UV 1", "北京市：PV 1，UV 1"] {
+            assert!(
+                page.body.contains(&format!("<title>{title}</title>")),
+                "{title} ({stored_in})"
+            );
+        }
+        assert!(page.body.contains("访客分布") && page.body.contains("中国各省份"));
         // The batch's funnel by province and city, once its click is counted there.
         let mut page = english.get(&format!("/admin/batches/{batch}")).await;
         for _ in 0..120 {
