@@ -65,3 +65,12 @@ document.addEventListener("click", (event) => {
   }
   out.textContent = title.textContent;
 });
+
+// Ticking an app under "Open in browser" page chooses "in these apps" (the server reads the
+// radio button; without this script the person chooses it).
+document.addEventListener("change", (event) => {
+  const box = event.target.closest("input[data-in-app]");
+  if (!box || !box.checked) return;
+  const apps = box.form && box.form.querySelector('input[name="in_app_mode"][value="apps"]');
+  if (apps) apps.checked = true;
+});

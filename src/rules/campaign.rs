@@ -288,19 +288,24 @@ impl App {
         }
     }
 
+    /// The app's name, as the user-agent rules name its browser (and the pages show it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WeChat => "WeChat",
+            Self::Qq => "QQ",
+            Self::Weibo => "Weibo",
+            Self::Douyin => "Douyin",
+            Self::Toutiao => "Toutiao",
+            Self::Xiaohongshu => "Xiaohongshu",
+            Self::DingTalk => "DingTalk",
+            Self::Alipay => "Alipay",
+            Self::Taobao => "Taobao",
+        }
+    }
+
     /// Whether the browser name the user-agent rules gave is this app's.
     pub fn is(self, browser: &str) -> bool {
-        match self {
-            Self::WeChat => browser == "WeChat" || browser == "WeCom",
-            Self::Qq => browser == "QQ",
-            Self::Weibo => browser == "Weibo",
-            Self::Douyin => browser == "Douyin",
-            Self::Toutiao => browser == "Toutiao",
-            Self::Xiaohongshu => browser == "Xiaohongshu",
-            Self::DingTalk => browser == "DingTalk",
-            Self::Alipay => browser == "Alipay",
-            Self::Taobao => browser == "Taobao",
-        }
+        browser == self.name() || (self == Self::WeChat && browser == "WeCom")
     }
 
     fn bit(self) -> u16 {

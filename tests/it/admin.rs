@@ -1793,7 +1793,7 @@ async fn the_new_link_form_takes_a_code_length_campaign_settings_and_utm_paramet
                 ("domain", &host),
                 ("length", "3"),
                 ("max_visits", "zero"),
-                ("targets", "tv=https://example.com"),
+                ("target.ios", "ftp://example.com/app"),
                 ("in_app_page", "line"),
             ],
         )
@@ -1802,12 +1802,12 @@ async fn the_new_link_form_takes_a_code_length_campaign_settings_and_utm_paramet
     for message in [
         "for a shorter code choose a custom code",
         "maximum number of visits",
-        "is not a target rule",
+        "the ios target: the scheme &#39;ftp:&#39; is not allowed",
         "is not an app inklink knows",
     ] {
         assert!(bad.body.contains(message), "{message}: {}", bad.body);
     }
-    assert!(bad.body.contains("tv=https://example.com"), "input kept");
+    assert!(bad.body.contains("ftp://example.com/app"), "input kept");
     let created = browser
         .post(
             "/admin/links",
@@ -2439,4 +2439,152 @@ async fn the_link_form_folds_campaign_settings_suggests_tags_and_offers_to_copy_
         "a refused setting shows: {}",
         refused.body
     );
+}
+
+/// Issue 40: in-app browsers are boxes to tick and device targets are rows, not syntax to
+/// type; what they say is stored, shown again on the edit page, changed and removed there, and
+/// a bad row is refused beside the rows with everything typed kept.
+#[actix_web::test]
+async fn in_app_browsers_are_ticked_and_device_targets_are_rows() {
+    let app = spawn_app().await;
+    let mut browser = signed_in(&app).await;
+    let host = format!("localhost:{}", app.port);
+    let form = browser.get("/admin/links/new").await.body;
+    for shown in [
+        r#"name="in_app_mode" value="domain" checked"#,
+        r#"name="in_app.wechat" value="on""#,
+        r#"name="in_app.taobao" value="on""#,
+        r#"name="target.ios""#,
+        r#"name="target.wechat""#,
+    ] {
+        assert!(form.contains(shown), "{shown}");
+    }
+    let csrf = csrf_in(&form);
+    let stored = |app: &TestApp| {
+        let db = app.core.db.clone();
+        async move {
+            let link = url_map::Entity::find().one(&db).await.unwrap().unwrap();
+            (link.in_app_page, link.alt_targets, link.version.to_string())
+        }
+    };
+    // A bad row: refused beside the rows, every tick and row kept as typed.
+    let refused = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/app"),
+                ("domain", &host),
+                ("code", "apps"),
+                ("in_app_mode", "apps"),
+                ("in_app.wechat", "on"),
+                ("in_app.douyin", "on"),
+                ("target.ios", "https://apps.apple.com/app/id1"),
+                ("target.android", "ftp://example.com/app.apk"),
+                ("target.desktop", ""),
+                ("target.wechat", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains(r#"id="targets-error""#),
+        "{}",
+        refused.body
+    );
+    for kept in [
+        r#"value="apps" checked"#,
+        r#"name="in_app.wechat" value="on" data-in-app checked"#,
+        r#"name="in_app.douyin" value="on" data-in-app checked"#,
+        r#"value="https://apps.apple.com/app/id1""#,
+        r#"value="ftp://example.com/app.apk""#,
+    ] {
+        assert!(refused.body.contains(kept), "{kept}: {}", refused.body);
+    }
+    assert!(
+        !refused
+            .body
+            .contains(r#"name="in_app.qq" value="on" data-in-app checked"#)
+    );
+    assert_eq!(
+        url_map::Entity::find().count(&app.core.db).await.unwrap(),
+        0
+    );
+    let created = browser
+        .post(
+            "/admin/links",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/app"),
+                ("domain", &host),
+                ("code", "apps"),
+                ("in_app_mode", "apps"),
+                ("in_app.wechat", "on"),
+                ("in_app.douyin", "on"),
+                ("target.ios", "https://apps.apple.com/app/id1"),
+                ("target.android", " https://example.com/app.apk "),
+                ("target.desktop", ""),
+                ("target.wechat", ""),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let (in_app, targets, version) = stored(&app).await;
+    assert_eq!(in_app.as_deref(), Some("wechat,douyin"));
+    assert_eq!(
+        targets.as_deref(),
+        Some("ios=https://apps.apple.com/app/id1\nandroid=https://example.com/app.apk")
+    );
+    let edit = browser.get("/admin/links/apps/edit").await.body;
+    for shown in [
+        r#"value="apps" checked"#,
+        r#"name="in_app.douyin" value="on" data-in-app checked"#,
+        r#"id="target-ios" name="target.ios" type="text" value="https://apps.apple.com/app/id1""#,
+        r#"id="target-desktop" name="target.desktop" type="text" value="""#,
+    ] {
+        assert!(edit.contains(shown), "{shown}: {edit}");
+    }
+    // "Never", and the iPhone row emptied: no page, one target left.
+    let saved = browser
+        .post(
+            "/admin/links/apps/edit",
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "https://example.com/app"),
+                ("in_app_mode", "none"),
+                ("in_app.wechat", "on"),
+                ("target.ios", ""),
+                ("target.android", "https://example.com/app.apk"),
+                ("target.desktop", ""),
+                ("target.wechat", "https://example.com/wx"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let (in_app, targets, version) = stored(&app).await;
+    assert_eq!(in_app.as_deref(), Some("none"));
+    assert_eq!(
+        targets.as_deref(),
+        Some("wechat=https://example.com/wx\nandroid=https://example.com/app.apk")
+    );
+    // The domain's choice, and every row emptied: neither setting is left.
+    let saved = browser
+        .post(
+            "/admin/links/apps/edit",
+            &[
+                ("csrf", &csrf),
+                ("version", &version),
+                ("url", "https://example.com/app"),
+                ("in_app_mode", "domain"),
+                ("target.ios", ""),
+                ("target.android", ""),
+                ("target.desktop", ""),
+                ("target.wechat", ""),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let (in_app, targets, _) = stored(&app).await;
+    assert_eq!((in_app, targets), (None, None));
 }

@@ -1332,6 +1332,32 @@ async fn the_utm_builder_previews_the_final_target_as_one_types() {
         preview().await,
         "https://example.com/sale?x=1&utm_source=sms&utm_campaign=%E5%8F%8C%E5%8D%81%E4%B8%80"
     );
+    // Ticking an app under the "open in browser" page chooses "in these apps".
+    client
+        .find(Locator::Css("details.campaign summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let chosen = || async {
+        client
+            .execute(
+                "return document.querySelector('input[name=in_app_mode]:checked').value",
+                vec![],
+            )
+            .await
+            .unwrap()
+    };
+    assert_eq!(chosen().await, "domain");
+    client
+        .find(Locator::Css("input[name='in_app.qq']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(chosen().await, "apps");
     client.close().await.unwrap();
 }
 

@@ -3,11 +3,20 @@
 
 use crate::admin::error::AdminError;
 use crate::db::entities::url_map;
-use crate::rules::{Tag, TargetUrl, VisitLimit};
+use crate::rules::{App, InAppApps, Tag, TargetRule, TargetUrl, VisitLimit};
 use crate::services::links::{self, Campaign, Field, LinkError, LinkInput, NewLink, TagInput};
 use crate::services::tags::Utm;
 use crate::state::AppState;
 use std::collections::HashMap;
+
+/// The device rows of the form, in the order their rules are stored and tried (the first that
+/// matches wins): inside WeChat before the phone it runs on.
+const ROWS: [TargetRule; 4] = [
+    TargetRule::WeChat,
+    TargetRule::Ios,
+    TargetRule::Android,
+    TargetRule::Desktop,
+];
 
 /// A message per form field.
 pub type Errors = HashMap<&'static str, String>;
@@ -40,6 +49,13 @@ pub struct LinkForm {
     pub utm_content: String,
     /// The edit form: remove the visitor password.
     pub remove_password: String,
+    /// The "open in browser" page as the form's radio buttons choose it: `domain`, `none` or
+    /// `apps` (the ticked `in_app.KEY` boxes); absent when a client sends `in_app_page` itself.
+    pub in_app_mode: String,
+    /// The boxes and rows of the campaign settings (`in_app.wechat`, `target.ios`), folded into
+    /// `in_app_page` and `targets` by [`LinkForm::settle`].
+    #[serde(flatten)]
+    pub choices: HashMap<String, String>,
 }
 
 impl LinkForm {
@@ -55,6 +71,87 @@ impl LinkForm {
         .iter()
         .any(|value| !value.trim().is_empty())
             || !matches!(self.in_app_page.trim(), "" | "domain")
+    }
+
+    /// Folds the checkboxes and rows of the campaign settings into the text fields they stand
+    /// for. A client that sends the text fields (scripts, older forms) is read as it is.
+    pub fn settle(&mut self) {
+        let ticked = |choices: &HashMap<String, String>, key: &str| {
+            choices
+                .get(&format!("in_app.{key}"))
+                .is_some_and(|v| !v.is_empty())
+        };
+        match self.in_app_mode.as_str() {
+            "domain" => self.in_app_page = String::new(),
+            "none" => self.in_app_page = "none".to_owned(),
+            "apps" => {
+                let apps: Vec<&str> = App::ALL
+                    .into_iter()
+                    .map(App::key)
+                    .filter(|key| ticked(&self.choices, key))
+                    .collect();
+                // "In these apps" with none ticked is a page in no app.
+                self.in_app_page = match apps.is_empty() {
+                    true => "none".to_owned(),
+                    false => apps.join(","),
+                };
+            }
+            _ => {}
+        }
+        let rows: Vec<Option<String>> = ROWS
+            .into_iter()
+            .map(|rule| {
+                let url = self.choices.get(&format!("target.{}", rule.as_str()))?;
+                Some(format!("{}={}", rule.as_str(), url.trim())).filter(|_| !url.trim().is_empty())
+            })
+            .collect();
+        let sent_rows = TargetRule::ALL.into_iter().any(|rule| {
+            self.choices
+                .contains_key(&format!("target.{}", rule.as_str()))
+        });
+        if sent_rows {
+            self.targets = rows.into_iter().flatten().collect::<Vec<_>>().join("\n");
+        }
+    }
+
+    /// Which radio button of the "open in browser" page is on.
+    pub fn in_app_mode(&self) -> &'static str {
+        match self.in_app_page.trim() {
+            "" | "domain" => "domain",
+            "none" => "none",
+            _ => "apps",
+        }
+    }
+
+    /// Each in-app browser: its key, its name, and whether it is ticked.
+    pub fn in_app_choices(&self) -> Vec<(&'static str, &'static str, bool)> {
+        let chosen = InAppApps::parse(&self.in_app_page).unwrap_or(InAppApps::NONE);
+        App::ALL
+            .into_iter()
+            .map(|app| (app.key(), app.name(), chosen.contains(app)))
+            .collect()
+    }
+
+    /// Each device rule: its key, what it is called, and its URL as typed or stored.
+    pub fn target_rows(&self) -> Vec<(&'static str, &'static str, String)> {
+        ROWS.into_iter()
+            .map(|rule| {
+                let url = self
+                    .targets
+                    .lines()
+                    .filter_map(|line| line.split_once('='))
+                    .find(|(name, _)| name.trim().eq_ignore_ascii_case(rule.as_str()))
+                    .map(|(_, url)| url.trim().to_owned())
+                    .unwrap_or_default();
+                let label = match rule {
+                    TargetRule::Ios => "iPhone and iPad",
+                    TargetRule::Android => "Android and HarmonyOS",
+                    TargetRule::Desktop => "Computers",
+                    TargetRule::WeChat => "Inside WeChat",
+                };
+                (rule.as_str(), label, url)
+            })
+            .collect()
     }
 
     /// The fields as given; the domain's choice (`domain`) for the in-app page is no setting.

@@ -286,7 +286,8 @@ pub async fn create(
     form: web::Form<LinkForm>,
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
-    let form = form.into_inner();
+    let mut form = form.into_inner();
+    form.settle();
     let mut errors = Errors::new();
     let new = match form.read(&state, user.tz).await? {
         Ok(new) => {
@@ -461,7 +462,11 @@ pub async fn update(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.fields.csrf)?;
     let (link, short_url) = find(&state, &code).await?;
-    let EditForm { fields, version } = form.into_inner();
+    let EditForm {
+        mut fields,
+        version,
+    } = form.into_inner();
+    fields.settle();
     let mut errors = Errors::new();
     match fields.read(&state, user.tz).await? {
         Err(found) => errors = found,
