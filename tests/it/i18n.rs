@@ -284,6 +284,46 @@ fn every_translation_keeps_the_values_of_its_english() {
     }
 }
 
+/// Issue 40: Chinese sentences use full-width punctuation (，：；！？（）) beside Chinese
+/// characters; half-width marks stay only in what is typed or code (`?r=`, `{0}:`, `, ; |`).
+#[test]
+fn chinese_sentences_use_full_width_punctuation() {
+    let is_chinese = |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c);
+    let mut wrong = Vec::new();
+    let visitor = Lang::ZhCn
+        .keys()
+        .into_iter()
+        .map(|key| Lang::ZhCn.text(key));
+    for chinese in Lang::translated()
+        .into_iter()
+        .map(|english| Lang::ZhCn.t(english))
+        .chain(visitor)
+    {
+        let chars: Vec<char> = chinese.chars().collect();
+        for (i, c) in chars.iter().enumerate() {
+            if !",:;!?()".contains(*c) {
+                continue;
+            }
+            // A mark after a Chinese character and before Chinese, a space or the end is a
+            // sentence's; anything else (`?r=`, `https:`) is code or typed.
+            let before = i > 0 && is_chinese(chars[i - 1]);
+            let after = chars
+                .get(i + 1)
+                .is_none_or(|next| is_chinese(*next) || next.is_whitespace());
+            if (before && after)
+                || (*c == '(' && after && chars.get(i + 1).is_some_and(|n| is_chinese(*n)))
+            {
+                wrong.push(chinese.to_owned());
+                break;
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "half-width punctuation in Chinese: {wrong:#?}"
+    );
+}
+
 #[test]
 fn messages_with_values_come_out_in_chinese() {
     let zh = Lang::ZhCn;
