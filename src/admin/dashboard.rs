@@ -214,16 +214,16 @@ async fn maps(
             let Some(place) = names.get(&share.value) else {
                 continue;
             };
-            let Some(code) = place.code.as_deref() else {
-                continue;
-            };
-            if outline == Outline::China && !code.starts_with("CN-") {
+            let code = place.code.as_deref();
+            let in_china = code.is_none_or(|code| code.starts_with("CN-"));
+            if (outline == Outline::China && !in_china) || !map::knows(outline, code, &place.en) {
                 continue;
             }
             let name = place_in(place, lang);
             let (pv, uv) = (lang.number(share.pv), lang.number(share.uv));
             regions.push(Region {
                 code,
+                english: &place.en,
                 title: lang.fill(
                     "{place}: PV {pv}, UV {uv}",
                     &[("place", name), ("pv", &pv), ("uv", &uv)],

@@ -15,10 +15,11 @@ pub enum Outline {
     China,
 }
 
-/// A place shown on a map: its code as the GeoIP database gives it, what its `<title>` says,
-/// and the value that shades it.
+/// A place shown on a map: its code as the GeoIP database gives it (some give none for
+/// provinces), its English name, what its `<title>` says, and the value that shades it.
 pub struct Region<'a> {
-    pub code: &'a str,
+    pub code: Option<&'a str>,
+    pub english: &'a str,
     pub title: String,
     pub value: i64,
 }
@@ -26,6 +27,8 @@ pub struct Region<'a> {
 struct Shape {
     code: &'static str,
     numeric: &'static str,
+    /// The English name, as [`short_name`] has it: for databases that give a province no code.
+    name: String,
     d: &'static str,
     /// Where the outline is (its box's centre) and whether it is too small to see or tap.
     centre: (i32, i32),
@@ -60,7 +63,7 @@ fn parse(text: &'static str) -> Map {
     let shapes = lines
         .filter_map(|line| {
             let mut fields = line.splitn(4, '\t');
-            let (code, numeric, _name, d) = (
+            let (code, numeric, name, d) = (
                 fields.next()?,
                 fields.next()?,
                 fields.next()?,
@@ -70,6 +73,7 @@ fn parse(text: &'static str) -> Map {
             Some(Shape {
                 code,
                 numeric,
+                name: short_name(name),
                 d,
                 centre: ((low.0 + high.0) / 2, (low.1 + high.1) / 2),
                 tiny: high.0 - low.0 < 4 && high.1 - low.1 < 4,
@@ -111,19 +115,61 @@ fn bounds(d: &str) -> ((i32, i32), (i32, i32)) {
     (low, high)
 }
 
+/// Whether a place of this code or English name is on the map of `outline`.
+pub fn knows(outline: Outline, code: Option<&str>, english: &str) -> bool {
+    map_of(outline)
+        .shapes
+        .iter()
+        .any(|shape| is(outline, shape, code, english))
+}
+
+fn map_of(outline: Outline) -> &'static Map {
+    match outline {
+        Outline::World => &WORLD,
+        Outline::China => &CHINA,
+    }
+}
+
+/// Whether `shape` is the place of `code` or, for a province without one, of that English
+/// name.
+fn is(outline: Outline, shape: &Shape, code: Option<&str>, english: &str) -> bool {
+    match code {
+        Some(code) => {
+            code.eq_ignore_ascii_case(shape.code) || code.eq_ignore_ascii_case(shape.numeric)
+        }
+        None => outline == Outline::China && short_name(english) == shape.name,
+    }
+}
+
+/// A province's name as databases spell it in many ways (`Guangxi Zhuang Autonomous Region`,
+/// `Beijing Shi`, `Nei Mongol`, `Xizang`): its first word, lower-cased, or the one name of the
+/// two that are not one word.
+fn short_name(english: &str) -> String {
+    let lower = english.trim().to_lowercase();
+    if lower.starts_with("inner mongol") || lower.starts_with("nei mongol") {
+        return "inner mongolia".to_owned();
+    }
+    let first = lower
+        .split([' ', '-', ','])
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    match first.as_str() {
+        "xizang" => "tibet".to_owned(),
+        _ => first,
+    }
+}
+
 /// The map of `outline` with `regions` shaded (on a scale from the least to the most page
 /// views), labelled `caption` for screen readers. Regions the outlines do not have are left
 /// to the table beside the map.
 pub fn choropleth(outline: Outline, regions: &[Region], caption: &str) -> String {
-    let map = match outline {
-        Outline::World => &*WORLD,
-        Outline::China => &*CHINA,
-    };
+    let map = map_of(outline);
     let max = regions.iter().map(|r| r.value).max().unwrap_or(0).max(1);
     let find = |shape: &Shape| {
-        regions.iter().find(|r| {
-            r.code.eq_ignore_ascii_case(shape.code) || r.code.eq_ignore_ascii_case(shape.numeric)
-        })
+        regions
+            .iter()
+            .find(|r| is(outline, shape, r.code, r.english))
     };
     let mut svg = format!(
         "<svg class=\"map\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\"><g stroke=\"#fff\" stroke-width=\"0.6\" stroke-linejoin=\"round\">",
@@ -179,22 +225,16 @@ mod tests {
 
     #[test]
     fn regions_are_found_by_letters_or_numbers_and_shaded_by_their_share() {
+        let region = |code, english, title: &str, value| Region {
+            code,
+            english,
+            title: title.to_owned(),
+            value,
+        };
         let regions = [
-            Region {
-                code: "CN-BJ",
-                title: "Beijing: 100".into(),
-                value: 100,
-            },
-            Region {
-                code: "CN-44",
-                title: "Guangdong <1>".into(),
-                value: 1,
-            },
-            Region {
-                code: "CN-XX",
-                title: "nowhere".into(),
-                value: 5,
-            },
+            region(Some("CN-BJ"), "Beijing", "Beijing: 100", 100),
+            region(Some("CN-44"), "Guangdong", "Guangdong <1>", 1),
+            region(Some("CN-XX"), "Nowhere", "nowhere", 5),
         ];
         let svg = choropleth(Outline::China, &regions, "Provinces");
         assert!(svg.contains("<title>Beijing: 100</title>"));
@@ -207,5 +247,28 @@ mod tests {
             "a hundredth is the lightest"
         );
         assert_eq!(svg.matches(NONE).count(), 29);
+    }
+
+    #[test]
+    fn provinces_without_a_code_are_found_by_their_english_name() {
+        for (english, code) in [
+            ("Guangxi Zhuang Autonomous Region", "CN-GX"),
+            ("Beijing Shi", "CN-BJ"),
+            ("Inner Mongolia Autonomous Region", "CN-NM"),
+            ("Nei Mongol", "CN-NM"),
+            ("Xizang", "CN-XZ"),
+            ("Shaanxi", "CN-SN"),
+            ("Shanxi", "CN-SX"),
+        ] {
+            let shape = CHINA.shapes.iter().find(|s| s.code == code).unwrap();
+            assert!(is(Outline::China, shape, None, english), "{english}");
+            assert!(knows(Outline::China, None, english), "{english}");
+        }
+        assert!(!knows(Outline::China, None, "California"));
+        assert!(
+            !knows(Outline::World, None, "China"),
+            "countries go by code"
+        );
+        assert!(knows(Outline::World, Some("156"), "China"));
     }
 }
