@@ -2,7 +2,7 @@
 
 pub mod location;
 
-use crate::clicks::agent::{Agent, parse_agent};
+use crate::clicks::agent::{Agent, parse_agent_cached};
 use crate::clicks::capture;
 use crate::db::entities::url_map::LinkState;
 use crate::i18n::Lang;
@@ -147,7 +147,7 @@ async fn campaign_answer(
         );
     }
     let agent = (!campaign.in_app.is_empty() || !campaign.targets.is_empty()).then(|| {
-        parse_agent(
+        parse_agent_cached(
             req.headers()
                 .get(header::USER_AGENT)
                 .map(|value| capture::text_of(value.as_bytes()))

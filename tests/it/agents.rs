@@ -4,7 +4,7 @@
 use crate::analytics::wait_written;
 use crate::support::{create_link, spawn_app_with};
 use actix_web::http::header::HeaderValue;
-use inklink::clicks::agent::parse_agent;
+use inklink::clicks::agent::{parse_agent, parse_agent_cached};
 
 const CORPUS: &str = include_str!("../data/user_agents.tsv");
 
@@ -299,6 +299,39 @@ fn user_agents_with_any_characters_are_read_without_failing() {
             assert!(!browser.is_empty(), "an empty name for {ua}");
         }
     }
+}
+
+/// The redirect path's parses are remembered per user agent: the same answer as a parse,
+/// the first time and every time after, also past the cache's bound and for a UA longer than
+/// what is kept of one.
+#[test]
+fn remembered_parses_give_what_a_parse_gives() {
+    let long = format!(
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) MicroMessenger/8.0.47 {}",
+        "x".repeat(5000)
+    );
+    let uas: Vec<String> = CORPUS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|line| line.rsplit('\t').next().unwrap_or_default().to_owned())
+        .chain([long])
+        .collect();
+    assert!(uas.len() > 200);
+    for round in 0..2 {
+        for ua in &uas {
+            let kept = inklink::clicks::capture::clip(ua, inklink::clicks::capture::MAX_TEXT);
+            assert_eq!(
+                parse_agent_cached(Some(ua)),
+                parse_agent(Some(kept)),
+                "round {round}: {ua}"
+            );
+        }
+    }
+    for n in 0..5000 {
+        let ua = format!("Mozilla/5.0 (Windows NT 10.0) Chrome/{n}.0 Safari/537.36");
+        assert_eq!(parse_agent_cached(Some(&ua)), parse_agent(Some(&ua)));
+    }
+    assert_eq!(parse_agent_cached(None), parse_agent(None));
 }
 
 #[test]

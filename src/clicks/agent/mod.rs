@@ -16,6 +16,27 @@ use platform::{device_of, os_of, windows_version};
 
 const MAX_NAME: usize = 64;
 
+/// User agents parsed for the redirect path, by their text: a campaign's visitors share a few
+/// thousand, and a parse costs about 6 µs. Bounded, so a flood of made-up ones costs parsing,
+/// not memory (a key is at most `MAX_TEXT` bytes: 8 MB at most, 2 kB keys being rare).
+static PARSED: std::sync::LazyLock<quick_cache::sync::Cache<Box<str>, Agent>> =
+    std::sync::LazyLock::new(|| quick_cache::sync::Cache::new(4096));
+
+/// [`parse_agent`], remembered per distinct user agent (for callers that share no cache of
+/// their own, as the click writer's is): the same answer, parsed once.
+pub fn parse_agent_cached(user_agent: Option<&str>) -> Agent {
+    let Some(user_agent) = user_agent else {
+        return parse_agent(None);
+    };
+    let key = clip(user_agent, super::capture::MAX_TEXT);
+    if let Some(agent) = PARSED.get(key) {
+        return agent;
+    }
+    let agent = parse_agent(Some(key));
+    PARSED.insert(key.into(), agent.clone());
+    agent
+}
+
 pub fn parse_agent(user_agent: Option<&str>) -> Agent {
     // Every browser sends a user agent; a request without one is a script.
     let Some(ua) = user_agent.map(str::trim).filter(|ua| !ua.is_empty()) else {
