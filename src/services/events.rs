@@ -426,8 +426,9 @@ fn csv_cell(out: &mut String, text: &str) {
 
 /// The whole export as a stream of text chunks (a page of clicks each), from `after` on.
 ///
-/// The next page is read while this one is written out: the database (SQLite's own thread,
-/// or the server) works beside the formatting instead of in turn with it.
+/// The next page is read while this one is written out, on another thread: the database
+/// (SQLite's own thread, or the server), reading its answer and writing the lines all work at
+/// once instead of in turn.
 pub fn stream(
     db: DatabaseConnection,
     tz: Tz,
@@ -493,14 +494,27 @@ pub fn stream_by(
                 return Some((Err(err), state));
             }
         };
-        let mut out = String::with_capacity(clicks.len() * 700);
-        if !std::mem::replace(&mut state.started, true) {
-            out.push_str(&header(format));
+        // Written out on a thread of the blocking pool: a server's worker (and the CLI's
+        // runtime) runs one task at a time, and it reads the next page meanwhile.
+        let first = !std::mem::replace(&mut state.started, true);
+        let written = tokio::task::spawn_blocking(move || {
+            let mut out = String::with_capacity(clicks.len() * 700);
+            if first {
+                out.push_str(&header(format));
+            }
+            for click in &clicks {
+                write_line(&mut out, format, click);
+            }
+            out
+        })
+        .await;
+        match written {
+            Ok(out) => Some((Ok(out), state)),
+            Err(err) => {
+                let err = DbErr::Custom(format!("writing a page of the export failed: {err}"));
+                Some((Err(err), state))
+            }
         }
-        for click in &clicks {
-            write_line(&mut out, format, click);
-        }
-        Some((Ok(out), state))
     })
 }
 
