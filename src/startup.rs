@@ -173,6 +173,10 @@ pub struct Application {
     server: Server,
     state: web::Data<AppState>,
     stats: Statistics,
+    /// Tasks on this thread (webhook delivery, domain health), ended before the runtime is:
+    /// dropped with it, a task holding a pooled connection panicked ("requires a Tokio
+    /// context") as the process stopped.
+    local: Vec<actix_web::rt::task::JoinHandle<()>>,
 }
 
 /// The server's sockets. `serve` binds them before it opens the database, so that a second
@@ -258,7 +262,7 @@ impl Application {
             settings.recipient_retention_days,
         ));
         // Webhooks: the outbox is delivered from this thread (the HTTP client is not `Send`).
-        actix_web::rt::spawn(crate::services::webhooks::deliver::run(
+        let deliveries = actix_web::rt::spawn(crate::services::webhooks::deliver::run(
             core.db.clone(),
             crate::services::webhooks::deliver::Policy {
                 allow_private: settings.webhook_allow_private,
@@ -269,7 +273,7 @@ impl Application {
             clicks.shared_metrics(),
         ));
         // Domain health: probes on one instance at a time, the banner's state on every one.
-        actix_web::rt::spawn(crate::services::health::run(core.clone()));
+        let health = actix_web::rt::spawn(crate::services::health::run(core.clone()));
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,
@@ -294,6 +298,7 @@ impl Application {
             server: server.run(),
             state,
             stats,
+            local: vec![deliveries, health],
         })
     }
 
@@ -313,6 +318,10 @@ impl Application {
     /// requests finish, then writes every queued click before returning.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
+        for task in self.local {
+            task.abort();
+            let _ = task.await;
+        }
         self.stats.stop().await;
         self.state.clicks.shutdown().await;
         served
