@@ -88,6 +88,8 @@ impl Enricher {
     pub fn refresh_geoip(&mut self) {
         if self.geo.reload_if_changed() {
             self.places.clear();
+            // A new database may name places anew: learned again as they are seen.
+            self.named.clear();
         }
     }
 

@@ -38,29 +38,36 @@ pub struct Known {
 
 /// Stores `names`, a newer database's names replacing older ones.
 pub async fn remember(db: &impl ConnectionTrait, names: &[PlaceName]) -> Result<(), DbErr> {
-    if names.is_empty() {
-        return Ok(());
+    // One row per place in a statement (PostgreSQL refuses to update a row twice in one), and
+    // statements of a size every backend binds.
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<&PlaceName> = names
+        .iter()
+        .rev()
+        .filter(|name| seen.insert((name.level, name.stored.clone())))
+        .collect();
+    for chunk in names.chunks(500) {
+        let table = Alias::new("place_name");
+        let columns = ["level", "stored", "code", "en", "zh"].map(Alias::new);
+        let mut insert = Query::insert();
+        insert.into_table(table).columns(columns.clone());
+        for name in chunk {
+            insert.values_panic([
+                Expr::val(name.level as i16),
+                Expr::val(name.stored.as_ref()),
+                Expr::val(name.code.as_deref()),
+                Expr::val(name.en.as_ref()),
+                Expr::val(name.zh.as_ref()),
+            ]);
+        }
+        insert.on_conflict(
+            OnConflict::columns([Alias::new("level"), Alias::new("stored")])
+                .update_columns(["code", "en", "zh"].map(Alias::new))
+                .to_owned(),
+        );
+        db.execute_raw(db.get_database_backend().build(&insert))
+            .await?;
     }
-    let table = Alias::new("place_name");
-    let columns = ["level", "stored", "code", "en", "zh"].map(Alias::new);
-    let mut insert = Query::insert();
-    insert.into_table(table).columns(columns.clone());
-    for name in names {
-        insert.values_panic([
-            Expr::val(name.level as i16),
-            Expr::val(name.stored.as_ref()),
-            Expr::val(name.code.as_deref()),
-            Expr::val(name.en.as_ref()),
-            Expr::val(name.zh.as_ref()),
-        ]);
-    }
-    insert.on_conflict(
-        OnConflict::columns([Alias::new("level"), Alias::new("stored")])
-            .update_columns(["code", "en", "zh"].map(Alias::new))
-            .to_owned(),
-    );
-    db.execute_raw(db.get_database_backend().build(&insert))
-        .await?;
     Ok(())
 }
 
