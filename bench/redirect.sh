@@ -243,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
             text = f"{len(seen)} {messages[0]}"
-        self.send_response(200); self.end_headers(); self.wfile.write(text.encode())
+        self.send_response(200); self.end_headers(); self.wfile.write((text + "\n").encode())
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 PY
   python3 "$WORK/receiver.py" "$RECEIVER_PORT" & RECEIVER_PID=$!
@@ -334,8 +334,10 @@ echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
 if [ -n "$WEBHOOK" ]; then
   written=$(metric inklink_click_events_written_total)
+  got=0 messages=0
   for _ in $(seq 1 1200); do
-    read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/")
+    # (`read` fails on a last line without its newline: under `set -e` that ended the run.)
+    read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/") || true
     [ "$got" -ge "$written" ] && break
     sleep 0.1
   done

@@ -698,6 +698,10 @@ const LATIN_ON_CHINESE_PAGES: &[&str] = &[
     "Linux",
     "Windows",
     "macOS",
+    // Products Chinese writes as they are (the link form's devices and apps).
+    "iPhone",
+    "iPad",
+    "QQ",
     "http",
     "https",
     // Field names of the API, as its page quotes them.

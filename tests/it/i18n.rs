@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const INTERNAL: &[&str] = &[
     // An export's read task that panicked: logged, never shown.
     "reading a page of the export failed: {err}",
+    "writing a page of the export failed: {err}",
     // Single sign-on: SQL, a lock's expectation, protocol values, and a start-up error (the
     // CLI speaks English).
     "DELETE FROM sso_state WHERE expires_at < ?",
