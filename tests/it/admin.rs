@@ -2467,25 +2467,26 @@ async fn in_app_browsers_are_ticked_and_device_targets_are_rows() {
             (link.in_app_page, link.alt_targets, link.version.to_string())
         }
     };
+    // The new-link form with two apps ticked and the Android row as given.
+    let form = |android: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("url", "https://example.com/app".to_owned()),
+            ("domain", host.clone()),
+            ("code", "apps".to_owned()),
+            ("in_app_mode", "apps".to_owned()),
+            ("in_app.wechat", "on".to_owned()),
+            ("in_app.douyin", "on".to_owned()),
+            ("target.ios", "https://apps.apple.com/app/id1".to_owned()),
+            ("target.android", android.to_owned()),
+            ("target.desktop", String::new()),
+            ("target.wechat", String::new()),
+        ]
+    };
     // A bad row: refused beside the rows, every tick and row kept as typed.
-    let refused = browser
-        .post(
-            "/admin/links",
-            &[
-                ("csrf", &csrf),
-                ("url", "https://example.com/app"),
-                ("domain", &host),
-                ("code", "apps"),
-                ("in_app_mode", "apps"),
-                ("in_app.wechat", "on"),
-                ("in_app.douyin", "on"),
-                ("target.ios", "https://apps.apple.com/app/id1"),
-                ("target.android", "ftp://example.com/app.apk"),
-                ("target.desktop", ""),
-                ("target.wechat", ""),
-            ],
-        )
-        .await;
+    let fields = form("ftp://example.com/app.apk");
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let refused = browser.post("/admin/links", &fields).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert!(
         refused.body.contains(r#"id="targets-error""#),
@@ -2510,24 +2511,9 @@ async fn in_app_browsers_are_ticked_and_device_targets_are_rows() {
         url_map::Entity::find().count(&app.core.db).await.unwrap(),
         0
     );
-    let created = browser
-        .post(
-            "/admin/links",
-            &[
-                ("csrf", &csrf),
-                ("url", "https://example.com/app"),
-                ("domain", &host),
-                ("code", "apps"),
-                ("in_app_mode", "apps"),
-                ("in_app.wechat", "on"),
-                ("in_app.douyin", "on"),
-                ("target.ios", "https://apps.apple.com/app/id1"),
-                ("target.android", " https://example.com/app.apk "),
-                ("target.desktop", ""),
-                ("target.wechat", ""),
-            ],
-        )
-        .await;
+    let fields = form(" https://example.com/app.apk ");
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let created = browser.post("/admin/links", &fields).await;
     assert_eq!(created.status, 303, "{}", created.body);
     let (in_app, targets, version) = stored(&app).await;
     assert_eq!(in_app.as_deref(), Some("wechat,douyin"));

@@ -98,19 +98,17 @@ impl LinkForm {
             }
             _ => {}
         }
-        let rows: Vec<Option<String>> = ROWS
-            .into_iter()
-            .map(|rule| {
-                let url = self.choices.get(&format!("target.{}", rule.as_str()))?;
-                Some(format!("{}={}", rule.as_str(), url.trim())).filter(|_| !url.trim().is_empty())
-            })
-            .collect();
-        let sent_rows = TargetRule::ALL.into_iter().any(|rule| {
-            self.choices
-                .contains_key(&format!("target.{}", rule.as_str()))
-        });
-        if sent_rows {
-            self.targets = rows.into_iter().flatten().collect::<Vec<_>>().join("\n");
+        let row = |rule: TargetRule| self.choices.get(&format!("target.{}", rule.as_str()));
+        // Rows are read only from a form that has them (scripts send `targets` itself).
+        if ROWS.into_iter().any(|rule| row(rule).is_some()) {
+            self.targets = ROWS
+                .into_iter()
+                .filter_map(|rule| {
+                    let url = row(rule)?.trim();
+                    (!url.is_empty()).then(|| format!("{}={url}", rule.as_str()))
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
         }
     }
 
