@@ -51,6 +51,33 @@ pub async fn read_with(
     limit: Option<u64>,
     dictionaries: &mut Dictionaries,
 ) -> Result<Vec<Stored>, DbErr> {
+    let page = ask(db, filter, values, limit).await?.parse()?;
+    dictionaries.learn(db, &page).await?;
+    dictionaries.resolve(page)
+}
+
+/// The database's answer to a read of clicks, not parsed yet: [`read_with`] in steps, so that
+/// a long read (the export) can ask for its next page as soon as it knows where this one
+/// ends, and parse this one meanwhile.
+pub struct Answer(Answered);
+
+enum Answered {
+    /// SQLite's: JSON texts of [`BUNCH`] clicks each (see [`ask_packed`]).
+    Packed(Vec<String>),
+    Rows(Vec<QueryResult>),
+}
+
+/// The clicks of a page, parsed, before their dictionary rows are read.
+pub struct Page(Vec<Ids>);
+
+/// Asks for the clicks matching `filter` (a condition on `c`, the click, and `w`, its waiting
+/// entry, with `?` for `values`), in the order they are keyed, at most `limit` of them.
+pub async fn ask(
+    db: &impl ConnectionTrait,
+    filter: &str,
+    values: Vec<Value>,
+    limit: Option<u64>,
+) -> Result<Answer, DbErr> {
     let backend = db.get_database_backend();
     let clause = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     let sql = format!(
@@ -58,40 +85,110 @@ pub async fn read_with(
          ON w.at = c.at AND w.event_key = c.event_key \
          WHERE {filter} ORDER BY c.at, c.event_key{clause}"
     );
-    let clicks = match (backend, limit) {
+    Ok(Answer(match (backend, limit) {
         (DbBackend::Sqlite, Some(limit)) if limit <= PACKED_MOST => {
-            read_packed(db, &sql, values).await?
+            Answered::Packed(ask_packed(db, &sql, values).await?)
         }
-        _ => {
-            let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
-            rows.iter().map(Ids::read).collect::<Result<Vec<_>, _>>()?
-        }
-    };
-    dictionaries.learn(db, &clicks).await?;
-    clicks
-        .into_iter()
-        .map(|click| dictionaries.stored(click))
-        .collect()
+        _ => Answered::Rows(db.query_all_raw(statement(backend, &sql, values)).await?),
+    }))
 }
 
-/// The most clicks [`read_packed`] reads at once.
+impl Answer {
+    /// How many clicks there are and the time and key of the last, read from the end of the
+    /// answer only. For SQLite's bunches that is where the last click is in practice, not by
+    /// promise: [`Page::last`] tells for sure once the whole page is parsed.
+    pub fn tail(&self) -> Result<Option<(usize, i64, Vec<u8>)>, DbErr> {
+        match &self.0 {
+            Answered::Rows(rows) => match rows.last() {
+                None => Ok(None),
+                Some(row) => {
+                    let last = Ids::read(row)?;
+                    Ok(Some((rows.len(), last.at, last.key)))
+                }
+            },
+            Answered::Packed(bunches) => {
+                let Some(text) = bunches.last() else {
+                    return Ok(None);
+                };
+                let bunch = unpack(text)?;
+                let full = (bunches.len() - 1) * BUNCH as usize;
+                Ok(bunch
+                    .iter()
+                    .map(|ids| (ids.at, &ids.key))
+                    .max()
+                    .map(|(at, key)| (full + bunch.len(), at, key.clone())))
+            }
+        }
+    }
+
+    /// The clicks' ids, in the order they are keyed.
+    pub fn parse(self) -> Result<Page, DbErr> {
+        match self.0 {
+            Answered::Rows(rows) => rows.iter().map(Ids::read).collect::<Result<_, _>>(),
+            Answered::Packed(bunches) => {
+                let mut clicks = Vec::with_capacity(bunches.len() * BUNCH as usize);
+                for text in &bunches {
+                    clicks.extend(unpack(text)?);
+                }
+                // An aggregate's order is its input's in practice, but SQLite does not
+                // promise it.
+                clicks.sort_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
+                Ok(clicks)
+            }
+        }
+        .map(Page)
+    }
+}
+
+impl Page {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The time and key of the last click.
+    pub fn last(&self) -> Option<(i64, &[u8])> {
+        self.0.last().map(|ids| (ids.at, ids.key.as_slice()))
+    }
+}
+
+/// The most clicks [`ask_packed`] reads at once.
 const PACKED_MOST: u64 = 10_000;
-/// Clicks a row of [`read_packed`] holds (its text is about 150 bytes a click): small enough
+/// Clicks a row of [`ask_packed`] holds (its text is about 150 bytes a click): small enough
 /// that each text is allocated and read while it is in the CPU's cache.
 const BUNCH: u64 = 100;
 
 /// The clicks `sql` selects (as [`SELECT`] names them), read from SQLite as JSON texts of
-/// [`BUNCH`] clicks each.
+/// [`BUNCH`] clicks each, in order of the bunches.
 ///
 /// sqlx hands each row from SQLite's thread to ours through a channel, and the two threads
 /// woke each other for every row (a context switch a click, both cores half idle): an export
 /// read this way used 16–21 µs of CPU a click, against 8–10 µs packed.
-async fn read_packed(
+async fn ask_packed(
     db: &impl ConnectionTrait,
     sql: &str,
     values: Vec<Value>,
-) -> Result<Vec<Ids>, DbErr> {
-    /// A click as [`read_packed`]'s JSON spells it; blobs in hex.
+) -> Result<Vec<String>, DbErr> {
+    let packed = format!(
+        "SELECT json_group_array(json_array(at, hex(event_key), waiting, link, hex(ip), \
+         hex(visitor), bot, code, host, agent, referer, query, place, outcome)) AS bunch \
+         FROM (SELECT *, (ROW_NUMBER() OVER () - 1) / {BUNCH} AS n FROM ({sql})) \
+         GROUP BY n ORDER BY n"
+    );
+    let backend = db.get_database_backend();
+    db.query_all_raw(statement(backend, &packed, values))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "bunch"))
+        .collect()
+}
+
+/// The clicks of one of [`ask_packed`]'s bunches.
+fn unpack(text: &str) -> Result<Vec<Ids>, DbErr> {
+    /// A click as [`ask_packed`]'s JSON spells it; blobs in hex.
     #[derive(serde::Deserialize)]
     struct Packed<'a>(
         i64,
@@ -109,26 +206,16 @@ async fn read_packed(
         Option<i32>,
         i32,
     );
-    let packed = format!(
-        "SELECT json_group_array(json_array(at, hex(event_key), waiting, link, hex(ip), \
-         hex(visitor), bot, code, host, agent, referer, query, place, outcome)) AS bunch \
-         FROM (SELECT *, (ROW_NUMBER() OVER () - 1) / {BUNCH} AS n FROM ({sql})) GROUP BY n"
-    );
-    let backend = db.get_database_backend();
     let bytes = |hex: &str| {
         crate::digest::from_hex(hex.as_bytes())
             .ok_or_else(|| DbErr::Custom(format!("'{hex}' is not hex")))
     };
-    let mut clicks = Vec::new();
-    for row in db
-        .query_all_raw(statement(backend, &packed, values))
-        .await?
-    {
-        let text: String = row.try_get("", "bunch")?;
-        let bunch: Vec<Packed> = serde_json::from_str(&text)
-            .map_err(|err| DbErr::Custom(format!("clicks read as JSON: {err}")))?;
-        for p in bunch {
-            clicks.push(Ids {
+    let bunch: Vec<Packed> = serde_json::from_str(text)
+        .map_err(|err| DbErr::Custom(format!("clicks read as JSON: {err}")))?;
+    bunch
+        .into_iter()
+        .map(|p| {
+            Ok(Ids {
                 at: p.0,
                 key: bytes(p.1)?,
                 waiting: p.2.is_some(),
@@ -143,12 +230,9 @@ async fn read_packed(
                 query: p.11,
                 place: p.12,
                 outcome: p.13,
-            });
-        }
-    }
-    // An aggregate's order is its input's in practice, but SQLite does not promise it.
-    clicks.sort_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
-    Ok(clicks)
+            })
+        })
+        .collect()
 }
 
 /// A stored click as read, before its dictionary rows are.
@@ -215,8 +299,9 @@ impl Dictionaries {
             + self.outcomes.len()
     }
 
-    /// Reads the rows `clicks` point to that are not known yet.
-    async fn learn(&mut self, db: &impl ConnectionTrait, clicks: &[Ids]) -> Result<(), DbErr> {
+    /// Reads the rows the clicks of `page` point to that are not known yet.
+    pub async fn learn(&mut self, db: &impl ConnectionTrait, page: &Page) -> Result<(), DbErr> {
+        let clicks = &page.0;
         if self.len() > Self::MOST {
             *self = Self::default();
         }
@@ -262,7 +347,13 @@ impl Dictionaries {
         Ok(())
     }
 
-    /// The click `ids` with the values of the rows it points to ([`Self::learn`]ed before).
+    /// The clicks of `page` with the values of the rows they point to ([`Self::learn`]ed
+    /// before).
+    pub fn resolve(&self, page: Page) -> Result<Vec<Stored>, DbErr> {
+        page.0.into_iter().map(|ids| self.stored(ids)).collect()
+    }
+
+    /// The click `ids` with the values of the rows it points to.
     fn stored(&self, ids: Ids) -> Result<Stored, DbErr> {
         let text = |id: Option<i32>| id.and_then(|id| self.texts.get(&id).cloned());
         let [user_agent, browser, browser_version, os, os_version, device] = ids

@@ -3,13 +3,14 @@
 //! (`inklink events export`) and the API (`GET /api/v1/events`) stream the same pages.
 
 use super::audit::Actor;
-use crate::clickstore::stored::{self, Dictionaries, Stored};
+use crate::clickstore::stored::{self, Answer, Dictionaries, Stored};
 use crate::rules::Tag;
 use crate::stats::days::day_start;
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 use futures_util::Stream;
 use sea_orm::{DatabaseConnection, DbErr, Value};
+use tokio::task::{JoinHandle, spawn_blocking};
 
 /// Clicks read per statement.
 const PAGE: u64 = 5_000;
@@ -85,13 +86,6 @@ impl Cursor {
         out.push_str(&crate::digest::hex(key));
         out
     }
-
-    fn of(click: &Stored) -> Self {
-        Self {
-            at: click.at,
-            key: click.key.clone(),
-        }
-    }
 }
 
 impl std::fmt::Display for Cursor {
@@ -141,16 +135,14 @@ impl ExportFilter {
     }
 }
 
-/// The next page of clicks after `after` (the dictionary rows of earlier pages remembered in
-/// `dictionaries`).
-pub async fn page(
+/// Asks for the next page of clicks after `after`.
+async fn ask(
     db: &DatabaseConnection,
     tz: Tz,
     filter: &ExportFilter,
     after: Option<&Cursor>,
     limit: u64,
-    dictionaries: &mut Dictionaries,
-) -> Result<Vec<Stored>, DbErr> {
+) -> Result<Answer, DbErr> {
     let micros = |day: NaiveDate| {
         day_start(day, tz)
             .map(|t| t.and_utc().timestamp_micros())
@@ -192,7 +184,7 @@ pub async fn page(
         );
         values.extend([kind.into(), id.into()]);
     }
-    stored::read_with(db, &sql, values, Some(limit), dictionaries).await
+    stored::ask(db, &sql, values, Some(limit)).await
 }
 
 /// The columns of the CSV, in order (NDJSON has the same names).
@@ -426,9 +418,10 @@ fn csv_cell(out: &mut String, text: &str) {
 
 /// The whole export as a stream of text chunks (a page of clicks each), from `after` on.
 ///
-/// The next page is read while this one is written out, on another thread: the database
-/// (SQLite's own thread, or the server), reading its answer and writing the lines all work at
-/// once instead of in turn.
+/// Three pages are worked on at once: the database reads one (SQLite's own thread, or the
+/// server), a thread of the blocking pool parses the one before, and another writes out the
+/// lines of the one before that. A server's worker (and the CLI's runtime) runs one task at a
+/// time, so the work that takes CPU is not done on it.
 pub fn stream(
     db: DatabaseConnection,
     tz: Tz,
@@ -448,56 +441,128 @@ pub fn stream_by(
     format: Format,
     page: u64,
 ) -> impl Stream<Item = Result<String, DbErr>> {
-    type Fetched = (Result<Vec<Stored>, DbErr>, Dictionaries);
-    let size = page;
-    let fetch = move |db: &DatabaseConnection,
-                      filter: &ExportFilter,
-                      after: Option<Cursor>,
-                      mut dictionaries: Dictionaries|
-          -> tokio::task::JoinHandle<Fetched> {
-        let (db, filter) = (db.clone(), filter.clone());
-        tokio::spawn(async move {
-            let read = self::page(&db, tz, &filter, after.as_ref(), size, &mut dictionaries);
-            (read.await, dictionaries)
-        })
-    };
-    struct State {
-        db: DatabaseConnection,
-        filter: ExportFilter,
-        next: Option<tokio::task::JoinHandle<Fetched>>,
-        started: bool,
-    }
-    let next = fetch(&db, &filter, after, Dictionaries::default());
-    let state = State {
+    let mut export = Export {
         db,
+        tz,
         filter,
-        next: Some(next),
+        format,
+        size: page,
+        reading: None,
+        dictionaries: Dictionaries::default(),
+        writing: None,
         started: false,
+        error: None,
+        ended: false,
     };
-    futures_util::stream::unfold(state, move |mut state| async move {
-        let fetched = state.next.take()?.await;
-        let clicks = match fetched {
-            Ok((Ok(clicks), dictionaries)) => {
-                if clicks.len() as u64 == size {
-                    let after = clicks.last().map(Cursor::of);
-                    let next = fetch(&state.db, &state.filter, after, dictionaries);
-                    state.next = Some(next);
-                    // On a single-threaded runtime the read starts only when it is first
-                    // polled: let it ask the database before this page is written out.
-                    tokio::task::yield_now().await;
+    export.reading = Some(export.read(after));
+    futures_util::stream::unfold(export, |mut export| async move {
+        let out = export.next().await?;
+        Some((out, export))
+    })
+}
+
+/// An export under way (see [`stream`]).
+struct Export {
+    db: DatabaseConnection,
+    tz: Tz,
+    filter: ExportFilter,
+    format: Format,
+    size: u64,
+    /// The page the database is reading.
+    reading: Option<JoinHandle<Result<Answer, DbErr>>>,
+    /// The dictionary rows of earlier pages (out while a page is resolved).
+    dictionaries: Dictionaries,
+    /// The lines of the page before, being written.
+    writing: Option<JoinHandle<String>>,
+    started: bool,
+    /// What went wrong, told once the page written before it is out.
+    error: Option<DbErr>,
+    ended: bool,
+}
+
+impl Export {
+    /// The next chunk of text, once it is written out.
+    async fn next(&mut self) -> Option<Result<String, DbErr>> {
+        if self.ended {
+            return None;
+        }
+        // Until a page is being written and the one before is out, or nothing is left to read.
+        while self.error.is_none()
+            && let Some(reading) = self.reading.take()
+        {
+            match self.turn(reading).await {
+                Ok(writing) => {
+                    if let Some(before) = self.writing.replace(writing) {
+                        return Some(self.out(before).await);
+                    }
                 }
-                clicks
+                Err(err) => {
+                    if let Some(reading) = self.reading.take() {
+                        reading.abort();
+                    }
+                    self.error = Some(err);
+                }
             }
-            Ok((Err(err), _)) => return Some((Err(err), state)),
-            Err(err) => {
-                let err = DbErr::Custom(format!("reading a page of the export failed: {err}"));
-                return Some((Err(err), state));
+        }
+        match self.writing.take() {
+            Some(last) => Some(self.out(last).await),
+            None => {
+                self.ended = true;
+                self.error.take().map(Err)
             }
-        };
-        // Written out on a thread of the blocking pool: a server's worker (and the CLI's
-        // runtime) runs one task at a time, and it reads the next page meanwhile.
-        let first = !std::mem::replace(&mut state.started, true);
-        let written = tokio::task::spawn_blocking(move || {
+        }
+    }
+
+    async fn out(&mut self, writing: JoinHandle<String>) -> Result<String, DbErr> {
+        let out = writing.await.map_err(|err| broken("writing", err));
+        self.ended = out.is_err();
+        out
+    }
+
+    fn read(&self, after: Option<Cursor>) -> JoinHandle<Result<Answer, DbErr>> {
+        let (db, filter, tz, size) = (self.db.clone(), self.filter.clone(), self.tz, self.size);
+        tokio::spawn(async move { ask(&db, tz, &filter, after.as_ref(), size).await })
+    }
+
+    /// Takes the page being read, asks for the next one (when this one is full) before
+    /// parsing and resolving this one, and starts writing it out.
+    async fn turn(
+        &mut self,
+        reading: JoinHandle<Result<Answer, DbErr>>,
+    ) -> Result<JoinHandle<String>, DbErr> {
+        let answer = reading.await.map_err(|err| broken("reading", err))??;
+        let mut guessed = None;
+        if let Some((count, at, key)) = answer.tail()?
+            && count as u64 == self.size
+        {
+            guessed = Some((at, key.clone()));
+            self.reading = Some(self.read(Some(Cursor { at, key })));
+            // On a single-threaded runtime the read starts only when it is first polled: let
+            // it ask the database before this page is parsed.
+            tokio::task::yield_now().await;
+        }
+        let page = spawn_blocking(move || answer.parse())
+            .await
+            .map_err(|err| broken("reading", err))??;
+        let last = page.last().map(|(at, key)| (at, key.to_vec()));
+        if guessed.is_some() && guessed != last {
+            // The next page was asked for after a click that is not this page's last (see
+            // `Answer::tail`): ask again, after the last.
+            if let Some(wrong) = self.reading.take() {
+                wrong.abort();
+            }
+            self.reading = last.map(|(at, key)| self.read(Some(Cursor { at, key })));
+        }
+        let mut dictionaries = std::mem::take(&mut self.dictionaries);
+        dictionaries.learn(&self.db, &page).await?;
+        let (clicks, dictionaries) =
+            spawn_blocking(move || (dictionaries.resolve(page), dictionaries))
+                .await
+                .map_err(|err| broken("reading", err))?;
+        self.dictionaries = dictionaries;
+        let clicks = clicks?;
+        let (first, format) = (!std::mem::replace(&mut self.started, true), self.format);
+        Ok(spawn_blocking(move || {
             let mut out = String::with_capacity(clicks.len() * 700);
             if first {
                 out.push_str(&header(format));
@@ -506,16 +571,12 @@ pub fn stream_by(
                 write_line(&mut out, format, click);
             }
             out
-        })
-        .await;
-        match written {
-            Ok(out) => Some((Ok(out), state)),
-            Err(err) => {
-                let err = DbErr::Custom(format!("writing a page of the export failed: {err}"));
-                Some((Err(err), state))
-            }
-        }
-    })
+        }))
+    }
+}
+
+fn broken(what: &str, err: tokio::task::JoinError) -> DbErr {
+    DbErr::Custom(format!("{what} a page of the export failed: {err}"))
 }
 
 #[cfg(test)]

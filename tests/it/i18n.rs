@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 /// Literals of the scanned code that no person reads: `expect` reasons, SQL, sample rows.
 const INTERNAL: &[&str] = &[
     // An export's read task that panicked: logged, never shown.
-    "reading a page of the export failed: {err}",
-    "writing a page of the export failed: {err}",
+    "{what} a page of the export failed: {err}",
     // Single sign-on: SQL, a lock's expectation, protocol values, and a start-up error (the
     // CLI speaks English).
     "DELETE FROM sso_state WHERE expires_at < ?",
