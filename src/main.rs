@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         eprintln!("error: {err}");
         return ExitCode::from(2);
     }
-    match actix_web::rt::System::new().block_on(inklink::cli::run(cli)) {
+    match inklink::cli::run_blocking(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // The whole chain: what failed, then why.

@@ -467,6 +467,14 @@ use help::subcommand_help;
 
 use ops::{backup, check, events, migrate, serve, stats, webhooks};
 
+/// Runs `cli`'s command to its end on a runtime of its own (what `main` does).
+///
+/// Not generic and not async, so that the whole program is compiled here, once: the binary
+/// awaiting [`run`] itself instantiated every future under it again (41 s of a release build).
+pub fn run_blocking(cli: Cli) -> anyhow::Result<()> {
+    actix_web::rt::System::new().block_on(run(cli))
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = cli.settings;
     let command = cli.command.unwrap_or(Command::Serve);
