@@ -1,7 +1,36 @@
 //! Schema migrations for inklink. Append-only once landed: never edit a migration that has
 //! shipped, add a new one.
 
-pub use sea_orm_migration::prelude::*;
+// The landed migration files say `use sea_orm_migration::prelude::*`, and sea-orm's
+// `DeriveMigrationName` writes `sea_orm_migration::…`: they were written against the
+// sea-orm-migration crate. This crate answers to that name, so that they stay as they shipped
+// (migrations are append-only) while `runner` does the work.
+extern crate self as sea_orm_migration;
+
+mod runner;
+
+pub use prelude::*;
+pub use runner::{Migration, MigrationStatus};
+pub use sea_orm;
+
+/// What a migration file uses.
+pub mod prelude {
+    pub use crate::runner::{MigrationName, MigrationTrait, MigratorTrait, SchemaManager};
+    pub use async_trait;
+    pub use sea_orm::{
+        self, ConnectionTrait, DbErr, DeriveIden, DeriveMigrationName,
+        sea_query::{self, *},
+    };
+}
+
+/// Named by `DeriveMigrationName`'s code.
+pub mod util {
+    /// A migration's name: its file's name without `.rs`.
+    pub fn get_file_stem(path: &str) -> &str {
+        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        name.strip_suffix(".rs").unwrap_or(name)
+    }
+}
 
 mod m20261121_000001_initial_schema;
 mod m20261121_000002_admin_sessions;
