@@ -141,14 +141,6 @@ impl Answer {
 }
 
 impl Page {
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The time and key of the last click.
     pub fn last(&self) -> Option<(i64, &[u8])> {
         self.0.last().map(|ids| (ids.at, ids.key.as_slice()))
