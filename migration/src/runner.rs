@@ -6,7 +6,7 @@
 //! of a cold release build, for the few functions below.
 
 use sea_orm::sea_query::{
-    ColumnDef, Expr, ExprTrait, IndexCreateStatement, IndexDropStatement, Order, Query, Table,
+    ColumnDef, Expr, ExprTrait, IndexCreateStatement, IndexDropStatement, Query, Table,
     TableAlterStatement, TableCreateStatement, TableDropStatement,
 };
 use sea_orm::{
@@ -159,7 +159,7 @@ pub trait MigratorTrait: Send {
         let migrations: Vec<Migration> = Self::migrations()
             .into_iter()
             .map(|migration| {
-                let status = match applied.iter().any(|version| version == migration.name()) {
+                let status = match applied.contains(migration.name()) {
                     true => MigrationStatus::Applied,
                     false => MigrationStatus::Pending,
                 };
@@ -298,12 +298,8 @@ async fn install(db: &DatabaseConnection) -> Result<(), DbErr> {
 }
 
 /// The names of the applied migrations.
-async fn applied(db: &DatabaseConnection) -> Result<Vec<String>, DbErr> {
-    let select = Query::select()
-        .column("version")
-        .from(TABLE)
-        .order_by("version", Order::Asc)
-        .to_owned();
+async fn applied(db: &DatabaseConnection) -> Result<BTreeSet<String>, DbErr> {
+    let select = Query::select().column("version").from(TABLE).to_owned();
     db.query_all(&select)
         .await?
         .iter()
