@@ -181,19 +181,17 @@ pub trait MigratorTrait: Send {
     }
 
     async fn get_pending_migrations(db: &DatabaseConnection) -> Result<Vec<Migration>, DbErr> {
-        let all = Self::get_migration_with_status(db).await?;
-        Ok(all
-            .into_iter()
-            .filter(|m| m.status == MigrationStatus::Pending)
-            .collect())
+        Ok(only(
+            Self::get_migration_with_status(db).await?,
+            MigrationStatus::Pending,
+        ))
     }
 
     async fn get_applied_migrations(db: &DatabaseConnection) -> Result<Vec<Migration>, DbErr> {
-        let all = Self::get_migration_with_status(db).await?;
-        Ok(all
-            .into_iter()
-            .filter(|m| m.status == MigrationStatus::Applied)
-            .collect())
+        Ok(only(
+            Self::get_migration_with_status(db).await?,
+            MigrationStatus::Applied,
+        ))
     }
 
     /// Applies the pending migrations, oldest first (at most `steps` of them).
@@ -217,6 +215,11 @@ pub trait MigratorTrait: Send {
         }
         Ok(())
     }
+}
+
+/// The migrations of `all` that have `status`, in order.
+fn only(all: Vec<Migration>, status: MigrationStatus) -> Vec<Migration> {
+    all.into_iter().filter(|m| m.status == status).collect()
 }
 
 #[derive(Clone, Copy)]
