@@ -97,7 +97,7 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
 }
 
 /// The server's core on `db` (migrated, not serving) with one link to `url`, and its id.
-async fn core_with_link(db: &TestDb, url: &str) -> (inklink::Inklink, i64) {
+pub(crate) async fn core_with_link(db: &TestDb, url: &str) -> (inklink::Inklink, i64) {
     let core = inklink::startup::open(settings(db, "127.0.0.1:0", &[]))
         .await
         .unwrap();
@@ -293,7 +293,7 @@ async fn a_batch_written_twice_is_counted_once() {
 
 /// Stores `rows` as the click writer does: a failed batch (a deadlock, a lock wait) is
 /// written again.
-async fn store_until_written(db: &DatabaseConnection, rows: &[EventRow]) {
+pub(crate) async fn store_until_written(db: &DatabaseConnection, rows: &[EventRow]) {
     let store = inklink::clickstore::insert::ClickStore::new();
     for attempt in 0.. {
         match store.insert(db, rows).await {

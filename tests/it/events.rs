@@ -324,3 +324,49 @@ async fn the_stats_api_gives_what_the_dashboards_show_for_a_link_a_tag_and_every
         assert_eq!(reply.body["error"]["field"], field, "{path}");
     }
 }
+
+/// Pages longer than one of SQLite's packed bunches (100 clicks): the next page is asked for
+/// from the end of this one's answer before it is parsed, so every page size — a bunch and
+/// one click more, a page ending mid-bunch, all at once — gives the same lines, each click
+/// once, oldest first.
+#[actix_web::test]
+async fn pages_of_many_bunches_give_every_click_once_in_order() {
+    use futures_util::StreamExt;
+    use inklink::services::events::{ExportFilter, Format, stream_by};
+    let db = TestDb::create().await;
+    let (core, link) = crate::event_insert::core_with_link(&db, "https://example.com/many").await;
+    let tz = core.settings.timezone;
+    let today = inklink::stats::days::today(tz);
+    let start = inklink::stats::days::day_start(today, tz).unwrap();
+    const CLICKS: usize = 650;
+    let rows = crate::event_insert::rows(CLICKS, start, link);
+    crate::event_insert::store_until_written(&core.db, &rows).await;
+    let export = |size: u64| {
+        let filter = ExportFilter::new(today, today, None, None, &inklink::services::Actor::Cli);
+        let pages = stream_by(
+            core.db.clone(),
+            tz,
+            filter.unwrap(),
+            None,
+            Format::Ndjson,
+            size,
+        );
+        async move {
+            let pages: Vec<_> = pages.collect().await;
+            pages.into_iter().map(Result::unwrap).collect::<String>()
+        }
+    };
+    let whole = lines(&export(10_000).await);
+    assert_eq!(whole.len(), CLICKS);
+    let cursors: Vec<&str> = whole
+        .iter()
+        .map(|l| l["cursor"].as_str().unwrap())
+        .collect();
+    let times: Vec<&str> = whole.iter().map(|l| l["time"].as_str().unwrap()).collect();
+    assert!(times.windows(2).all(|t| t[0] <= t[1]), "oldest first");
+    let distinct: std::collections::BTreeSet<&str> = cursors.iter().copied().collect();
+    assert_eq!(distinct.len(), CLICKS, "each click once");
+    for size in [100, 101, 250, 649, 650] {
+        assert_eq!(lines(&export(size).await), whole, "{size} a page");
+    }
+}
