@@ -1,7 +1,7 @@
 //! When counting runs: every `INKLINK_STATS_INTERVAL`, and in larger turns with short rests
 //! while a burst waits.
 
-use super::tally::{BATCH, tally};
+use super::tally::{BATCH, Counted, tally_counted};
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
 use std::time::Duration;
@@ -15,6 +15,20 @@ fn burst_batch(backend: DbBackend) -> u64 {
         DbBackend::Sqlite => 50_000,
         _ => 100_000,
     }
+}
+
+/// Links' days a turn of a burst may touch, about: with clicks spread over many links (every
+/// click another link's day), a turn of 50,000 held 120 MB or more while it worked them out
+/// (bench/README.md, "Where the memory goes"), for no gain, as each link's day is written for
+/// few clicks anyway. Clicks on fewer links than this keep the whole turn.
+const BURST_LINK_DAYS: u64 = 10_000;
+
+/// The next turn of a burst, after one that counted `last`: as many clicks as fall on about
+/// [`BURST_LINK_DAYS`] links' days at the last turn's rate, between a quiet turn's
+/// [`BATCH`] and [`burst_batch`].
+fn burst_turn(backend: DbBackend, last: Counted) -> u64 {
+    let per_link_day = last.clicks as f64 / last.link_days.max(1) as f64;
+    ((per_link_day * BURST_LINK_DAYS as f64) as u64).clamp(BATCH, burst_batch(backend))
 }
 
 /// The rest after a turn of a burst. On SQLite a quarter of the turn's length, and at least
@@ -63,12 +77,12 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();
-                match tally(&db, tz, limit).await {
+                match tally_counted(&db, tz, limit).await {
                     // A burst: count on in larger turns, with a short rest after each (see
                     // `burst_rest`).
-                    Ok(counted) if in_burst(backend, counted, limit) => {
+                    Ok(counted) if in_burst(backend, counted.clicks, limit) => {
                         pause = burst_rest(backend, started.elapsed());
-                        limit = burst_batch(backend);
+                        limit = burst_turn(backend, counted);
                     }
                     Ok(_) => limit = BATCH,
                     Err(err) => {
@@ -78,5 +92,24 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             }
             Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_spread_over_many_links_is_counted_in_smaller_turns() {
+        let turn = |clicks, link_days| Counted { clicks, link_days };
+        // Every click another link's day: turns of about 10,000 links' days.
+        assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 50_000)), 10_000);
+        assert_eq!(burst_turn(DbBackend::Sqlite, turn(20_000, 10_000)), 20_000);
+        // Clicks on a few links: the whole turn.
+        assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 1_000)), 50_000);
+        assert_eq!(burst_turn(DbBackend::Postgres, turn(100_000, 30)), 100_000);
+        assert_eq!(burst_turn(DbBackend::MySql, turn(100_000, 0)), 100_000);
+        // Never below a quiet turn.
+        assert_eq!(burst_turn(DbBackend::Sqlite, turn(10_000, 90_000)), BATCH);
     }
 }

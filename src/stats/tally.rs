@@ -67,8 +67,23 @@ struct Seen {
     values: Vec<(Dimension, Text)>,
 }
 
+/// What a turn counted: its clicks, and the links' days they fell on. A turn holds in memory,
+/// and writes, a row per link's day, rows for its values and the visitor sets of each: with
+/// clicks spread over many links this grows with the clicks, with clicks on a few links it
+/// hardly grows at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counted {
+    pub clicks: u64,
+    pub link_days: u64,
+}
+
 /// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
 pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+    Ok(tally_counted(db, tz, limit).await?.clicks)
+}
+
+/// [`tally`], telling also how many links' days the turn touched.
+pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<Counted, DbErr> {
     // On SQLite a turn holds the write lock the click writer needs from its first statement
     // on. Its clicks are read and worked out before, in a read transaction (WAL lets the
     // writer store meanwhile); the turn then checks that nothing it read has changed, and
@@ -77,7 +92,7 @@ pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, D
         DbBackend::Sqlite => work_out_ahead(db, tz, limit).await?,
         _ => None,
     };
-    tally_worked_out(db, tz, limit, ahead).await
+    take_worked_out(db, tz, limit, ahead).await
 }
 
 /// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
@@ -88,8 +103,17 @@ pub async fn tally_worked_out(
     db: &DatabaseConnection,
     tz: Tz,
     limit: u64,
-    mut ahead: Option<Ahead>,
+    ahead: Option<Ahead>,
 ) -> Result<u64, DbErr> {
+    Ok(take_worked_out(db, tz, limit, ahead).await?.clicks)
+}
+
+async fn take_worked_out(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    mut ahead: Option<Ahead>,
+) -> Result<Counted, DbErr> {
     let mut attempt = 0;
     loop {
         let txn = crate::db::begin_write(db).await?;
@@ -189,7 +213,7 @@ async fn tally_in(
     tz: Tz,
     limit: u64,
     ahead: Option<Ahead>,
-) -> Result<u64, DbErr> {
+) -> Result<Counted, DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
     let outgoing = crate::clickstore::outgoing::wanted(txn).await?;
@@ -210,7 +234,7 @@ async fn tally_in(
     let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
     if clicks.is_empty() {
         crate::clickstore::waiting::forget_orphans(txn).await?;
-        return Ok(0);
+        return Ok(Counted::default());
     }
     // Webhook subscriptions get the clicks counted, each once, from this transaction.
     if outgoing {
@@ -236,7 +260,7 @@ struct Work {
 }
 
 /// Writes what a turn worked out, stamped with the turn.
-async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<u64, DbErr> {
+async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<Counted, DbErr> {
     work.numbers.store(txn).await?;
     work.sets.store(txn, turn).await?;
     write_stats(txn, &work.stats).await?;
@@ -250,7 +274,15 @@ async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<u64,
     super::daysets::stamp(txn, turn, days).await?;
     write_breakdown(txn, &work.breakdown).await?;
     super::funnel::count_hits(txn, work.hits).await?;
-    Ok(work.counted)
+    let link_days = work
+        .stats
+        .keys()
+        .filter(|(_, link)| *link != ALL_LINKS)
+        .count() as u64;
+    Ok(Counted {
+        clicks: work.counted,
+        link_days,
+    })
 }
 
 /// Works out what counting `clicks` adds; reads only. Days before `frozen` (their events
