@@ -279,7 +279,8 @@ pub struct Settings {
     )]
     pub domain_checker_blocked: String,
 
-    /// Seconds the checker (and the reachability check) may take to answer; later is "unknown"
+    /// Seconds the checker (and the reachability and certificate checks) may take to answer;
+    /// later is "unknown"
     #[arg(long, env = "INKLINK_DOMAIN_CHECKER_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=120), global = true)]
     pub domain_checker_timeout: u64,
 

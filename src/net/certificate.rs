@@ -9,7 +9,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CertificateError {
@@ -61,8 +61,10 @@ impl ServerCertVerifier for ReadOnly {
     }
 }
 
-/// The DER of the certificate `host:port` presents (for the name `host`), within `timeout`
-/// for each step. Blocking: call it off the async workers.
+/// The DER of the certificate `host:port` presents (for the name `host`): the connection
+/// within `timeout`, and the whole handshake within `timeout` again, however slowly the
+/// server sends it. Blocking: call it off the async workers, and bound the name's look-up
+/// there (the system resolver has no timeout of ours).
 pub fn presented(host: &str, port: u16, timeout: Duration) -> Result<Vec<u8>, CertificateError> {
     let provider = rustls::crypto::ring::default_provider();
     let algorithms = provider.signature_verification_algorithms;
@@ -82,16 +84,37 @@ pub fn presented(host: &str, port: u16, timeout: Duration) -> Result<Vec<u8>, Ce
     let mut socket = TcpStream::connect_timeout(&address, timeout)
         .map_err(|_| CertificateError::Connect(format!("{host}:{port}")))?;
     let handshake_failed = || CertificateError::Handshake(format!("{host}:{port}"));
-    socket
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| socket.set_write_timeout(Some(timeout)))
-        .map_err(|_| handshake_failed())?;
+    let deadline = Instant::now() + timeout;
     let mut connection =
         ClientConnection::new(Arc::new(config), name).map_err(|_| handshake_failed())?;
+    // One read or write at a time (rustls's `complete_io` reads on until the handshake moves
+    // on): a server that sends a byte now and then would pass any per-read timeout, so each
+    // gets only what is left of the handshake's time.
     while connection.is_handshaking() {
-        connection
-            .complete_io(&mut socket)
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|left| !left.is_zero())
+            .ok_or_else(handshake_failed)?;
+        socket
+            .set_read_timeout(Some(left))
+            .and_then(|()| socket.set_write_timeout(Some(left)))
             .map_err(|_| handshake_failed())?;
+        if connection.wants_write() {
+            connection
+                .write_tls(&mut socket)
+                .map_err(|_| handshake_failed())?;
+        } else if connection.wants_read() {
+            match connection.read_tls(&mut socket) {
+                Ok(0) | Err(_) => return Err(handshake_failed()),
+                Ok(_) => {
+                    connection
+                        .process_new_packets()
+                        .map_err(|_| handshake_failed())?;
+                }
+            }
+        } else {
+            return Err(handshake_failed());
+        }
     }
     connection
         .peer_certificates()

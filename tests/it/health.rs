@@ -11,6 +11,7 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use inklink::rules::Role;
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -682,7 +683,13 @@ fn tls_server(days: u32) -> u16 {
 
 #[actix_web::test]
 async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_healthy() {
-    let app = crate::support::spawn_app_with(&["--domain-check-reachability", "true"]).await;
+    let app = crate::support::spawn_app_with(&[
+        "--domain-check-reachability",
+        "true",
+        "--domain-checker-timeout",
+        "1",
+    ])
+    .await;
     let soon = tls_server(5);
     let later = tls_server(90);
     let first = inklink::services::domains::list(&app.core.db)
@@ -723,6 +730,31 @@ async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_health
     assert_eq!(
         certificate_of(port).await.outcome,
         inklink::rules::health::Outcome::Unknown
+    );
+    // A server that answers the handshake a byte at a time, each in good time for a read's
+    // timeout, would hold the check for hours: the handshake as a whole gets the timeout.
+    let drip = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dripping = drip.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut socket in drip.incoming().flatten() {
+            std::thread::spawn(move || {
+                // A handshake record of 16 KiB is announced, then sent a byte every 200 ms.
+                let _ = socket.write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+                while socket.write_all(&[0]).is_ok() {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        }
+    });
+    let started = std::time::Instant::now();
+    let slow = certificate_of(dripping).await;
+    assert_eq!(slow.outcome, inklink::rules::health::Outcome::Unknown);
+    // Not a speed target: the bound that ends a check which would otherwise hang (the
+    // checker's timeout is 1 s here; a byte at a time would take 55 minutes).
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
     );
 
     // As a check's result: healthy, with the warning as its reason, shown on the Domains page

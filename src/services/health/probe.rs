@@ -152,17 +152,21 @@ impl Probe for Certificate {
         let timeout = self.timeout;
         let read = tokio::task::spawn_blocking(move || {
             crate::net::certificate::presented(&host, port, timeout)
-        })
-        .await;
-        let der = match read {
-            Ok(Ok(der)) => der,
-            Ok(Err(err)) => {
+        });
+        // The look-up of the name, the connection and the handshake: each within the timeout
+        // (the look-up can only be given up on, not stopped: it ends on its own, off the
+        // workers).
+        let der = match tokio::time::timeout(timeout * 3, read).await {
+            Ok(Ok(Ok(der))) => der,
+            Ok(Ok(Err(err))) => {
                 return finding(
                     Outcome::Unknown,
                     format!("cannot read the certificate: {err}"),
                 );
             }
-            Err(_) => return finding(Outcome::Unknown, "cannot read the certificate".into()),
+            Ok(Err(_)) | Err(_) => {
+                return finding(Outcome::Unknown, "cannot read the certificate".into());
+            }
         };
         let Some(not_after) = crate::rules::x509::not_after(&der) else {
             return finding(
