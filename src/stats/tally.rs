@@ -92,23 +92,14 @@ pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Resul
         DbBackend::Sqlite => work_out_ahead(db, tz, limit).await?,
         _ => None,
     };
-    take_worked_out(db, tz, limit, ahead).await
+    tally_worked_out(db, tz, limit, ahead).await
 }
 
 /// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
-/// since, and up to `limit` waiting events otherwise; returns how many it counted. [`tally`]
+/// since, and up to `limit` waiting events otherwise; returns what it counted. [`tally`]
 /// is [`work_out_ahead`] and this; the tests call the two apart to change the database in
 /// between.
 pub async fn tally_worked_out(
-    db: &DatabaseConnection,
-    tz: Tz,
-    limit: u64,
-    ahead: Option<Ahead>,
-) -> Result<u64, DbErr> {
-    Ok(take_worked_out(db, tz, limit, ahead).await?.clicks)
-}
-
-async fn take_worked_out(
     db: &DatabaseConnection,
     tz: Tz,
     limit: u64,

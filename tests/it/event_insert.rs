@@ -660,6 +660,55 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
     assert_day_counted(&core.db, day, link, &batch).await;
 }
 
+/// A turn tells how many links' days its clicks fell on: the schedule sizes a burst's next
+/// turn by it (clicks spread over many links are counted in smaller turns).
+#[actix_web::test]
+async fn a_counting_turn_tells_the_links_days_it_touched() {
+    use inklink::stats::tally::{self, Counted};
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/days").await;
+    let target = inklink::services::links::parse_target(&core, "https://example.com/other")
+        .await
+        .unwrap();
+    let other = inklink::services::links::create(
+        &core,
+        inklink::services::links::NewLink::to(target),
+        &inklink::services::Actor::Cli,
+    )
+    .await
+    .unwrap()
+    .link
+    .id;
+    let utc = chrono_tz::UTC;
+    let evening = NaiveDate::from_ymd_opt(2026, 5, 3)
+        .unwrap()
+        .and_hms_opt(23, 59, 0)
+        .unwrap();
+    // 100 clicks a second apart from 23:59: on the 3rd and the 4th, for each of two links.
+    let mut batch = rows(100, evening, link);
+    batch.extend(
+        rows(100, evening, other)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut row)| {
+                row.event_key = format!("ff{i:030x}").into();
+                row
+            }),
+    );
+    insert_rows(&core.db, &batch).await.unwrap();
+    assert_eq!(
+        tally::tally_counted(&core.db, utc, 50_000).await.unwrap(),
+        Counted {
+            clicks: 200,
+            link_days: 4
+        }
+    );
+    assert_eq!(
+        tally::tally_counted(&core.db, utc, 50_000).await.unwrap(),
+        Counted::default()
+    );
+}
+
 /// A counting turn that fails after taking its clicks off the waiting list (on PostgreSQL
 /// it reads and deletes them in one statement) leaves them all waiting, and the next turn
 /// counts each once.
@@ -869,17 +918,20 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
     insert_rows(&core.db, &batch[..400]).await.unwrap();
     counted += tally::tally_worked_out(&core.db, utc, 300, ahead)
         .await
-        .unwrap();
+        .unwrap()
+        .clicks;
 
     // Another turn is taken between: both read the same front, which only the first counts.
     let first = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
     let second = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
     counted += tally::tally_worked_out(&core.db, utc, 300, first)
         .await
-        .unwrap();
+        .unwrap()
+        .clicks;
     counted += tally::tally_worked_out(&core.db, utc, 300, second)
         .await
-        .unwrap();
+        .unwrap()
+        .clicks;
     counted += tally::drain(&core.db, utc).await.unwrap();
     assert_eq!(counted, 800);
     assert_day_counted(&core.db, day, link, &batch[..800]).await;
@@ -892,13 +944,15 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
         .unwrap();
     counted += tally::tally_worked_out(&core.db, utc, 300, ahead)
         .await
-        .unwrap();
+        .unwrap()
+        .clicks;
 
     // Nothing changed: the work stands.
     let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
     let stood = tally::tally_worked_out(&core.db, utc, 300, ahead)
         .await
-        .unwrap();
+        .unwrap()
+        .clicks;
     assert_eq!(stood, 300);
     counted += stood + tally::drain(&core.db, utc).await.unwrap();
     // The recount listed the day's first 800 again.
