@@ -13,7 +13,7 @@ pub const UNKNOWN_LINK: i64 = 0;
 
 /// What a breakdown counts page views by. Stored by [`Dimension::name`] in
 /// `visit_statistics_breakdown.dimension`; a new dimension is a variant here, a value for it
-/// in `tally::work_out`, and a title on the dashboard (`admin::dashboard`).
+/// in `tally::work::work_out`, and a title on the dashboard (`admin::dashboard`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dimension {
     Country,

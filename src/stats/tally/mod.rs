@@ -1,0 +1,304 @@
+//! Counting stored clicks into the daily statistics, a batch at a time, each click once.
+//!
+//! Every stored click starts in the waiting list (`click_waiting`, written with the click). A
+//! tally takes the lock row (`stats_tally`, so that instances count in turn), reads the
+//! oldest waiting clicks, adds them to their day's rows, and takes them off the list — in one
+//! transaction, so that a crash, a retry or a second instance never counts an event twice or
+//! not at all. The work is proportional to the new events, not to the day.
+//!
+//! A turn reads everything before it writes anything ([`Work`]). On SQLite, where the turn's
+//! first write takes the database's one write lock, which the click writer needs too, the
+//! reading and working out happen before the turn, in a read transaction; the turn then only
+//! checks that no other turn came between and that the waiting list's front is still the
+//! clicks read, and writes. When either changed, the turn reads again, as on the other
+//! databases.
+//!
+//! Distinct counts come from first visits: `daysets` holds, per day and link (and for all
+//! links), the visitors and addresses seen among page views. A page view whose visitor is new
+//! there adds one to UV, and to the UV of its country, province, city, browser, OS and device
+//! (a visitor is an address with a user agent, so those are the visitor's own). For the
+//! dimensions one visitor can have several values of in a day — referrer, hour and the short
+//! URL's query parameters — there is a set of visitors per value.
+//!
+//! `stats rebuild` forgets a day's rows and lists its events as waiting again; the tally then
+//! counts them again, the same way.
+
+use super::dimension::ALL_LINKS;
+use super::frozen::purged_before;
+use super::visits::Visits;
+use crate::db::sql::{add_on_conflict, statement};
+use chrono::NaiveDate;
+use chrono_tz::Tz;
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, TransactionTrait};
+use std::collections::BTreeMap;
+use work::{Breakdown, Work, work_out};
+
+mod work;
+
+/// Events counted per transaction at most: the more a batch holds, the more of its clicks add
+/// to the same rows (a link's day, its browsers, …), which are written once; the fewer, the
+/// shorter the click writer waits for it (on SQLite counting holds the write lock).
+pub const BATCH: u64 = 10_000;
+
+/// Distinct values a day keeps per link for a dimension visitors choose themselves (the
+/// referrer and the query parameters): later ones are counted together as [`OTHER`], so that
+/// nobody can grow the statistics without bound by inventing values.
+pub const MAX_VALUES: usize = 200;
+pub const OTHER: &str = "(other)";
+
+/// What a turn counted: its clicks, and the links' days they fell on. A turn holds in memory,
+/// and writes, a row per link's day, rows for its values and the visitor sets of each: with
+/// clicks spread over many links this grows with the clicks, with clicks on a few links it
+/// hardly grows at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counted {
+    pub clicks: u64,
+    pub link_days: u64,
+}
+
+/// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
+pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, DbErr> {
+    Ok(tally_counted(db, tz, limit).await?.clicks)
+}
+
+/// [`tally`], telling also how many links' days the turn touched.
+pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<Counted, DbErr> {
+    // On SQLite a turn holds the write lock the click writer needs from its first statement
+    // on. Its clicks are read and worked out before, in a read transaction (WAL lets the
+    // writer store meanwhile); the turn then checks that nothing it read has changed, and
+    // only writes. PostgreSQL and MySQL lock rows, and the writer stores while a turn runs.
+    let ahead = match db.get_database_backend() {
+        DbBackend::Sqlite => work_out_ahead(db, tz, limit).await?,
+        _ => None,
+    };
+    tally_worked_out(db, tz, limit, ahead).await
+}
+
+/// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
+/// since, and up to `limit` waiting events otherwise; returns what it counted. [`tally`]
+/// is [`work_out_ahead`] and this; the tests call the two apart to change the database in
+/// between.
+pub async fn tally_worked_out(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    mut ahead: Option<Ahead>,
+) -> Result<Counted, DbErr> {
+    let mut attempt = 0;
+    loop {
+        let txn = crate::db::begin_write(db).await?;
+        let result = tally_in(&txn, tz, limit, ahead.take()).await;
+        match crate::db::finish(txn, result).await {
+            Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// Counts every event waiting; returns how many.
+pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
+    let mut total = 0;
+    loop {
+        let counted = tally(db, tz, BATCH).await?;
+        total += counted;
+        if counted < BATCH {
+            return Ok(total);
+        }
+    }
+}
+
+/// Takes the lock row: one instance counts at a time (on SQLite this also takes the write
+/// lock first, so the transaction never has to upgrade a read). Returns the turn's number,
+/// counted up with every turn taken: what it changes is stamped with it (see `kept`).
+pub(super) async fn take_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = "UPDATE stats_tally SET taken = taken + 1 WHERE id = 1";
+    txn.execute_raw(statement(backend, sql, vec![])).await?;
+    last_turn(txn).await
+}
+
+/// The turn last taken (the next one is this plus one).
+async fn last_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = "SELECT taken FROM stats_tally WHERE id = 1";
+    match txn.query_one_raw(statement(backend, sql, vec![])).await? {
+        Some(row) => row.try_get("", "taken"),
+        None => Err(DbErr::Custom("the stats_tally row is missing".into())),
+    }
+}
+
+/// A turn worked out before it was taken, from what the database held after turn `taken`.
+pub struct Ahead {
+    taken: i64,
+    frozen: Option<NaiveDate>,
+    /// The waiting clicks it counts: the front of the list, in order.
+    keys: Vec<(i64, Vec<u8>)>,
+    work: Work,
+}
+
+/// Reads and works out the next turn without taking it (nothing here writes, so on SQLite it
+/// holds no lock a writer waits for); `None` when no click waits.
+pub async fn work_out_ahead(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+) -> Result<Option<Ahead>, DbErr> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "it only reads, and on SQLite must not hold the write lock while it does"
+    )]
+    let txn = db.begin().await?;
+    let result = async {
+        let taken = last_turn(&txn).await?;
+        let frozen = purged_before(&txn).await?;
+        let clicks = crate::clickstore::waiting::peek_waiting(&txn, limit).await?;
+        if clicks.is_empty() {
+            return Ok(None);
+        }
+        let keys = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
+        let work = work_out(&txn, tz, frozen, clicks).await?;
+        Ok(Some(Ahead {
+            taken,
+            frozen,
+            keys,
+            work,
+        }))
+    }
+    .await;
+    crate::db::finish(txn, result).await
+}
+
+async fn tally_in(
+    txn: &impl ConnectionTrait,
+    tz: Tz,
+    limit: u64,
+    ahead: Option<Ahead>,
+) -> Result<Counted, DbErr> {
+    let turn = take_turn(txn).await?;
+    let frozen = purged_before(txn).await?;
+    let outgoing = crate::clickstore::outgoing::wanted(txn).await?;
+    if let Some(ahead) = ahead {
+        // Everything a turn reads besides the waiting list is written only by turns (and a
+        // purge's boundary): when no turn came between, and the list's front is still the
+        // clicks read, the work stands.
+        if ahead.taken + 1 == turn
+            && ahead.frozen == frozen
+            && crate::clickstore::waiting::take_front(txn, &ahead.keys).await?
+        {
+            if outgoing {
+                crate::clickstore::outgoing::hand_on(txn, &ahead.keys).await?;
+            }
+            return apply(txn, turn, ahead.work).await;
+        }
+    }
+    let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
+    if clicks.is_empty() {
+        crate::clickstore::waiting::forget_orphans(txn).await?;
+        return Ok(Counted::default());
+    }
+    // Webhook subscriptions get the clicks counted, each once, from this transaction.
+    if outgoing {
+        let keys: Vec<(i64, Vec<u8>)> = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
+        crate::clickstore::outgoing::hand_on(txn, &keys).await?;
+    }
+    let work = work_out(txn, tz, frozen, clicks).await?;
+    apply(txn, turn, work).await
+}
+
+/// Writes what a turn worked out, stamped with the turn.
+async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<Counted, DbErr> {
+    work.numbers.store(txn).await?;
+    work.sets.store(txn, turn).await?;
+    write_stats(txn, &work.stats).await?;
+    // Whatever was counted on a day changed its all-links row: dashboards keeping page views
+    // per link of finished days look at these stamps.
+    let days = work
+        .stats
+        .keys()
+        .map(|(day, _)| (ALL_LINKS, *day))
+        .collect();
+    super::daysets::stamp(txn, turn, days).await?;
+    write_breakdown(txn, &work.breakdown).await?;
+    super::funnel::count_hits(txn, work.hits).await?;
+    let link_days = work
+        .stats
+        .keys()
+        .filter(|(_, link)| *link != ALL_LINKS)
+        .count() as u64;
+    Ok(Counted {
+        clicks: work.counted,
+        link_days,
+    })
+}
+
+async fn write_stats(
+    txn: &impl ConnectionTrait,
+    stats: &BTreeMap<(NaiveDate, i64), Visits>,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let rows: Vec<_> = stats.iter().collect();
+    let now = crate::db::now();
+    let tail = add_on_conflict(
+        backend,
+        "visit_statistics",
+        "stat_date, url_map_id",
+        &["pv", "uv", "ip_count", "effective", "ineffective"],
+    );
+    for chunk in rows.chunks(400) {
+        let sql = format!(
+            "INSERT INTO visit_statistics \
+             (stat_date, url_map_id, pv, uv, ip_count, effective, ineffective, updated_at) \
+             VALUES {} {tail}",
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 8);
+        for ((day, link), v) in chunk {
+            values.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(v.pv),
+                Value::from(v.uv),
+                Value::from(v.ip),
+                Value::from(v.effective),
+                Value::from(v.ineffective),
+                Value::from(now),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    // In key order, so that two writers never wait for each other's rows in a circle.
+    let mut rows: Vec<_> = breakdown.iter().collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let tail = add_on_conflict(
+        backend,
+        "visit_statistics_breakdown",
+        "stat_date, url_map_id, dimension, value",
+        &["pv", "uv"],
+    );
+    for chunk in rows.chunks(500) {
+        let sql = format!(
+            "INSERT INTO visit_statistics_breakdown (stat_date, url_map_id, dimension, value, pv, uv) \
+             VALUES {} {tail}",
+            vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 6);
+        for ((day, link, dimension, value), (pv, uv)) in chunk {
+            values.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(dimension.name()),
+                Value::from(&**value),
+                Value::from(*pv),
+                Value::from(*uv),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
