@@ -26,6 +26,17 @@ impl Drop for ChromeDriver {
         let _ = self.process.kill();
         let _ = self.process.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
+        let _ = std::fs::remove_dir_all(self.second_profile());
+    }
+}
+
+impl ChromeDriver {
+    /// The profile of a window opened with another user agent and language: its own, so that
+    /// the cookies of the first window (a language chosen, a session) do not follow it.
+    fn second_profile(&self) -> PathBuf {
+        let mut path = self.profile.clone().into_os_string();
+        path.push("-as");
+        path.into()
     }
 }
 
@@ -58,8 +69,12 @@ fn chromedriver() -> Option<ChromeDriver> {
             .spawn()
             .expect("chromedriver starts"),
         port,
-        profile: std::env::temp_dir().join(format!("inklink-chrome-{port}")),
+        // Fresh every time: Chromium keeps cookies by host, not by port, so a profile left
+        // from an earlier test on a reused port would bring its language cookie along.
+        profile: std::env::temp_dir().join(format!("inklink-chrome-{}-{port}", std::process::id())),
     };
+    let _ = std::fs::remove_dir_all(&driver.profile);
+    let _ = std::fs::remove_dir_all(driver.second_profile());
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some(driver);
@@ -524,7 +539,7 @@ async fn open_browser_as(driver: &ChromeDriver, agent: &str, language: &str) -> 
                 "--disable-sync", "--window-size=375,800",
                 format!("--user-agent={agent}"),
                 format!("--lang={language}"),
-                format!("--user-data-dir={}-as", driver.profile.display()),
+                format!("--user-data-dir={}", driver.second_profile().display()),
             ],
             "prefs": {"intl.accept_languages": language},
         }),
