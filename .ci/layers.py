@@ -14,8 +14,9 @@ import re
 import sys
 
 LAYERS = [
-    ["digest"],
-    ["rules", "i18n"],
+    # The texts people read (`t!`) come before the rules, whose words the UI shows.
+    ["digest", "i18n"],
+    ["rules"],
     ["net"],
     ["config"],
     ["telemetry"],

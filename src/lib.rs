@@ -2,8 +2,9 @@
 //!
 //! Where things live, lowest layer first (a module uses only modules listed before it; the
 //! `.ci/layers` check keeps it so):
-//! - `digest`, `rules`: pure functions and the types that carry validated input (codes, URLs,
-//!   hosts, names, statuses);
+//! - `digest`, `i18n`: digests, and the two languages (`t!`, the texts people read);
+//! - `rules`: pure functions and the types that carry validated input (codes, URLs, hosts,
+//!   names, statuses);
 //! - `net`: client address, admin host list, rate limits; `config`: flags, environment and
 //!   inklink.toml; `telemetry`: logging, as configured;
 //! - `db`: entities, connections, the id allocator;
@@ -22,6 +23,7 @@
 //!   its background tasks; `cli`: the command line.
 
 pub mod digest;
+#[macro_use]
 pub mod i18n;
 pub mod rules;
 

@@ -71,12 +71,20 @@ pub async fn list(
             at: crate::admin::pages::human_time(e.at, user.0.tz),
             actor: e.actor,
             actor_kind: lang
-                .t(audit::words(&audit::ACTOR_KINDS, &e.actor_kind))
+                .t_or(
+                    audit::words(&audit::ACTOR_KINDS, &e.actor_kind),
+                    &e.actor_kind,
+                )
                 .to_owned(),
-            action: lang.t(audit::words(&audit::ACTIONS, &e.action)).to_owned(),
+            action: lang
+                .t_or(audit::words(&audit::ACTIONS, &e.action), &e.action)
+                .to_owned(),
             target: format!(
                 "{} {}",
-                lang.t(audit::words(&audit::TARGET_KINDS, &e.target_kind)),
+                lang.t_or(
+                    audit::words(&audit::TARGET_KINDS, &e.target_kind),
+                    &e.target_kind
+                ),
                 e.target_id
             ),
             before: e.before_state.unwrap_or_default(),
@@ -85,7 +93,7 @@ pub async fn list(
         .collect();
     let actions = audit::ACTIONS
         .iter()
-        .map(|(id, words)| (*id, lang.t(words).to_owned(), *id == action))
+        .map(|(id, words)| (*id, lang.t(*words).to_owned(), *id == action))
         .collect();
     let page = AuditPage {
         frame: Frame::new(&user.0, None, "audit"),

@@ -5,6 +5,8 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, human_time, render, see_other};
 use crate::db::entities::campaign_batch;
+use crate::i18n::Message;
+use crate::i18n::Text;
 use crate::net::upload::{self, UploadError};
 use crate::rules::Phone;
 use crate::services::batches::export::{self, Filter, Messages};
@@ -133,7 +135,7 @@ struct BatchPage {
     funnel: Funnel,
     ctr: String,
     failed_by: Vec<(String, i64)>,
-    breakdowns: Vec<(&'static str, Vec<BreakdownRow>)>,
+    breakdowns: Vec<(Text, Vec<BreakdownRow>)>,
     province_chart: String,
     hours_chart: String,
     rejected: Vec<Rejected>,
@@ -243,9 +245,9 @@ async fn batch_page(
         ctr: percent(funnel.clicked, funnel.delivered),
         failed_by: funnel.failed_by_code.clone(),
         breakdowns: vec![
-            ("Province", rows(&funnel.by_province, Some(&places[0]))),
-            ("City", rows(&funnel.by_city, Some(&places[1]))),
-            ("Carrier", rows(&funnel.by_carrier, None)),
+            (t!("Province"), rows(&funnel.by_province, Some(&places[0]))),
+            (t!("City"), rows(&funnel.by_city, Some(&places[1]))),
+            (t!("Carrier"), rows(&funnel.by_carrier, None)),
         ],
         province_chart,
         hours_chart,
@@ -365,29 +367,26 @@ pub async fn upload_receipts(
     };
     let (report, error) = match result {
         Ok(report) => {
-            let lang = user.lang;
             let mut parts = vec![
-                lang.f(
-                    "{} receipts recorded",
-                    report.count(|o| *o == Outcome::Recorded),
-                ),
-                lang.f(
-                    "{} were there already",
-                    report.count(|o| *o == Outcome::Duplicate),
-                ),
-                lang.f(
-                    "{} matched no recipient",
-                    report.count(|o| matches!(o, Outcome::Unmatched(_))),
-                ),
+                Message::new(t!("{} receipts recorded"))
+                    .data("", report.count(|o| *o == Outcome::Recorded)),
+                Message::new(t!("{} were there already"))
+                    .data("", report.count(|o| *o == Outcome::Duplicate)),
+                Message::new(t!("{} matched no recipient"))
+                    .data("", report.count(|o| matches!(o, Outcome::Unmatched(_)))),
             ];
             if let Some((line, why)) = report.outcomes.iter().enumerate().find_map(|(i, o)| match o
             {
                 Outcome::Invalid(why) => Some((i + 2, why.clone())),
                 _ => None,
             }) {
-                parts.push(format!("{} {}", lang.f("line {}:", line), lang.say(&why)));
+                parts.push(
+                    Message::new(t!("line {line}: {reason}"))
+                        .data("line", line)
+                        .message("reason", Message::said(why)),
+                );
             }
-            (Some(parts.join(lang.t("; "))), None)
+            (Some(Message::Parts(parts)), None)
         }
         Err(BatchError::Db(err)) => return Err(err.into()),
         Err(err) => (None, Some(err.to_string())),

@@ -6,6 +6,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::charts::map::{self, Outline, Region};
+use crate::i18n::Text;
 use crate::rules::ShortCode;
 use crate::services::links;
 use crate::state::AppState;
@@ -40,14 +41,14 @@ impl RangeQuery {
 }
 
 pub struct Breakdown {
-    pub title: &'static str,
+    pub title: Text,
     pub chart: String,
     pub rows: Vec<Share>,
 }
 
 /// A map of where visitors were, with every place on it as a row of its table.
 pub struct MapView {
-    pub title: &'static str,
+    pub title: Text,
     pub svg: String,
     pub rows: Vec<Share>,
 }
@@ -96,13 +97,18 @@ struct Total {
 
 fn shown_totals(now: &Visits, before: &Visits, lang: crate::i18n::Lang) -> Vec<Total> {
     [
-        ("pv", "PV", now.pv, before.pv),
-        ("uv", "UV", now.uv, before.uv),
-        ("ip", "IP", now.ip, before.ip),
-        ("effective", "Effective", now.effective, before.effective),
+        ("pv", t!("PV"), now.pv, before.pv),
+        ("uv", t!("UV"), now.uv, before.uv),
+        ("ip", t!("IP"), now.ip, before.ip),
+        (
+            "effective",
+            t!("Effective"),
+            now.effective,
+            before.effective,
+        ),
         (
             "ineffective",
-            "Ineffective",
+            t!("Ineffective"),
             now.ineffective,
             before.ineffective,
         ),
@@ -119,26 +125,26 @@ fn shown_totals(now: &Visits, before: &Visits, lang: crate::i18n::Lang) -> Vec<T
             std::cmp::Ordering::Less => "down",
             std::cmp::Ordering::Equal => "flat",
         },
-        previous: lang.f("{} before", lang.number(previous)),
+        previous: lang.f(t!("{} before"), lang.number(previous)),
     })
     .collect()
 }
 
-fn title(dimension: Dimension) -> &'static str {
+fn title(dimension: Dimension) -> Text {
     match dimension {
-        Dimension::Country => "Countries",
-        Dimension::Province => "Provinces",
-        Dimension::City => "Cities",
-        Dimension::Carrier => "Carriers",
-        Dimension::Browser => "Browsers",
-        Dimension::Os => "Operating systems",
-        Dimension::Device => "Devices",
-        Dimension::Referrer => "Referrers",
-        Dimension::UtmSource => "Campaign sources (utm_source)",
-        Dimension::UtmMedium => "Campaign media (utm_medium)",
-        Dimension::UtmCampaign => "Campaigns (utm_campaign)",
-        Dimension::Channel => "Channels (channel)",
-        Dimension::Hour => "Hour of the day",
+        Dimension::Country => t!("Countries"),
+        Dimension::Province => t!("Provinces"),
+        Dimension::City => t!("Cities"),
+        Dimension::Carrier => t!("Carriers"),
+        Dimension::Browser => t!("Browsers"),
+        Dimension::Os => t!("Operating systems"),
+        Dimension::Device => t!("Devices"),
+        Dimension::Referrer => t!("Referrers"),
+        Dimension::UtmSource => t!("Campaign sources (utm_source)"),
+        Dimension::UtmMedium => t!("Campaign media (utm_medium)"),
+        Dimension::UtmCampaign => t!("Campaigns (utm_campaign)"),
+        Dimension::Channel => t!("Channels (channel)"),
+        Dimension::Hour => t!("Hour of the day"),
     }
 }
 
@@ -149,10 +155,12 @@ fn title(dimension: Dimension) -> &'static str {
 /// named them).
 fn label(dimension: Dimension, value: &str, lang: crate::i18n::Lang) -> String {
     match (dimension, value) {
-        (Dimension::Referrer, "") => lang.t("(direct)").to_owned(),
-        (_, "") => lang.t("(unknown)").to_owned(),
+        (Dimension::Referrer, "") => lang.t(t!("(direct)")).to_owned(),
+        (_, "") => lang.t(t!("(unknown)")).to_owned(),
         (Dimension::Carrier, word) => carrier_in(word, lang).to_owned(),
-        (Dimension::Browser | Dimension::Os | Dimension::Device, word) => lang.t(word).to_owned(),
+        (Dimension::Browser | Dimension::Os | Dimension::Device, word) => {
+            lang.t_or(Text::find(word), word).to_owned()
+        }
         _ => value.to_owned(),
     }
 }
@@ -161,7 +169,7 @@ fn label(dimension: Dimension, value: &str, lang: crate::i18n::Lang) -> String {
 pub(super) fn carrier_in(word: &str, lang: crate::i18n::Lang) -> &str {
     match lang {
         crate::i18n::Lang::En => crate::clicks::carrier::in_english(word),
-        crate::i18n::Lang::ZhCn => lang.t(word),
+        crate::i18n::Lang::ZhCn => lang.t_or(Text::find(word), word),
     }
 }
 
@@ -201,8 +209,16 @@ async fn maps(
 ) -> Result<Vec<MapView>, AdminError> {
     let mut maps = Vec::with_capacity(2);
     for (dimension, outline, title) in [
-        (Dimension::Country, Outline::World, "Countries and regions"),
-        (Dimension::Province, Outline::China, "Provinces of China"),
+        (
+            Dimension::Country,
+            Outline::World,
+            t!("Countries and regions"),
+        ),
+        (
+            Dimension::Province,
+            Outline::China,
+            t!("Provinces of China"),
+        ),
     ] {
         let shares =
             report::breakdown(db, scope, dimension, period.from, period.to, ON_A_MAP).await?;
@@ -225,7 +241,7 @@ async fn maps(
                 code,
                 english: &place.en,
                 title: lang.fill(
-                    "{place}: PV {pv}, UV {uv}",
+                    t!("{place}: PV {pv}, UV {uv}"),
                     &[("place", name), ("pv", &pv), ("uv", &uv)],
                 ),
                 value: share.pv,
@@ -316,9 +332,9 @@ async fn page(
             .iter()
             .map(|preset| {
                 let label = match preset {
-                    Preset::Today => user.lang.t("Today").to_owned(),
-                    Preset::Yesterday => user.lang.t("Yesterday").to_owned(),
-                    Preset::Last(days) => user.lang.f("{} days", days),
+                    Preset::Today => user.lang.t(t!("Today")).to_owned(),
+                    Preset::Yesterday => user.lang.t(t!("Yesterday")).to_owned(),
+                    Preset::Last(days) => user.lang.f(t!("{} days"), days),
                 };
                 (preset.name(), label, period.preset == Some(*preset))
             })

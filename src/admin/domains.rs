@@ -6,6 +6,8 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
+use crate::i18n::Message;
+use crate::i18n::Text;
 use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::{DomainHost, Protocol};
 use crate::services::domains::{self, DomainChangeError, DomainError};
@@ -31,7 +33,7 @@ pub struct Row {
     /// When it was last checked (empty: never).
     pub checked: String,
     /// The worst state of each of the last 7 days, oldest first.
-    pub strip: Vec<&'static str>,
+    pub strip: Vec<(&'static str, Text)>,
     pub standby: bool,
     pub failover: String,
     pub icp: String,
@@ -101,7 +103,7 @@ async fn page(
                 7,
             )
             .into_iter()
-            .map(|s| s.as_str())
+            .map(|s| (s.as_str(), s.words()))
             .collect(),
             standby: domain.standby,
             failover: domain.failover.clone(),
@@ -170,7 +172,7 @@ pub async fn add(
     match result {
         Ok(domain) => {
             user.0
-                .flash(format!("Added {}", domains::short_url(&domain, "")));
+                .flash(Message::new(t!("Added {}")).data("", domains::short_url(&domain, "")));
             Ok(see_other("/admin/domains"))
         }
         Err(message) => {
@@ -330,13 +332,13 @@ pub async fn change(
     let result = match action.as_str() {
         "default" => domains::set_default(db, id, &actor)
             .await
-            .map(|d| format!("{} is now the default", d.host)),
+            .map(|d| Message::new(t!("{} is now the default")).data("", d.host)),
         "disable" => domains::set_status(db, id, DomainStatus::Disabled, &actor)
             .await
-            .map(|d| format!("Disabled {}", d.host)),
+            .map(|d| Message::new(t!("Disabled {}")).data("", d.host)),
         "enable" => domains::set_status(db, id, DomainStatus::Active, &actor)
             .await
-            .map(|d| format!("Enabled {}", d.host)),
+            .map(|d| Message::new(t!("Enabled {}")).data("", d.host)),
         "rotate" => match (form.replacement.trim().parse::<i64>().ok(), confirmed) {
             (None, _) => {
                 let message = "choose the domain that takes over (add one first if there is none)";
@@ -360,15 +362,16 @@ pub async fn change(
                     .map_or(0, |d| domains::templates_to_resubmit(d).len());
                 domains::rotate(db, id, replacement, &actor).await.map(|d| {
                     match (resubmit, old) {
-                        (0, _) | (_, None) => format!(
-                            "Rotated: links are now shown on {}; the old host keeps redirecting",
-                            d.host
-                        ),
-                        (n, Some(old)) => format!(
-                            "Rotated: links are now shown on {new}; the old host keeps redirecting. Submit the {n} approved SMS templates that contain {old} again with the new domain.",
-                            new = d.host,
-                            old = old.host
-                        ),
+                        (0, _) | (_, None) => Message::new(t!(
+                            "Rotated: links are now shown on {}; the old host keeps redirecting"
+                        ))
+                        .data("", d.host),
+                        (n, Some(old)) => Message::new(t!(
+                            "Rotated: links are now shown on {new}; the old host keeps redirecting. Submit the {n} approved SMS templates that contain {old} again with the new domain."
+                        ))
+                        .data("new", d.host)
+                        .data("n", n)
+                        .data("old", old.host),
                     }
                 })
             }
@@ -393,7 +396,7 @@ pub async fn change(
             };
             domains::set_link_defaults(db, id, Some(in_app), Some(fallback), &actor)
                 .await
-                .map(|d| format!("Saved the link defaults of {}", d.host))
+                .map(|d| Message::new(t!("Saved the link defaults of {}")).data("", d.host))
         }
         "filing" => {
             let filing = IcpFiling::parse(form.icp_filing.as_deref().unwrap_or(""));
@@ -406,7 +409,10 @@ pub async fn change(
             };
             domains::set_filing(db, id, Some(filing), Some(templates), &actor)
                 .await
-                .map(|d| format!("Saved the ICP filing and SMS templates of {}", d.host))
+                .map(|d| {
+                    Message::new(t!("Saved the ICP filing and SMS templates of {}"))
+                        .data("", d.host)
+                })
         }
         "failover" => {
             let failover = match form
@@ -420,7 +426,7 @@ pub async fn change(
             };
             domains::set_failover(db, id, Some(form.standby.is_some()), failover, &actor)
                 .await
-                .map(|d| format!("Saved the fail-over settings of {}", d.host))
+                .map(|d| Message::new(t!("Saved the fail-over settings of {}")).data("", d.host))
         }
         _ => return Err(AdminError::NotFound),
     };

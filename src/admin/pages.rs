@@ -13,7 +13,7 @@ pub struct Frame {
     pub is_admin: bool,
     pub lang: Lang,
     pub csrf: String,
-    pub flash: Option<String>,
+    pub flash: Option<crate::i18n::Message>,
     /// A link just disabled: the page offers to enable it again.
     pub undo: Option<String>,
     /// A link just created: the page offers to copy its short URL.
@@ -29,8 +29,8 @@ impl Frame {
         let alert = self.alert.as_ref()?;
         let reason = self.lang.say(&alert.reason);
         let pattern = match alert.state {
-            "blocked" => "The default domain {host} is blocked: {reason}",
-            _ => "The default domain {host} may be blocked: {reason}",
+            "blocked" => t!("The default domain {host} is blocked: {reason}"),
+            _ => t!("The default domain {host} may be blocked: {reason}"),
         };
         Some(
             self.lang
@@ -39,13 +39,18 @@ impl Frame {
     }
 
     /// A text of the page in the person's language.
-    pub fn t<'a>(&self, english: &'a str) -> &'a str {
-        self.lang.t(english)
+    pub fn t(&self, text: impl crate::i18n::AsText) -> &'static str {
+        self.lang.t(text)
     }
 
     /// A text with one value (`{}`) in the person's language.
-    pub fn f(&self, english: &str, value: impl std::fmt::Display) -> String {
-        self.lang.f(english, value)
+    pub fn f(&self, text: impl crate::i18n::AsText, value: impl std::fmt::Display) -> String {
+        self.lang.f(text, value)
+    }
+
+    /// A message in the person's language.
+    pub fn show(&self, message: &crate::i18n::Message) -> String {
+        message.show(self.lang)
     }
 
     /// A message made at run time (flash, error, confirmation) in the person's language.

@@ -4,6 +4,7 @@
 use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
+use crate::i18n::Message;
 use crate::rules::Tag;
 use crate::services::tags::{self, Utm};
 use crate::state::AppState;
@@ -153,6 +154,6 @@ pub async fn set_preset(
         }
         Err(tags::PresetError::Db(err)) => return Err(err.into()),
     }
-    user.flash(format!("Saved the UTM preset of {tag}"));
+    user.flash(Message::new(t!("Saved the UTM preset of {tag}")).data("tag", &tag));
     Ok(see_other("/admin/tags"))
 }

@@ -4,6 +4,8 @@
 use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
+use crate::i18n::Message;
+use crate::i18n::Text;
 use crate::rules::webhook::{EventType, Format};
 use crate::services::outbox::Subscription;
 use crate::services::webhooks::{self, Delivery, NewWebhook, WebhookServiceError};
@@ -18,7 +20,7 @@ const FORM_LIMIT: usize = 16 * 1024;
 pub struct Row {
     pub id: i64,
     pub url: String,
-    pub format: &'static str,
+    pub format: Text,
     pub events: Vec<&'static str>,
     pub description: String,
     pub enabled: bool,
@@ -40,7 +42,7 @@ fn row(s: &Subscription) -> Row {
 /// A choice of the form: the event's name (data) and its words (translated).
 pub struct Choice {
     pub name: &'static str,
-    pub words: &'static str,
+    pub words: Text,
     pub checked: bool,
 }
 
@@ -53,7 +55,7 @@ struct WebhooksPage {
     /// A subscription just made: its id and signing secret, shown this once.
     made: Option<(i64, String)>,
     choices: Vec<Choice>,
-    formats: Vec<(&'static str, &'static str, bool)>,
+    formats: Vec<(&'static str, Text, bool)>,
     url: String,
     description: String,
 }
@@ -90,7 +92,7 @@ async fn page(
             },
         })
         .collect();
-    let formats = std::iter::once(("", "Found from the URL", typed.format.is_empty()))
+    let formats = std::iter::once(("", t!("Found from the URL"), typed.format.is_empty()))
         .chain(
             Format::ALL
                 .into_iter()
@@ -281,7 +283,7 @@ pub async fn change(
                 .await
                 .map_err(service_error)?;
             (
-                format!("A test message to webhook {id} is on its way"),
+                Message::new(t!("A test message to webhook {id} is on its way")).data("id", id),
                 back,
             )
         }
@@ -289,7 +291,10 @@ pub async fn change(
             let count = webhooks::resend_failed(core, id, &actor)
                 .await
                 .map_err(service_error)?;
-            (format!("{count} messages will be sent again"), back)
+            (
+                Message::new(t!("{count} messages will be sent again")).data("count", count),
+                back,
+            )
         }
         "enable" | "disable" => {
             let change = webhooks::WebhookChange {
@@ -300,17 +305,20 @@ pub async fn change(
                 .await
                 .map_err(service_error)?;
             let message = match action.as_str() {
-                "enable" => format!("Webhook {id} is on"),
-                _ => format!("Webhook {id} is off: its messages wait until it is on again"),
+                "enable" => t!("Webhook {id} is on"),
+                _ => t!("Webhook {id} is off: its messages wait until it is on again"),
             };
-            (message, "/admin/webhooks".to_owned())
+            (
+                Message::new(message).data("id", id),
+                "/admin/webhooks".to_owned(),
+            )
         }
         "delete" => {
             webhooks::delete(core, id, &actor)
                 .await
                 .map_err(service_error)?;
             (
-                format!("Webhook {id} deleted"),
+                Message::new(t!("Webhook {id} deleted")).data("id", id),
                 "/admin/webhooks".to_owned(),
             )
         }

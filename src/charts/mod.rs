@@ -222,10 +222,12 @@ pub fn outcome_bars(days: &[DayRow], lang: crate::i18n::Lang) -> String {
         Ok(())
     });
     with_hover(svg, BARS_HEIGHT, days, |d| {
-        lang.t("{day}: effective {effective}, ineffective {ineffective}")
-            .replace("{day}", &d.day.to_string())
-            .replace("{effective}", &d.visits.effective.to_string())
-            .replace("{ineffective}", &d.visits.ineffective.to_string())
+        lang.t(t!(
+            "{day}: effective {effective}, ineffective {ineffective}"
+        ))
+        .replace("{day}", &d.day.to_string())
+        .replace("{effective}", &d.visits.effective.to_string())
+        .replace("{ineffective}", &d.visits.ineffective.to_string())
     })
 }
 
@@ -317,7 +319,7 @@ pub fn sparkline(values: &[i64], label: &str, lang: crate::i18n::Lang) -> String
     let escaped = escape(label);
     format!(
         "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{escaped}: {}\"><title>{escaped}: {}</title><polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
-        lang.f("{} views in 14 days", total),
+        lang.f(t!("{} views in 14 days"), total),
         values
             .iter()
             .map(i64::to_string)

@@ -1,5 +1,6 @@
 //! People who sign in to the admin UI.
 
+use crate::i18n::Text;
 use std::fmt;
 use std::str::FromStr;
 
@@ -14,6 +15,16 @@ impl Role {
         match self {
             Self::Admin => "admin",
             Self::Operator => "operator",
+        }
+    }
+}
+
+impl Role {
+    /// The role as people read it, translated.
+    pub fn words(self) -> Text {
+        match self {
+            Self::Admin => t!("admin"),
+            Self::Operator => t!("operator"),
         }
     }
 }

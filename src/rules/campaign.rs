@@ -4,6 +4,7 @@
 
 use super::codes::{MAX_GENERATED_LEN, MIN_GENERATED_LEN};
 use super::target_url::{TargetUrl, TargetUrlError, UrlRules};
+use crate::i18n::Text;
 use std::fmt;
 
 pub const MIN_LINK_PASSWORD_CHARS: usize = 4;
@@ -300,6 +301,21 @@ impl App {
             Self::DingTalk => "DingTalk",
             Self::Alipay => "Alipay",
             Self::Taobao => "Taobao",
+        }
+    }
+
+    /// Its name as the UI shows it, translated.
+    pub fn words(self) -> Text {
+        match self {
+            Self::WeChat => t!("WeChat"),
+            Self::Qq => t!("QQ"),
+            Self::Weibo => t!("Weibo"),
+            Self::Douyin => t!("Douyin"),
+            Self::Toutiao => t!("Toutiao"),
+            Self::Xiaohongshu => t!("Xiaohongshu"),
+            Self::DingTalk => t!("DingTalk"),
+            Self::Alipay => t!("Alipay"),
+            Self::Taobao => t!("Taobao"),
         }
     }
 

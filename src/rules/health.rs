@@ -1,5 +1,6 @@
 //! A domain's health as probes see it, and what a default domain found blocked does.
 
+use crate::i18n::Text;
 use std::fmt;
 
 /// What one check of a domain found.
@@ -40,6 +41,16 @@ impl HealthState {
             Self::Suspect => "suspect",
             Self::Blocked => "blocked",
             Self::Unknown => "unknown",
+        }
+    }
+
+    /// The state as people read it, translated.
+    pub fn words(self) -> Text {
+        match self {
+            Self::Healthy => t!("healthy"),
+            Self::Suspect => t!("suspect"),
+            Self::Blocked => t!("blocked"),
+            Self::Unknown => t!("unknown"),
         }
     }
 

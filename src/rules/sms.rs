@@ -8,6 +8,7 @@
 //! - The mainland-China carrier rule: every character counts one (two outside the BMP),
 //!   the 【signature】 included, 70 in a single message, 67 per part, whatever the alphabet.
 
+use crate::i18n::Text;
 use std::fmt;
 
 /// The placeholder an operator writes where the short link goes.
@@ -32,6 +33,16 @@ impl Encoding {
             Self::Gsm7 => "GSM-7",
             Self::Ucs2 => "UCS-2",
             Self::China => "China",
+        }
+    }
+
+    /// Its name as the UI shows it: the encodings' own names, and "China" in the reader's
+    /// language.
+    pub fn words(self) -> Text {
+        match self {
+            Self::Gsm7 => t!("GSM-7"),
+            Self::Ucs2 => t!("UCS-2"),
+            Self::China => t!("China"),
         }
     }
 

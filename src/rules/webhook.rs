@@ -1,6 +1,7 @@
 //! What a webhook subscription is made of: the receiver's URL, the events it wants, the format
 //! its messages take (Standard Webhooks, or a chat group's robot), and how a message is signed.
 
+use crate::i18n::Text;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use std::fmt;
@@ -137,18 +138,18 @@ impl EventType {
     }
 
     /// What the event means to a person (English; the UI translates it).
-    pub fn words(self) -> &'static str {
+    pub fn words(self) -> Text {
         match self {
-            Self::LinkCreated => "Link created",
-            Self::LinkUpdated => "Link changed",
-            Self::LinkDeleted => "Link deleted",
-            Self::LinkClicked => "Link clicked",
-            Self::BatchCreated => "Batch created",
-            Self::BatchPurged => "Batch's phone numbers deleted",
-            Self::DomainSuspect => "Domain suspected blocked",
-            Self::DomainBlocked => "Domain blocked",
-            Self::DomainRecovered => "Domain recovered",
-            Self::DomainRotated => "Domain rotated",
+            Self::LinkCreated => t!("Link created"),
+            Self::LinkUpdated => t!("Link changed"),
+            Self::LinkDeleted => t!("Link deleted"),
+            Self::LinkClicked => t!("Link clicked"),
+            Self::BatchCreated => t!("Batch created"),
+            Self::BatchPurged => t!("Batch's phone numbers deleted"),
+            Self::DomainSuspect => t!("Domain suspected blocked"),
+            Self::DomainBlocked => t!("Domain blocked"),
+            Self::DomainRecovered => t!("Domain recovered"),
+            Self::DomainRotated => t!("Domain rotated"),
         }
     }
 
@@ -273,12 +274,12 @@ impl Format {
     }
 
     /// The name people know the receiver by (a product name: the same in every language).
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> Text {
         match self {
-            Self::Standard => "Standard Webhooks",
-            Self::WeCom => "WeCom 企业微信",
-            Self::Feishu => "Feishu / Lark 飞书",
-            Self::DingTalk => "DingTalk 钉钉",
+            Self::Standard => t!("Standard Webhooks"),
+            Self::WeCom => t!("WeCom 企业微信"),
+            Self::Feishu => t!("Feishu / Lark 飞书"),
+            Self::DingTalk => t!("DingTalk 钉钉"),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Who did what to which link, domain, user or key.
 
 use crate::db::{self, entities::audit_log};
+use crate::i18n::Text;
 use crate::rules::Role;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -66,75 +67,78 @@ impl Actor {
 
 /// Every action the log records, with what it means to a person (the admin UI shows the
 /// words, translated; filters and the API keep the identifiers).
-pub const ACTIONS: [(&str, &str); 37] = [
-    ("link.create", "Link created"),
-    ("link.edit", "Link edited"),
-    ("link.tags", "Link's tags changed"),
-    ("link.disable", "Link disabled"),
-    ("link.enable", "Link enabled"),
-    ("link.delete", "Link deleted"),
-    ("tag.preset", "Tag's UTM preset set"),
-    ("domain.add", "Domain added"),
-    ("domain.default", "Default domain changed"),
-    ("domain.disable", "Domain disabled"),
-    ("domain.enable", "Domain enabled"),
-    ("domain.rotate", "Domain rotated"),
-    ("domain.settings", "Domain's link defaults changed"),
-    ("domain.failover", "Domain's standby and fail-over changed"),
-    ("domain.suspect", "Domain suspected blocked"),
-    ("domain.blocked", "Domain blocked"),
-    ("domain.recovered", "Domain recovered"),
-    ("user.add", "User added"),
-    ("user.disable", "User disabled"),
-    ("user.enable", "User enabled"),
-    ("user.role", "User's role changed"),
-    ("user.password", "User's password changed"),
-    ("user.sign_in", "Signed in"),
-    ("user.time_zone", "Time zone setting changed"),
-    ("user.language", "Language setting changed"),
-    ("user.display_name", "Display name changed"),
-    ("user.two_factor", "Two-factor sign-in turned on or off"),
+pub const ACTIONS: [(&str, Text); 37] = [
+    ("link.create", t!("Link created")),
+    ("link.edit", t!("Link edited")),
+    ("link.tags", t!("Link's tags changed")),
+    ("link.disable", t!("Link disabled")),
+    ("link.enable", t!("Link enabled")),
+    ("link.delete", t!("Link deleted")),
+    ("tag.preset", t!("Tag's UTM preset set")),
+    ("domain.add", t!("Domain added")),
+    ("domain.default", t!("Default domain changed")),
+    ("domain.disable", t!("Domain disabled")),
+    ("domain.enable", t!("Domain enabled")),
+    ("domain.rotate", t!("Domain rotated")),
+    ("domain.settings", t!("Domain's link defaults changed")),
+    (
+        "domain.failover",
+        t!("Domain's standby and fail-over changed"),
+    ),
+    ("domain.suspect", t!("Domain suspected blocked")),
+    ("domain.blocked", t!("Domain blocked")),
+    ("domain.recovered", t!("Domain recovered")),
+    ("user.add", t!("User added")),
+    ("user.disable", t!("User disabled")),
+    ("user.enable", t!("User enabled")),
+    ("user.role", t!("User's role changed")),
+    ("user.password", t!("User's password changed")),
+    ("user.sign_in", t!("Signed in")),
+    ("user.time_zone", t!("Time zone setting changed")),
+    ("user.language", t!("Language setting changed")),
+    ("user.display_name", t!("Display name changed")),
+    ("user.two_factor", t!("Two-factor sign-in turned on or off")),
     (
         "user.two_factor_reset",
-        "Two-factor sign-in reset by an admin",
+        t!("Two-factor sign-in reset by an admin"),
     ),
-    ("user.link_sso", "Single sign-on account linked"),
-    ("api_key.create", "API key created"),
-    ("api_key.revoke", "API key revoked"),
-    ("batch.create", "Batch created"),
-    ("batch.export", "Batch's recipients exported"),
-    ("batch.purge", "Batch's phone numbers deleted"),
-    ("webhook.create", "Webhook created"),
-    ("webhook.update", "Webhook changed"),
-    ("webhook.delete", "Webhook deleted"),
+    ("user.link_sso", t!("Single sign-on account linked")),
+    ("api_key.create", t!("API key created")),
+    ("api_key.revoke", t!("API key revoked")),
+    ("batch.create", t!("Batch created")),
+    ("batch.export", t!("Batch's recipients exported")),
+    ("batch.purge", t!("Batch's phone numbers deleted")),
+    ("webhook.create", t!("Webhook created")),
+    ("webhook.update", t!("Webhook changed")),
+    ("webhook.delete", t!("Webhook deleted")),
 ];
 
 /// What the things acted on are, as people call them.
-pub const TARGET_KINDS: [(&str, &str); 7] = [
-    ("link", "Link"),
-    ("tag", "Tag"),
-    ("domain", "Domain"),
-    ("user", "User"),
-    ("api_key", "API key"),
-    ("batch", "Batch"),
-    ("webhook", "Webhook"),
+pub const TARGET_KINDS: [(&str, Text); 7] = [
+    ("link", t!("Link")),
+    ("tag", t!("Tag")),
+    ("domain", t!("Domain")),
+    ("user", t!("User")),
+    ("api_key", t!("API key")),
+    ("batch", t!("Batch")),
+    ("webhook", t!("Webhook")),
 ];
 
 /// Who acts, by kind.
-pub const ACTOR_KINDS: [(&str, &str); 4] = [
-    ("user", "user"),
-    ("api_key", "API key"),
-    ("cli", "command line"),
-    ("system", "inklink itself"),
+pub const ACTOR_KINDS: [(&str, Text); 4] = [
+    ("user", t!("user")),
+    ("api_key", t!("API key")),
+    ("cli", t!("command line")),
+    ("system", t!("inklink itself")),
 ];
 
-/// The words for `id` in `table` (English, to be translated); an identifier a newer version
-/// wrote is shown as it is.
-pub fn words<'a>(table: &[(&str, &'static str)], id: &'a str) -> &'a str {
+/// The words for `id` in `table`; none for an identifier a newer version wrote (shown as it
+/// is).
+pub fn words(table: &[(&str, Text)], id: &str) -> Option<Text> {
     table
         .iter()
         .find(|(known, _)| *known == id)
-        .map_or(id, |(_, words)| words)
+        .map(|(_, words)| *words)
 }
 
 pub struct Entry<'a> {

@@ -136,6 +136,10 @@ fn judge(file: &str) -> Rates {
          scanners {}",
         rates.browser, rates.os, rates.device, rates.recall, rates.precision, rates.monitors
     );
+    // `UA_MISSES=1 cargo test agents -- --nocapture` lists every miss, to see what to learn.
+    if std::env::var_os("UA_MISSES").is_some() {
+        eprintln!("{}", rates.misses.join("\n"));
+    }
     rates
 }
 

@@ -4,6 +4,7 @@
 use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
+use crate::i18n::Message;
 use crate::services::users;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
@@ -148,11 +149,11 @@ pub async fn save(
     )
     .await?;
     user.flash(match zone {
-        Some(tz) => format!("Times are shown in {} from now on", tz.name()),
-        None => format!(
-            "Times are shown in the server's time zone ({}) from now on",
-            state.core.settings.timezone.name()
-        ),
+        Some(tz) => Message::new(t!("Times are shown in {} from now on")).data("", tz.name()),
+        None => Message::new(t!(
+            "Times are shown in the server's time zone ({}) from now on"
+        ))
+        .data("", state.core.settings.timezone.name()),
     });
     let mut response = see_other("/admin/account");
     remember(&mut response, language)?;

@@ -8,7 +8,7 @@ use super::pending::{self, Step};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::digest::constant_time_eq;
-use crate::i18n::Lang;
+use crate::i18n::{Lang, Message};
 use crate::rules::Role;
 use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
@@ -70,12 +70,16 @@ impl CurrentUser {
         }
     }
 
-    pub fn flash(&self, message: impl Into<String>) {
-        let _ = self.session.insert(FLASH, message.into());
+    /// A message for the next page, kept as its structure so that it is drawn in the
+    /// language of whoever reads it, its values as they are.
+    pub fn flash(&self, message: Message) {
+        let _ = self.session.insert(FLASH, message);
     }
 
-    pub fn take_flash(&self) -> Option<String> {
-        self.session.remove_as::<String>(FLASH).and_then(Result::ok)
+    pub fn take_flash(&self) -> Option<Message> {
+        self.session
+            .remove_as::<Message>(FLASH)
+            .and_then(Result::ok)
     }
 
     /// The next page offers to undo disabling this link.
@@ -424,7 +428,7 @@ pub async fn logout(
 }
 
 impl Frame {
-    pub fn new(user: &CurrentUser, flash: Option<String>, section: &'static str) -> Self {
+    pub fn new(user: &CurrentUser, flash: Option<Message>, section: &'static str) -> Self {
         Self {
             user: user.shown.clone(),
             is_admin: user.is_admin(),

@@ -4,6 +4,7 @@
 use crate::admin::access::auth::AdminUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
+use crate::i18n::Message;
 use crate::rules::time::{self, DateAlone};
 use crate::rules::{KeyName, Role};
 use crate::services::api_keys::{self, KeyError};
@@ -182,7 +183,8 @@ pub async fn revoke(
     }
     match api_keys::revoke(&state.core.db, *id, &user.0.actor()).await {
         Ok(key) => {
-            user.0.flash(format!("Revoked the key {}", key.name));
+            user.0
+                .flash(Message::new(t!("Revoked the key {}")).data("", &key.name));
             Ok(see_other("/admin/keys"))
         }
         Err(KeyError::NotFound) => Err(AdminError::NotFound),

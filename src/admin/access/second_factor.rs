@@ -14,6 +14,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
 use crate::db::entities::users;
 use crate::i18n::Lang;
+use crate::i18n::Message;
 use crate::rules::totp::{SecondFactor, TotpSecret};
 use crate::services::two_factor::{self, TwoFactorError};
 use crate::state::AppState;
@@ -316,7 +317,7 @@ pub async fn settings_disable(
     };
     match disabled {
         Ok(()) => {
-            user.flash("Two-factor sign-in is off");
+            user.flash(Message::new(t!("Two-factor sign-in is off")));
             Ok(see_other("/admin/account/two-factor"))
         }
         Err(TwoFactorError::Db(err)) => Err(err.into()),
@@ -352,12 +353,11 @@ pub async fn reset(
         .await?
         .ok_or(AdminError::NotFound)?;
     match two_factor::reset(&state.core, &target, &admin.actor()).await {
-        Ok(()) => admin.flash(format!(
-            "Two-factor sign-in of {} was reset",
-            target.username
-        )),
+        Ok(()) => admin.flash(
+            Message::new(t!("Two-factor sign-in of {} was reset")).data("", &target.username),
+        ),
         Err(TwoFactorError::Db(err)) => return Err(err.into()),
-        Err(err) => admin.flash(err.to_string()),
+        Err(err) => admin.flash(Message::said(err.to_string())),
     }
     Ok(see_other("/admin/users"))
 }

@@ -5,6 +5,7 @@ use crate::admin::access::auth::AdminUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
+use crate::i18n::Message;
 use crate::rules::{Password, Role, Username};
 use crate::services::users::{self, UserChange, UserChangeError, UserError};
 use crate::state::AppState;
@@ -115,8 +116,11 @@ pub async fn add(
     };
     match outcome {
         Ok(added) => {
-            user.0
-                .flash(format!("Added {} ({})", added.username, added.role));
+            user.0.flash(
+                Message::new(t!("Added {} ({})"))
+                    .data("", &added.username)
+                    .word("", added.role.words()),
+            );
             Ok(see_other("/admin/users"))
         }
         Err(message) => {
@@ -161,10 +165,11 @@ pub async fn change(
         .await;
         return match linked {
             Ok(()) => {
-                user.0.flash(format!(
-                    "{name} signs in through single sign-on as {subject}",
-                    subject = form.subject.trim()
-                ));
+                user.0.flash(
+                    Message::new(t!("{name} signs in through single sign-on as {subject}"))
+                        .data("name", name)
+                        .data("subject", form.subject.trim()),
+                );
                 Ok(see_other("/admin/users"))
             }
             Err(crate::services::sso::LinkError::Db(err)) => Err(err.into()),
@@ -219,12 +224,13 @@ pub async fn change(
     match result {
         Ok(changed) => {
             let name = &changed.username;
-            user.0.flash(match action.as_str() {
-                "disable" => format!("Disabled the user {name}"),
-                "enable" => format!("Enabled the user {name}"),
-                "role" => format!("{name} has a new role"),
-                _ => format!("{name} has a new password"),
-            });
+            let text = match action.as_str() {
+                "disable" => t!("Disabled the user {name}"),
+                "enable" => t!("Enabled the user {name}"),
+                "role" => t!("{name} has a new role"),
+                _ => t!("{name} has a new password"),
+            };
+            user.0.flash(Message::new(text).data("name", name));
             Ok(see_other("/admin/users"))
         }
         Err(message) => {

@@ -3,6 +3,7 @@
 
 use crate::admin::error::AdminError;
 use crate::db::entities::url_map;
+use crate::i18n::Text;
 use crate::rules::{App, InAppApps, Tag, TargetRule, TargetUrl, VisitLimit};
 use crate::services::links::{self, Campaign, Field, LinkError, LinkInput, NewLink, TagInput};
 use crate::services::tags::Utm;
@@ -122,16 +123,16 @@ impl LinkForm {
     }
 
     /// Each in-app browser: its key, its name, and whether it is ticked.
-    pub fn in_app_choices(&self) -> Vec<(&'static str, &'static str, bool)> {
+    pub fn in_app_choices(&self) -> Vec<(&'static str, Text, bool)> {
         let chosen = InAppApps::parse(&self.in_app_page).unwrap_or(InAppApps::NONE);
         App::ALL
             .into_iter()
-            .map(|app| (app.key(), app.name(), chosen.contains(app)))
+            .map(|app| (app.key(), app.words(), chosen.contains(app)))
             .collect()
     }
 
     /// Each device rule: its key, what it is called, and its URL as typed or stored.
-    pub fn target_rows(&self) -> Vec<(&'static str, &'static str, String)> {
+    pub fn target_rows(&self) -> Vec<(&'static str, Text, String)> {
         ROWS.into_iter()
             .map(|rule| {
                 let url = self
@@ -142,10 +143,10 @@ impl LinkForm {
                     .map(|(_, url)| url.trim().to_owned())
                     .unwrap_or_default();
                 let label = match rule {
-                    TargetRule::Ios => "iPhone and iPad",
-                    TargetRule::Android => "Android and HarmonyOS",
-                    TargetRule::Desktop => "Computers",
-                    TargetRule::WeChat => "Inside WeChat",
+                    TargetRule::Ios => t!("iPhone and iPad"),
+                    TargetRule::Android => t!("Android and HarmonyOS"),
+                    TargetRule::Desktop => t!("Computers"),
+                    TargetRule::WeChat => t!("Inside WeChat"),
                 };
                 (rule.as_str(), label, url)
             })

@@ -11,6 +11,7 @@ use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus};
+use crate::i18n::Message;
 use crate::rules::{ShortCode, Tag, TargetUrl};
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
@@ -303,7 +304,7 @@ pub async fn create(
     if let Some(new) = new {
         match links::create(&state.core, new, &user.actor()).await {
             Ok(saved) => {
-                user.flash(format!("Created {}", saved.short_url()));
+                user.flash(Message::new(t!("Created {}")).data("", saved.short_url()));
                 user.offer_copy(&saved.short_url());
                 return Ok(see_other("/admin/links"));
             }
@@ -485,7 +486,7 @@ pub async fn update(
             let code = &link.compression_code;
             match links::edit(&state.core, code, Some(version), edit, &user.actor()).await {
                 Ok(_) => {
-                    user.flash(format!("Saved {short_url}"));
+                    user.flash(Message::new(t!("Saved {short_url}")).data("short_url", &short_url));
                     return Ok(see_other("/admin/links"));
                 }
                 Err(err @ LinkError::Stale(_)) => {
@@ -536,7 +537,7 @@ pub async fn delete(
     user.check_csrf(&form.csrf)?;
     let code = ShortCode::parse(&code).map_err(|_| AdminError::NotFound)?;
     links::delete(&state.core, &code, &user.actor()).await?;
-    user.flash(format!("Deleted {code}"));
+    user.flash(Message::new(t!("Deleted {code}")).data("code", &code));
     Ok(see_other("/admin/links"))
 }
 
@@ -593,10 +594,11 @@ async fn change_status(
     user.check_csrf(csrf)?;
     let code = ShortCode::parse(code).map_err(|_| AdminError::NotFound)?;
     links::set_status(&state.core, &code, status, &user.actor()).await?;
-    user.flash(match status {
-        LinkStatus::Active => format!("Enabled {code}"),
-        LinkStatus::Disabled => format!("Disabled {code}"),
-    });
+    let text = match status {
+        LinkStatus::Active => t!("Enabled {}"),
+        LinkStatus::Disabled => t!("Disabled {}"),
+    };
+    user.flash(Message::new(text).data("", &code));
     if status == LinkStatus::Disabled {
         user.offer_undo(code.as_str());
     }

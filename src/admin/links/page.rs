@@ -6,6 +6,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::db::entities::url_map::{LinkState, LinkStatus};
+use crate::i18n::Text;
 use crate::rules::{AltTargets, TargetUrl};
 use crate::services::audit::{self, AuditFilter};
 use crate::services::links;
@@ -32,10 +33,11 @@ struct LinkPage {
     target_shown: String,
     /// "active", "disabled" or "expired".
     state: &'static str,
+    state_words: Text,
     active: bool,
     changeable: bool,
     /// (label, value) rows of the link's settings.
-    details: Vec<(&'static str, String)>,
+    details: Vec<(Text, String)>,
     tags: Vec<String>,
     glance: report::Glance,
     spark: String,
@@ -75,25 +77,28 @@ pub async fn show(
         actor: entry.actor,
         action: user
             .lang
-            .t(audit::words(&audit::ACTIONS, &entry.action))
+            .t_or(audit::words(&audit::ACTIONS, &entry.action), &entry.action)
             .to_owned(),
     })
     .collect();
     // Values as shown: the words in the reader's language, here; what people typed (the
     // creator's name, the description, URLs) as it is.
     let lang = user.lang;
-    let mut details: Vec<(&'static str, String)> = vec![
-        ("Created", time(link.created_at)),
-        ("Creator", link.creator.clone().unwrap_or_default()),
-        ("Description", link.description.clone().unwrap_or_default()),
+    let mut details: Vec<(Text, String)> = vec![
+        (t!("Created"), time(link.created_at)),
+        (t!("Creator"), link.creator.clone().unwrap_or_default()),
         (
-            "Expires",
-            link.expires_at
-                .map(time)
-                .unwrap_or_else(|| lang.t("never").to_owned()),
+            t!("Description"),
+            link.description.clone().unwrap_or_default(),
         ),
         (
-            "Redirect",
+            t!("Expires"),
+            link.expires_at
+                .map(time)
+                .unwrap_or_else(|| lang.t(t!("never")).to_owned()),
+        ),
+        (
+            t!("Redirect"),
             link.redirect()
                 .unwrap_or(state.core.settings.redirect_status)
                 .code()
@@ -101,23 +106,23 @@ pub async fn show(
         ),
     ];
     if link.password_hash.is_some() {
-        details.push(("Visitor password", lang.t("yes").to_owned()));
+        details.push((t!("Visitor password"), lang.t(t!("yes")).to_owned()));
     }
     if let Some(max) = link.max_visits {
         details.push((
-            "Visits",
+            t!("Visits"),
             lang.say(&format!("{} of {max}", link.visit_count))
                 .into_owned(),
         ));
     }
     if let Some(from) = link.valid_from {
-        details.push(("Opens", time(from)));
+        details.push((t!("Opens"), time(from)));
     }
     if let Some(fallback) = &link.fallback_url {
-        details.push(("Fallback", TargetUrl::readable(fallback)));
+        details.push((t!("Fallback"), TargetUrl::readable(fallback)));
     }
     if let Some(apps) = &link.in_app_page {
-        details.push(("In-app page for", apps.clone()));
+        details.push((t!("In-app page for"), apps.clone()));
     }
     for (rule, url) in link
         .alt_targets
@@ -127,15 +132,15 @@ pub async fn show(
         .iter()
     {
         details.push((
-            "Target for",
+            t!("Target for"),
             format!("{rule}: {}", TargetUrl::readable(url.as_str())),
         ));
     }
     details.retain(|(_, value)| !value.is_empty());
-    let state_name = match link.state(crate::db::now()) {
-        LinkState::Live => "active",
-        LinkState::Disabled => "disabled",
-        LinkState::Expired => "expired",
+    let (state_name, state_words) = match link.state(crate::db::now()) {
+        LinkState::Live => ("active", t!("active")),
+        LinkState::Disabled => ("disabled", t!("disabled")),
+        LinkState::Expired => ("expired", t!("expired")),
     };
     let page = LinkPage {
         frame: Frame::new(&user, user.take_flash(), "links"),
@@ -143,6 +148,7 @@ pub async fn show(
         target_shown: TargetUrl::readable(&link.long_url),
         target: link.long_url.clone(),
         state: state_name,
+        state_words,
         active: link.url_status == LinkStatus::Active,
         changeable: links::may_change(&user.actor(), &link).is_ok(),
         details,

@@ -6,6 +6,8 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::links::FilterForm;
 use crate::admin::pages::{Confirm, Frame, see_other};
+use crate::i18n::Message;
+use crate::i18n::Text;
 use crate::rules::{ShortCode, Tag};
 use crate::services::links::listing;
 use crate::services::links::many::{self, BulkAction, BulkError, Selection};
@@ -104,23 +106,23 @@ pub async fn apply(
         // links (words) are still apart: the tags are never translated.
         let lang = user.lang;
         let links = match count {
-            1 => lang.t("1 link").to_owned(),
+            1 => lang.t(t!("1 link")).to_owned(),
             _ => lang.say(&format!("{count} links")).into_owned(),
         };
         let tags = posted.tags.trim();
         let values = [("tags", tags), ("links", links.as_str())];
-        let text = |english: &str| lang.fill(english, &values);
+        let text = |english: Text| lang.fill(english, &values);
         let (button, heading) = match &action {
-            BulkAction::Disable => (text("Disable {links}"), text("Disable {links}?")),
-            BulkAction::Enable => (text("Enable {links}"), text("Enable {links}?")),
-            BulkAction::Delete => (text("Delete {links}"), text("Delete {links}?")),
+            BulkAction::Disable => (text(t!("Disable {links}")), text(t!("Disable {links}?"))),
+            BulkAction::Enable => (text(t!("Enable {links}")), text(t!("Enable {links}?"))),
+            BulkAction::Delete => (text(t!("Delete {links}")), text(t!("Delete {links}?"))),
             BulkAction::Tag(_) => (
-                text("Add the tags {tags} to {links}"),
-                text("Add the tags {tags} to {links}?"),
+                text(t!("Add the tags {tags} to {links}")),
+                text(t!("Add the tags {tags} to {links}?")),
             ),
             BulkAction::Untag(_) => (
-                text("Remove the tags {tags} from {links}"),
-                text("Remove the tags {tags} from {links}?"),
+                text(t!("Remove the tags {tags} from {links}")),
+                text(t!("Remove the tags {tags} from {links}?")),
             ),
         };
         let mut fields: Vec<(&'static str, String)> = vec![
@@ -138,22 +140,24 @@ pub async fn apply(
         fields.extend(posted.codes.iter().map(|code| ("codes", code.clone())));
         let consequence = match &action {
             BulkAction::Disable => {
-                "They answer 410 (or their fallback) at once; each can be enabled again."
+                t!("They answer 410 (or their fallback) at once; each can be enabled again.")
             }
-            BulkAction::Enable => "They redirect again at once.",
+            BulkAction::Enable => t!("They redirect again at once."),
             BulkAction::Delete => {
-                "They answer 404 and leave the lists; their codes are never given out again. This cannot be undone."
+                t!(
+                    "They answer 404 and leave the lists; their codes are never given out again. This cannot be undone."
+                )
             }
-            BulkAction::Tag(_) | BulkAction::Untag(_) => "Their statistics stay as they are.",
+            BulkAction::Tag(_) | BulkAction::Untag(_) => t!("Their statistics stay as they are."),
         };
         return Ok(Confirm {
             frame: Frame::new(&user, None, "links"),
             heading,
             lines: vec![
                 lang.t(consequence).to_owned(),
-                lang.t(
-                    "Links you may not change (others' links, for operators) are left as they are.",
-                )
+                lang.t(t!(
+                    "Links you may not change (others' links, for operators) are left as they are."
+                ))
                 .to_owned(),
             ],
             action: "/admin/links/selection".to_owned(),
@@ -170,18 +174,17 @@ pub async fn apply(
             BulkError::Db(err) => AdminError::Db(err),
             other => AdminError::Refused(other.to_string()),
         })?;
-    // Two messages in one flash: each translated on its own, here.
-    let lang = user.lang;
-    let mut message = lang
-        .say(&format!(
-            "{} of {} selected links changed",
-            outcome.changed, outcome.matched
-        ))
-        .into_owned();
-    if outcome.refused > 0 {
-        message.push_str(&lang.say(&format!("; {} left alone (not yours)", outcome.refused)));
-    }
-    user.flash(message);
+    let changed = Message::new(t!("{} of {} selected links changed"))
+        .data("", outcome.changed)
+        .data("", outcome.matched);
+    user.flash(if outcome.refused > 0 {
+        Message::Parts(vec![
+            changed,
+            Message::new(t!("{} left alone (not yours)")).data("", outcome.refused),
+        ])
+    } else {
+        changed
+    });
     Ok(see_other(&back(&posted.filter)))
 }
 

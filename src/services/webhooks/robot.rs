@@ -18,9 +18,9 @@ pub fn message(format: Format, language: &str, items: &[(&str, &str)]) -> Vec<u8
         .map(|(event, body)| line(lang, event, body))
         .collect();
     if items.len() > LINES {
-        lines.push(lang.f("…and {} more", items.len() - LINES));
+        lines.push(lang.f(t!("…and {} more"), items.len() - LINES));
     }
-    let title = lang.t("inklink events");
+    let title = lang.t(t!("inklink events"));
     let text = lines.join("\n");
     let body = match format {
         Format::WeCom => {
@@ -49,22 +49,24 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
     };
     let url = state["url"].as_str().unwrap_or("");
     let words = match EventType::parse(event) {
-        Ok(EventType::LinkCreated) => "Link {code} created by {by}: {url}",
-        Ok(EventType::LinkUpdated) => "Link {code} changed by {by}: {url}",
-        Ok(EventType::LinkDeleted) => "Link {code} deleted by {by}",
-        Ok(EventType::BatchCreated) => "Batch {code} created by {by}",
-        Ok(EventType::BatchPurged) => "Batch {code}: phone numbers deleted",
-        Ok(EventType::DomainSuspect) => "Domain {code} may be blocked: {reason}",
-        Ok(EventType::DomainBlocked) => "Domain {code} is blocked: {reason}",
-        Ok(EventType::DomainRecovered) => "Domain {code} is reachable again",
+        Ok(EventType::LinkCreated) => t!("Link {code} created by {by}: {url}"),
+        Ok(EventType::LinkUpdated) => t!("Link {code} changed by {by}: {url}"),
+        Ok(EventType::LinkDeleted) => t!("Link {code} deleted by {by}"),
+        Ok(EventType::BatchCreated) => t!("Batch {code} created by {by}"),
+        Ok(EventType::BatchPurged) => t!("Batch {code}: phone numbers deleted"),
+        Ok(EventType::DomainSuspect) => t!("Domain {code} may be blocked: {reason}"),
+        Ok(EventType::DomainBlocked) => t!("Domain {code} is blocked: {reason}"),
+        Ok(EventType::DomainRecovered) => t!("Domain {code} is reachable again"),
         Ok(EventType::DomainRotated) => match state["sms_templates"].as_str() {
             Some(templates) if !templates.is_empty() => {
-                "Domain {code} rotated to {next} by {by}; submit its approved SMS templates again: {templates}"
+                t!(
+                    "Domain {code} rotated to {next} by {by}; submit its approved SMS templates again: {templates}"
+                )
             }
-            _ => "Domain {code} rotated to {next} by {by}",
+            _ => t!("Domain {code} rotated to {next} by {by}"),
         },
-        Ok(EventType::LinkClicked) => "Clicks",
-        Err(_) => "Test message from inklink (sent by {by})",
+        Ok(EventType::LinkClicked) => t!("Clicks"),
+        Err(_) => t!("Test message from inklink (sent by {by})"),
     };
     let reason = lang.say(state["reason"].as_str().unwrap_or(""));
     let templates = state["sms_templates"]

@@ -1,12 +1,17 @@
 //! Languages: Chinese (zh-CN) and English. The person's choice (their account setting, else the
 //! `inklink_lang` cookie the language switch sets), else the browser's `Accept-Language`.
 //!
-//! Two kinds of text, each in `locales/`:
+//! Two kinds of text:
 //! - visitor pages use keys (`locales/en.toml`, `locales/zh-CN.toml`, the same keys in both);
 //! - the admin UI and every message a person reads there are written in English in the code,
-//!   gettext style, and `locales/admin.zh-CN.toml` gives each its Chinese. A message with
-//!   values in it (`Created {url}`) is found by its pattern, and the values are put into the
-//!   Chinese one. Tests fail when a key or a message has no Chinese.
+//!   gettext style, and `catalog.rs` gives each its Chinese. A text of a page is written
+//!   `t!("Links")`: a [`Text`], which exists only for an English the catalog has, so a text
+//!   without its Chinese does not build, and the catalog is the list of every such text. A
+//!   message made at run time with values in it (`Created {url}`) is found by its pattern, and
+//!   the values are put into the Chinese one. Tests fail when a key or a message has no
+//!   Chinese.
+
+mod catalog;
 
 use actix_web::HttpRequest;
 use actix_web::http::header;
@@ -26,8 +31,8 @@ pub enum Lang {
 }
 
 const SOURCES: [(Lang, &str); 2] = [
-    (Lang::En, include_str!("../locales/en.toml")),
-    (Lang::ZhCn, include_str!("../locales/zh-CN.toml")),
+    (Lang::En, include_str!("../../locales/en.toml")),
+    (Lang::ZhCn, include_str!("../../locales/zh-CN.toml")),
 ];
 
 static TEXTS: LazyLock<[HashMap<String, String>; 2]> = LazyLock::new(|| {
@@ -37,12 +42,124 @@ static TEXTS: LazyLock<[HashMap<String, String>; 2]> = LazyLock::new(|| {
     })
 });
 
-static CHINESE: LazyLock<Catalog> = LazyLock::new(|| {
-    let table: HashMap<String, String> =
-        toml::from_str(include_str!("../locales/admin.zh-CN.toml"))
-            .unwrap_or_else(|err| panic!("locales/admin.zh-CN.toml does not parse: {err}"));
-    Catalog::new(table)
-});
+static CHINESE: LazyLock<Catalog> = LazyLock::new(|| Catalog::new(catalog::CHINESE));
+
+/// A text of the admin UI in English, known to have its Chinese: made by [`t!`](crate::t),
+/// which checks the catalog when the code is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text(&'static str);
+
+impl Text {
+    /// The text `english`, or a compile-time error when it is used in a constant (as `t!`
+    /// does) and the catalog has no Chinese for it.
+    pub const fn known(english: &'static str) -> Self {
+        assert!(
+            in_catalog(english),
+            "this text has no Chinese in src/i18n/catalog.rs"
+        );
+        Self(english)
+    }
+
+    /// The text of the catalog that reads `english`, for a word of one of inklink's own
+    /// vocabularies that arrives as data (a browser's or a device's name): only what the
+    /// catalog has can become a text.
+    pub fn find(english: &str) -> Option<Self> {
+        catalog::CHINESE
+            .binary_search_by(|(known, _)| known.as_bytes().cmp(english.as_bytes()))
+            .ok()
+            .map(|at| Self(catalog::CHINESE[at].0))
+    }
+
+    /// The English, as written in the code.
+    pub const fn english(self) -> &'static str {
+        self.0
+    }
+}
+
+/// A [`Text`], however many references deep (a template's loop hands out references).
+pub trait AsText {
+    fn text(&self) -> Text;
+}
+
+impl AsText for Text {
+    fn text(&self) -> Text {
+        *self
+    }
+}
+
+impl<T: AsText + ?Sized> AsText for &T {
+    fn text(&self) -> Text {
+        (**self).text()
+    }
+}
+
+/// A text of the admin UI: `t!("Links")` is a [`Text`], and does not compile unless
+/// `src/i18n/catalog.rs` has the Chinese of `"Links"`.
+#[macro_export]
+macro_rules! t {
+    ($english:literal) => {{
+        const TEXT: $crate::i18n::Text = $crate::i18n::Text::known($english);
+        TEXT
+    }};
+}
+
+// After `t!`, which it uses.
+mod message;
+
+pub use message::{Message, Value};
+
+/// `a` before `b` in byte order, in a constant.
+const fn before(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return if a[i] < b[i] {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            };
+        }
+        i += 1;
+    }
+    if a.len() < b.len() {
+        std::cmp::Ordering::Less
+    } else if a.len() > b.len() {
+        std::cmp::Ordering::Greater
+    } else {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// Is `english` in the catalog? A binary search, so that the compiler can run it for every
+/// `t!`.
+const fn in_catalog(english: &str) -> bool {
+    let (mut low, mut high) = (0, catalog::CHINESE.len());
+    while low < high {
+        let middle = (low + high) / 2;
+        match before(catalog::CHINESE[middle].0, english) {
+            std::cmp::Ordering::Less => low = middle + 1,
+            std::cmp::Ordering::Greater => high = middle,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
+// The search above needs the catalog in order, each English once.
+const _: () = {
+    let mut i = 1;
+    while i < catalog::CHINESE.len() {
+        assert!(
+            matches!(
+                before(catalog::CHINESE[i - 1].0, catalog::CHINESE[i].0),
+                std::cmp::Ordering::Less
+            ),
+            "src/i18n/catalog.rs is out of byte order of the English, or has an English twice"
+        );
+        i += 1;
+    }
+};
 
 tokio::task_local! {
     /// The language of the request being answered, for pages drawn far from it (error pages).
@@ -173,22 +290,28 @@ impl Lang {
         keys
     }
 
-    /// A text of the admin UI, written in English in the template or the code.
-    pub fn t(self, english: &str) -> &str {
+    /// A text of the admin UI in this language.
+    pub fn t(self, text: impl AsText) -> &'static str {
+        let text = text.text();
         match self {
-            Self::En => english,
-            Self::ZhCn => CHINESE.exact.get(english).map_or(english, String::as_str),
+            Self::En => text.0,
+            Self::ZhCn => CHINESE.exact.get(text.0).map_or(text.0, String::as_str),
         }
     }
 
-    /// A text with one value in it: `{}` in `english` is replaced by `value`.
-    pub fn f(self, english: &str, value: impl std::fmt::Display) -> String {
-        self.t(english).replacen("{}", &value.to_string(), 1)
+    /// `text` in this language; without one (an identifier a newer version wrote), `as_is`.
+    pub fn t_or(self, text: Option<Text>, as_is: &str) -> &str {
+        text.map_or(as_is, |text| self.t(text))
+    }
+
+    /// A text with one value in it: `{}` in the text is replaced by `value`.
+    pub fn f(self, text: impl AsText, value: impl std::fmt::Display) -> String {
+        self.t(text).replacen("{}", &value.to_string(), 1)
     }
 
     /// A text with named values (`Add the tags {tags} to {links}`), each put in as it is:
     /// the values are data, or already in this language.
-    pub fn fill(self, english: &str, values: &[(&str, &str)]) -> String {
+    pub fn fill(self, english: impl AsText, values: &[(&str, &str)]) -> String {
         let values: HashMap<&str, Cow<'_, str>> = values
             .iter()
             .map(|(name, value)| (*name, Cow::Borrowed(*value)))
@@ -272,9 +395,12 @@ impl Lang {
         CURRENT.sync_scope(Cell::new(self), draw)
     }
 
-    /// Every English text the Chinese catalog translates, for the tests.
-    pub fn translated() -> Vec<&'static str> {
-        CHINESE.exact.keys().map(String::as_str).collect()
+    /// Every text of the admin UI (the catalog is their list), for the tests.
+    pub fn translated() -> Vec<Text> {
+        catalog::CHINESE
+            .iter()
+            .map(|(english, _)| Text(english))
+            .collect()
     }
 }
 
@@ -389,17 +515,17 @@ fn fill(template: &str, values: &HashMap<&str, Cow<'_, str>>) -> String {
 }
 
 impl Catalog {
-    fn new(table: HashMap<String, String>) -> Self {
+    fn new(table: &[(&str, &str)]) -> Self {
         let mut exact = HashMap::with_capacity(table.len());
         let mut patterns = Vec::new();
-        for (english, marked) in table {
-            let (chinese, kinds) = unmark(&marked);
-            if let Some(pattern) = Pattern::parse(&english, &chinese, kinds) {
+        for &(english, marked) in table {
+            let (chinese, kinds) = unmark(marked);
+            if let Some(pattern) = Pattern::parse(english, &chinese, kinds) {
                 patterns.push(pattern);
             }
             // A text found whole has its values written in by `Lang::f`: without markers.
             let plain = marked.replace(":msg}", "}").replace(":word}", "}");
-            exact.insert(english, plain);
+            exact.insert(english.to_owned(), plain);
         }
         // The most specific pattern (most literal text) is tried first; among equals, the
         // same one every time.
@@ -523,12 +649,27 @@ mod tests {
     use super::*;
 
     fn catalog(pairs: &[(&str, &str)]) -> Catalog {
-        Catalog::new(
-            pairs
-                .iter()
-                .map(|(e, c)| (e.to_string(), c.to_string()))
-                .collect(),
-        )
+        Catalog::new(pairs)
+    }
+
+    #[test]
+    fn a_text_exists_only_for_what_the_catalog_has() {
+        // What `t!` checks when the code is compiled.
+        assert!(in_catalog("Links"));
+        assert!(!in_catalog("Links "));
+        assert!(!in_catalog("No such text in the catalog"));
+        assert!(!in_catalog(""));
+        // Both ends of the catalog are found.
+        assert!(in_catalog(catalog::CHINESE[0].0));
+        assert!(in_catalog(catalog::CHINESE[catalog::CHINESE.len() - 1].0));
+        assert_eq!(Text::find("Links"), Some(t!("Links")));
+        assert_eq!(Text::find("links of nobody"), None);
+        assert_eq!(Lang::ZhCn.t(t!("Links")), "链接");
+        assert_eq!(Lang::En.t(t!("Links")), "Links");
+        assert_eq!(
+            Lang::ZhCn.t_or(Text::find("Chrome-ish"), "Chrome-ish"),
+            "Chrome-ish"
+        );
     }
 
     #[test]
