@@ -120,6 +120,9 @@ const APPS: &[AppRule] = &[
     app("samsungbrowser/", "Samsung Internet"),
     app("brave/", "Brave"),
     app("brave ", "Brave"),
+    // Brave on iOS adds only its name, at the end.
+    app(" brave", "Brave"),
+    app("(brave)", "Brave"),
     app("yabrowser/", "Yandex Browser"),
     app("yasearchbrowser/", "Yandex Browser"),
     app("yandexsearchbrowser/", "Yandex Browser"),
