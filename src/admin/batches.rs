@@ -6,6 +6,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, human_time, render, see_other};
 use crate::db::entities::campaign_batch;
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::i18n::Text;
 use crate::net::upload::{self, UploadError};
 use crate::rules::Phone;
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 
 impl From<BatchError> for AdminError {
     fn from(err: BatchError) -> Self {
-        let message = err.to_string();
+        let message = err.says();
         match err {
             BatchError::NotFound(_) => Self::NotFound,
             BatchError::NotYours(_) => Self::Denied(message),
@@ -50,7 +51,7 @@ pub struct Row {
 struct ListPage {
     frame: Frame,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     form: Form,
 }
 
@@ -69,7 +70,7 @@ struct Form {
 async fn list_page(
     state: &AppState,
     user: &CurrentUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     form: Form,
 ) -> Result<ListPage, AdminError> {
     let rows = batches::list(&state.core.db, &user.actor())
@@ -139,7 +140,7 @@ struct BatchPage {
     province_chart: String,
     hours_chart: String,
     rejected: Vec<Rejected>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     aliyun_url: String,
     tencent_url: String,
 }
@@ -162,7 +163,7 @@ async fn batch_page(
     req: &HttpRequest,
     batch: campaign_batch::Model,
     rejected: Vec<Rejected>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
 ) -> Result<BatchPage, AdminError> {
     let db = &state.core.db;
     let funnel = funnel::read(db, &batch).await?;
@@ -285,8 +286,8 @@ async fn read_upload(
     upload::fields(req.headers(), payload, limit)
         .await
         .map_err(|err| match err {
-            err @ UploadError::TooLarge(_) => AdminError::Refused(err.to_string()),
-            err @ UploadError::Unreadable(_) => AdminError::BadRequest(err.to_string()),
+            err @ UploadError::TooLarge(_) => AdminError::Refused(err.says()),
+            err @ UploadError::Unreadable(_) => AdminError::BadRequest(err.says()),
         })
 }
 
@@ -344,7 +345,7 @@ pub async fn create(
         Err(BatchError::Db(err)) => Err(err.into()),
         Err(err @ (BatchError::NotYours(_) | BatchError::NotFound(_))) => Err(err.into()),
         Err(err) => {
-            let page = list_page(&state, &user, Some(err.to_string()), form).await?;
+            let page = list_page(&state, &user, Some(err.says()), form).await?;
             Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
         }
     }
@@ -389,7 +390,7 @@ pub async fn upload_receipts(
             (Some(Message::Parts(parts)), None)
         }
         Err(BatchError::Db(err)) => return Err(err.into()),
-        Err(err) => (None, Some(err.to_string())),
+        Err(err) => (None, Some(err.says())),
     };
     if let Some(report) = report {
         // Back to the batch's own address, so that a reload or a language switch stays there.

@@ -7,6 +7,7 @@ use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::charts::map::{self, Outline, Region};
 use crate::i18n::Text;
+use crate::i18n::{Message, Says};
 use crate::rules::ShortCode;
 use crate::services::links;
 use crate::state::AppState;
@@ -36,7 +37,7 @@ impl RangeQuery {
             self.to.as_deref(),
             today(state.core.settings.timezone),
         )
-        .map_err(|err| AdminError::BadRequest(err.to_string()))
+        .map_err(|err| AdminError::BadRequest(err.says()))
     }
 }
 
@@ -442,7 +443,8 @@ async fn daily_csv(
     let total = report::range_totals(db, &state.core.kept, scope, period.from, period.to).await?;
     let name = format!("inklink-visits-{what}{}-{}.csv", period.from, period.to);
     let mut out = csv::Writer::from_writer(Vec::new());
-    let failed = |err: csv::Error| AdminError::BadRequest(err.to_string());
+    // Writing to memory fails only on a bug; said as it is.
+    let failed = |err: csv::Error| AdminError::BadRequest(Message::said(err.to_string()));
     out.write_record(["date", "pv", "uv", "ip", "effective", "ineffective"])
         .map_err(failed)?;
     let rows = days
@@ -462,8 +464,9 @@ async fn daily_csv(
     }
     let body = out
         .into_inner()
-        .map_err(|err| AdminError::BadRequest(err.to_string()))?;
-    let body = String::from_utf8(body).map_err(|err| AdminError::BadRequest(err.to_string()))?;
+        .map_err(|err| AdminError::BadRequest(Message::said(err.to_string())))?;
+    let body = String::from_utf8(body)
+        .map_err(|err| AdminError::BadRequest(Message::said(err.to_string())))?;
     Ok(crate::admin::download::attachment(&body, &name))
 }
 

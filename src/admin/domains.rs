@@ -7,6 +7,7 @@ use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf::DomainStatus;
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::i18n::Text;
 use crate::rules::filing::{IcpFiling, SmsTemplates};
 use crate::rules::{DomainHost, Protocol};
@@ -46,7 +47,7 @@ pub struct Row {
 struct DomainsPage {
     frame: Frame,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_host: String,
 }
 
@@ -62,7 +63,7 @@ impl DomainsPage {
 async fn page(
     state: &AppState,
     user: &AdminUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_host: String,
 ) -> Result<DomainsPage, AdminError> {
     let db = &state.core.db;
@@ -154,7 +155,7 @@ pub async fn add(
         Protocol::Https
     };
     let result = match DomainHost::parse(&form.host) {
-        Err(err) => Err(err.to_string()),
+        Err(err) => Err(err.says()),
         Ok(host) => match domains::add(
             &state.core.db,
             &host,
@@ -165,7 +166,7 @@ pub async fn add(
         .await
         {
             Ok(domain) => Ok(domain),
-            Err(DomainError::Exists(host)) => Err(format!("the domain '{host}' already exists")),
+            Err(err @ DomainError::Exists(_)) => Err(err.says()),
             Err(DomainError::Db(err)) => return Err(AdminError::Db(err)),
         },
     };
@@ -206,14 +207,17 @@ async fn confirmation(
     let page = match action {
         "disable" => crate::admin::pages::Confirm {
             frame,
-            heading: format!("Disable {}?", domain.host),
-            lines: vec![format!(
-                "No new links can be made on {}. Its {links} links keep redirecting and keep their short URLs.",
-                domain.host
-            )],
+            heading: Message::new(t!("Disable {}?")).data("", &domain.host),
+            lines: vec![
+                Message::new(t!(
+                    "No new links can be made on {}. Its {links} links keep redirecting and keep their short URLs."
+                ))
+                .data("", &domain.host)
+                .data("links", links),
+            ],
             action: format!("/admin/domains/{id}/disable"),
             fields: Vec::new(),
-            button: format!("Disable {}", domain.host),
+            button: Message::new(t!("Disable {}")).data("", &domain.host),
             back: "/admin/domains",
             listing: Vec::new(),
         },
@@ -223,31 +227,34 @@ async fn confirmation(
             };
             crate::admin::pages::Confirm {
                 frame,
-                heading: format!("Replace {} by {}?", domain.host, next.host),
+                heading: Message::new(t!("Replace {} by {}?"))
+                    .data("", &domain.host)
+                    .data("", &next.host),
                 lines: vec![
                     match links {
-                        1 => format!(
-                            "1 link moves to {}: its short URL becomes {} followed by the code, everywhere it is shown and copied.",
-                            next.host,
-                            domains::short_url(next, "")
-                        ),
-                        _ => format!(
-                            "{links} links move to {}: their short URLs become {} followed by the code, everywhere they are shown and copied.",
-                            next.host,
-                            domains::short_url(next, "")
-                        ),
-                    },
-                    format!(
-                        "{} becomes the default domain for new links, and {} is disabled. Requests that still arrive on {} keep redirecting, so messages already sent keep working.",
-                        next.host, domain.host, domain.host
-                    ),
+                        1 => Message::new(t!(
+                            "1 link moves to {}: its short URL becomes {} followed by the code, everywhere it is shown and copied."
+                        )),
+                        _ => Message::new(t!(
+                            "{links} links move to {}: their short URLs become {} followed by the code, everywhere they are shown and copied."
+                        ))
+                        .data("links", links),
+                    }
+                    .data("", &next.host)
+                    .data("", domains::short_url(next, "")),
+                    Message::new(t!(
+                        "{} becomes the default domain for new links, and {} is disabled. Requests that still arrive on {} keep redirecting, so messages already sent keep working."
+                    ))
+                    .data("", &next.host)
+                    .data("", &domain.host)
+                    .data("", &domain.host),
                 ]
                 .into_iter()
                 .chain(filing_lines(domain, next))
                 .collect(),
                 action: format!("/admin/domains/{id}/rotate"),
                 fields: vec![("replacement", next.id.to_string())],
-                button: format!("Rotate to {}", next.host),
+                button: Message::new(t!("Rotate to {}")).data("", &next.host),
                 back: "/admin/domains",
                 listing: domains::templates_to_resubmit(domain),
             }
@@ -261,23 +268,32 @@ async fn confirmation(
 fn filing_lines(
     old: &crate::db::entities::domain_conf::Model,
     next: &crate::db::entities::domain_conf::Model,
-) -> Vec<String> {
+) -> Vec<Message> {
     let mut lines = Vec::new();
     let templates = domains::templates_to_resubmit(old).len();
     if templates > 0 {
-        lines.push(format!(
-            "These {templates} approved SMS templates contain {old}: submit them again with {new} before the next send.",
-            old = old.host,
-            new = next.host
-        ));
+        lines.push(
+            Message::new(t!(
+                "These {templates} approved SMS templates contain {old}: submit them again with {new} before the next send."
+            ))
+            .data("templates", templates)
+            .data("old", &old.host)
+            .data("new", &next.host),
+        );
     }
     match &next.icp_filing {
-        Some(filing) => lines.push(format!("ICP filing of {host}: {filing}", host = next.host)),
-        None if old.icp_filing.is_some() => lines.push(format!(
-            "{next} has no ICP filing number recorded ({old} had one).",
-            next = next.host,
-            old = old.host
-        )),
+        Some(filing) => lines.push(
+            Message::new(t!("ICP filing of {host}: {filing}"))
+                .data("host", &next.host)
+                .data("filing", filing),
+        ),
+        None if old.icp_filing.is_some() => lines.push(
+            Message::new(t!(
+                "{next} has no ICP filing number recorded ({old} had one)."
+            ))
+            .data("next", &next.host)
+            .data("old", &old.host),
+        ),
         None => {}
     }
     lines
@@ -287,7 +303,7 @@ fn filing_lines(
 async fn refuse(
     state: &AppState,
     user: &AdminUser,
-    message: String,
+    message: Message,
 ) -> Result<HttpResponse, AdminError> {
     let page = page(state, user, Some(message), String::new()).await?;
     Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
@@ -341,15 +357,17 @@ pub async fn change(
             .map(|d| Message::new(t!("Enabled {}")).data("", d.host)),
         "rotate" => match (form.replacement.trim().parse::<i64>().ok(), confirmed) {
             (None, _) => {
-                let message = "choose the domain that takes over (add one first if there is none)";
-                let page = page(&state, &user, Some(message.into()), String::new()).await?;
+                let message = Message::new(t!(
+                    "choose the domain that takes over (add one first if there is none)"
+                ));
+                let page = page(&state, &user, Some(message), String::new()).await?;
                 return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
             }
             (Some(_), false) => {
                 let page = page(
                     &state,
                     &user,
-                    Some("tick the box to confirm the rotation".into()),
+                    Some(Message::new(t!("tick the box to confirm the rotation"))),
                     String::new(),
                 )
                 .await?;
@@ -380,7 +398,7 @@ pub async fn change(
             let in_app =
                 match crate::rules::InAppApps::parse(form.in_app_page.as_deref().unwrap_or("")) {
                     Ok(apps) => apps,
-                    Err(err) => return refuse(&state, &user, err.to_string()).await,
+                    Err(err) => return refuse(&state, &user, err.says()).await,
                 };
             let fallback = match form.fallback_url.as_deref().map(str::trim) {
                 None | Some("") => None,
@@ -390,7 +408,9 @@ pub async fn change(
                         return Err(AdminError::Db(err));
                     }
                     Err(err) => {
-                        return refuse(&state, &user, format!("fallback URL: {err}")).await;
+                        let reason = Message::new(t!("fallback URL: {reason}"))
+                            .message("reason", err.says());
+                        return refuse(&state, &user, reason).await;
                     }
                 },
             };
@@ -404,7 +424,7 @@ pub async fn change(
             let (filing, templates) = match (filing, templates) {
                 (Ok(filing), Ok(templates)) => (filing, templates),
                 (Err(err), _) | (_, Err(err)) => {
-                    return refuse(&state, &user, err.to_string()).await;
+                    return refuse(&state, &user, err.says()).await;
                 }
             };
             domains::set_filing(db, id, Some(filing), Some(templates), &actor)
@@ -422,7 +442,7 @@ pub async fn change(
                 .transpose()
             {
                 Ok(policy) => policy,
-                Err(message) => return refuse(&state, &user, message).await,
+                Err(message) => return refuse(&state, &user, Message::said(message)).await,
             };
             domains::set_failover(db, id, Some(form.standby.is_some()), failover, &actor)
                 .await
@@ -438,7 +458,7 @@ pub async fn change(
         Err(DomainChangeError::Db(err)) => Err(AdminError::Db(err)),
         Err(DomainChangeError::NotFound) => Err(AdminError::NotFound),
         Err(other) => {
-            let page = page(&state, &user, Some(other.to_string()), String::new()).await?;
+            let page = page(&state, &user, Some(other.says()), String::new()).await?;
             Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
         }
     }

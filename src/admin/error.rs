@@ -2,10 +2,11 @@
 //! bare status.
 
 use crate::admin::pages::render_message;
+use crate::i18n::{Message, Says};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum AdminError {
     #[error("sign in to continue")]
     SignedOut,
@@ -22,7 +23,7 @@ pub enum AdminError {
     NotFound,
     /// The signed-in person may not do this to this thing; the message says why.
     #[error("{0}")]
-    Denied(String),
+    Denied(Message),
     #[error("the database could not be reached; please try again")]
     Db(#[from] sea_orm::DbErr),
     #[error("the session could not be read or saved; please sign in again")]
@@ -32,21 +33,21 @@ pub enum AdminError {
     Unavailable,
     /// The address or form could not be read (a hand-edited URL, a broken client).
     #[error("{0}")]
-    BadRequest(String),
+    BadRequest(Message),
     /// A rule refused the action; the message says which.
     #[error("{0}")]
-    Refused(String),
+    Refused(Message),
 }
 
 impl From<crate::services::links::LinkError> for AdminError {
     fn from(err: crate::services::links::LinkError) -> Self {
         use crate::services::links::LinkError;
-        let message = err.to_string();
+        let message = err.says();
         match err {
             LinkError::NotFound(_) => Self::NotFound,
             LinkError::NotYours(_) => Self::Denied(message),
             LinkError::Db(db) => Self::Db(db),
-            other => Self::Refused(other.to_string()),
+            _ => Self::Refused(message),
         }
     }
 }
@@ -81,7 +82,7 @@ impl ResponseError for AdminError {
                 if let Self::Session(err) = other {
                     tracing::error!(error = %err, "admin session failed");
                 }
-                render_message(other.status_code(), "Sorry", &other.to_string())
+                render_message(other.status_code(), t!("Sorry"), &other.says())
             }
         }
     }

@@ -83,13 +83,20 @@ pub fn routes(
                 web::PathConfig::default().error_handler(|_, _| error::AdminError::NotFound.into()),
             )
             .app_data(web::QueryConfig::default().error_handler(|err, _| {
-                error::AdminError::BadRequest(format!(
-                    "the address has a value that is not valid ({err})"
-                ))
+                error::AdminError::BadRequest(
+                    crate::i18n::Message::new(t!(
+                        "the address has a value that is not valid ({err})"
+                    ))
+                    .data("err", err),
+                )
                 .into()
             }))
             .app_data(web::FormConfig::default().error_handler(|err, _| {
-                error::AdminError::BadRequest(format!("the form could not be read ({err})")).into()
+                error::AdminError::BadRequest(
+                    crate::i18n::Message::new(t!("the form could not be read ({err})"))
+                        .data("err", err),
+                )
+                .into()
             }))
             .route("", web::get().to(to_links))
             .route("/", web::get().to(to_links))

@@ -53,9 +53,10 @@ impl Frame {
         message.show(self.lang)
     }
 
-    /// A message made at run time (flash, error, confirmation) in the person's language.
-    pub fn say<'a>(&self, message: &'a str) -> std::borrow::Cow<'a, str> {
-        self.lang.say(message)
+    /// A message in the person's language: a [`Message`](crate::i18n::Message), or a sentence
+    /// still made as English text (found by its pattern).
+    pub fn say(&self, message: impl crate::i18n::Shown) -> String {
+        message.shown(self.lang)
     }
 }
 
@@ -67,15 +68,18 @@ struct Message<'a> {
     text: &'a str,
 }
 
-/// The plain message page, in the language of the request being answered (`heading` and
-/// `text` are translated here).
-pub fn render_message(status: StatusCode, heading: &str, text: &str) -> HttpResponse {
+/// The plain message page, in the language of the request being answered.
+pub fn render_message(
+    status: StatusCode,
+    heading: crate::i18n::Text,
+    text: &crate::i18n::Message,
+) -> HttpResponse {
     let lang = Lang::current();
-    let heading = lang.say(heading);
-    let text = lang.say(text);
+    let heading = lang.t(heading);
+    let text = text.show(lang);
     let body = Message {
         lang,
-        heading: &heading,
+        heading,
         text: &text,
     }
     .render()
@@ -103,8 +107,8 @@ pub fn render(status: StatusCode, template: &impl Template) -> HttpResponse {
             tracing::error!(error = %err, "template failed to render");
             render_message(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "Sorry",
-                "This page could not be shown.",
+                t!("Sorry"),
+                &crate::i18n::Message::new(t!("This page could not be shown.")),
             )
         }
     }
@@ -129,11 +133,11 @@ pub fn input_time(at: chrono::NaiveDateTime, tz: chrono_tz::Tz) -> String {
 #[template(path = "admin/confirm.html")]
 pub struct Confirm {
     pub frame: Frame,
-    pub heading: String,
-    pub lines: Vec<String>,
+    pub heading: crate::i18n::Message,
+    pub lines: Vec<crate::i18n::Message>,
     pub action: String,
     pub fields: Vec<(&'static str, String)>,
-    pub button: String,
+    pub button: crate::i18n::Message,
     pub back: &'static str,
     /// What people typed, listed verbatim under the lines (never translated).
     pub listing: Vec<String>,

@@ -5,6 +5,7 @@
 use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
+use crate::i18n::{Message, Says};
 use crate::rules::sms::{CountRule, LINK_PLACEHOLDER, SmsCount};
 use crate::services::links::{self, LinkError};
 use crate::services::sms::{self as composer, MAX_SEGMENTS, SmsDraft, SmsError};
@@ -41,7 +42,7 @@ struct Outcome {
     domain: String,
     length: u8,
     short_url: Option<String>,
-    warnings: Vec<String>,
+    warnings: Vec<Message>,
 }
 
 #[derive(Template)]
@@ -49,7 +50,7 @@ struct Outcome {
 struct SmsPage {
     frame: Frame,
     form: SmsForm,
-    error: Option<(&'static str, String)>,
+    error: Option<(&'static str, Message)>,
     outcome: Option<Outcome>,
     /// A link of the configured length on the shortest domain, for the live count.
     stand_in: String,
@@ -58,10 +59,10 @@ struct SmsPage {
 }
 
 impl SmsPage {
-    fn error_for(&self, field: &str) -> &str {
+    fn error_for(&self, field: &str) -> Option<&Message> {
         match &self.error {
-            Some((name, message)) if *name == field => message,
-            _ => "",
+            Some((name, message)) if *name == field => Some(message),
+            _ => None,
         }
     }
 }
@@ -84,7 +85,7 @@ async fn page(
     state: &AppState,
     user: &CurrentUser,
     form: SmsForm,
-    error: Option<(&'static str, String)>,
+    error: Option<(&'static str, Message)>,
     outcome: Option<Outcome>,
 ) -> Result<SmsPage, AdminError> {
     Ok(SmsPage {
@@ -113,8 +114,8 @@ pub async fn form(
 }
 
 /// The field a composer error belongs to; database failures are not the user's.
-fn field_of(err: SmsError) -> Result<(&'static str, String), AdminError> {
-    let message = err.to_string();
+fn field_of(err: SmsError) -> Result<(&'static str, Message), AdminError> {
+    let message = err.says();
     Ok(match err {
         SmsError::Db(err) | SmsError::Link(LinkError::Db(err)) => return Err(err.into()),
         SmsError::Segments => ("segments", message),
@@ -138,7 +139,7 @@ pub async fn compose(
     let tags = match crate::rules::Tag::parse_list(&form.tags) {
         Ok(tags) => tags,
         Err(err) => {
-            let page = page(&state, &user, form, Some(("tags", err.to_string())), None).await?;
+            let page = page(&state, &user, form, Some(("tags", err.says())), None).await?;
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
@@ -165,7 +166,7 @@ pub async fn compose(
                 domain: plan.domain.host,
                 length: plan.length.get(),
                 short_url: None,
-                warnings: plan.warnings.iter().map(ToString::to_string).collect(),
+                warnings: plan.warnings.iter().map(Says::says).collect(),
             });
         }
         let composed = composer::compose(
@@ -183,7 +184,7 @@ pub async fn compose(
             length: composed.saved.link.compression_code.len() as u8,
             text: composed.text,
             count: composed.count,
-            warnings: composed.warnings.iter().map(ToString::to_string).collect(),
+            warnings: composed.warnings.iter().map(Says::says).collect(),
         })
     }
     .await;

@@ -5,6 +5,7 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::rules::Tag;
 use crate::services::tags::{self, Utm};
 use crate::state::AppState;
@@ -35,13 +36,13 @@ struct TagsPage {
     /// Presets go into every operator's links: only admins change them.
     may_edit: bool,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
 }
 
 async fn page(
     state: &AppState,
     user: &CurrentUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
 ) -> Result<TagsPage, AdminError> {
     let db = &state.core.db;
     let mut presets = tags::presets(db).await?;
@@ -134,7 +135,7 @@ pub async fn set_preset(
     let tag = match Tag::parse(&tag) {
         Ok(tag) => tag,
         Err(err) => {
-            let page = page(&state, &user, Some(err.to_string())).await?;
+            let page = page(&state, &user, Some(err.says())).await?;
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
@@ -149,7 +150,7 @@ pub async fn set_preset(
     match tags::set_preset(&state.core.db, &tag, &utm, &user.actor()).await {
         Ok(()) => {}
         Err(tags::PresetError::NotAdmin) => {
-            let page = page(&state, &user, Some(tags::PresetError::NotAdmin.to_string())).await?;
+            let page = page(&state, &user, Some(tags::PresetError::NotAdmin.says())).await?;
             return Ok(render(StatusCode::FORBIDDEN, &page));
         }
         Err(tags::PresetError::Db(err)) => return Err(err.into()),

@@ -4,8 +4,7 @@
 use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
-use crate::i18n::Message;
-use crate::i18n::Text;
+use crate::i18n::{Message, Says, Text};
 use crate::rules::webhook::{EventType, Format};
 use crate::services::outbox::Subscription;
 use crate::services::webhooks::{self, Delivery, NewWebhook, WebhookServiceError};
@@ -51,7 +50,7 @@ pub struct Choice {
 struct WebhooksPage {
     frame: Frame,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     /// A subscription just made: its id and signing secret, shown this once.
     made: Option<(i64, String)>,
     choices: Vec<Choice>,
@@ -72,7 +71,7 @@ struct Typed {
 async fn page(
     state: &AppState,
     user: &CurrentUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     made: Option<(i64, String)>,
     typed: Typed,
 ) -> Result<WebhooksPage, AdminError> {
@@ -120,7 +119,7 @@ fn service_error(err: WebhookServiceError) -> AdminError {
     match err {
         WebhookServiceError::Db(err) => AdminError::Db(err),
         WebhookServiceError::NotFound(_) => AdminError::NotFound,
-        other => AdminError::Refused(other.to_string()),
+        other => AdminError::Refused(other.says()),
     }
 }
 
@@ -150,9 +149,10 @@ pub async fn create(
     body: web::Bytes,
 ) -> Result<HttpResponse, AdminError> {
     if body.len() > FORM_LIMIT {
-        return Err(AdminError::BadRequest(format!(
-            "the form is larger than {FORM_LIMIT} bytes"
-        )));
+        return Err(AdminError::BadRequest(
+            Message::new(t!("the form is larger than {FORM_LIMIT} bytes"))
+                .data("FORM_LIMIT", FORM_LIMIT),
+        ));
     }
     let fields = fields(&body);
     user.check_csrf(field(&fields, "csrf"))?;
@@ -173,11 +173,11 @@ pub async fn create(
         Some(&typed.description),
     );
     let made = match new {
-        Err(err) => Err(err.to_string()),
+        Err(err) => Err(err.says()),
         Ok(new) => match webhooks::create(&state.core, new, &user.actor(), user.lang.tag()).await {
             Ok(made) => Ok(made),
             Err(WebhookServiceError::Db(err)) => return Err(AdminError::Db(err)),
-            Err(err) => Err(err.to_string()),
+            Err(err) => Err(err.says()),
         },
     };
     match made {

@@ -84,6 +84,6 @@ pub fn new_link(input: CreateLink, rules: &UrlRules<'_>) -> Result<NewLink, ApiE
             Field::Domain => ErrorCode::UnknownDomain,
             _ => ErrorCode::InvalidValue,
         };
-        ApiError::invalid(code, first.message, first.field.name())
+        ApiError::invalid(code, first.message.to_string(), first.field.name())
     })
 }

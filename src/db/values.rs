@@ -54,7 +54,8 @@ macro_rules! text_column {
 }
 
 text_column!(Role, |role| role.as_str().to_owned(), |text| text
-    .parse::<Role>());
+    .parse::<Role>()
+    .map_err(|err| err.to_string()));
 text_column!(ShortCode, |code| code.as_str().to_owned(), |text| Ok(
     ShortCode::stored(text)
 ));

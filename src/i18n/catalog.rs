@@ -1054,6 +1054,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("cli", "命令行"),
     ("code length {}", "短码长度 {}"),
     ("command line", "命令行"),
+    ("database error: {0}", "数据库出错：{0}"),
     ("default", "默认"),
     (
         "deleted at the end of their retention period ({})",
@@ -1091,6 +1092,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("expired {}", "已于 {} 过期"),
     ("expires {}", "{} 过期"),
     ("failed", "失败"),
+    ("fallback URL: {reason}", "备用网址：{reason}"),
     (
         "give either a target URL for a new link or the code of an existing link, not both",
         "请填写新链接的目标网址，或已有链接的短码，二者选一",
@@ -1680,9 +1682,14 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "令牌应答中没有 id_token",
     ),
     (
+        "the upload could not be read: {0}",
+        "无法读取上传的内容：{0}",
+    ),
+    (
         "the upload could not be read: {err}",
         "无法读取上传的文件：{err}",
     ),
+    ("the upload is larger than {} MB", "上传的内容超过 {} MB"),
     ("the user '{0}' already exists", "用户“{0}”已存在"),
     ("the {rule} target: {error}", "{rule} 目标：{error:msg}"),
     ("there is no batch {0}", "不存在批次 {0}"),
@@ -1736,8 +1743,8 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("unknown", "未知"),
     ("unknown protocol '{other}'", "未知协议“{other}”"),
     (
-        "unknown role '{other}'; use admin or operator",
-        "未知角色“{other}”；请使用 admin 或 operator",
+        "unknown role '{0}'; use admin or operator",
+        "未知角色“{0}”；请使用 admin 或 operator",
     ),
     ("user", "用户"),
     (

@@ -7,7 +7,7 @@
 //! Messages that wait for the next page (flashes) are stored in the session as this structure
 //! and drawn in the language of whoever reads them.
 
-use super::{Lang, Text};
+use super::{Kind, Lang, Text, kind_of};
 use serde::{Deserialize, Serialize};
 
 /// A value of a message.
@@ -28,9 +28,14 @@ pub enum Message {
     Text {
         text: Text,
         values: Vec<(String, Value)>,
+        /// The text is a format string (an error's `#[error]`): `{{` and `}}` are braces.
+        #[serde(default)]
+        formatted: bool,
     },
     /// Messages one after the other, as one sentence of parts (`3 receipts recorded; …`).
     Parts(Vec<Message>),
+    /// Data alone (a time, a name): the same in every language.
+    Plain(String),
     /// A message made below as an English sentence (an error of a service): shown through
     /// its pattern in the catalog (`Lang::say`) until those errors carry their structure too.
     Said(String),
@@ -42,7 +47,28 @@ impl Message {
         Self::Text {
             text,
             values: Vec::new(),
+            formatted: false,
         }
+    }
+
+    /// `text` as a format string (`{{` for a brace), as `#[derive(Says)]` makes from an
+    /// error's `#[error]`.
+    pub fn formatted(text: Text) -> Self {
+        Self::Text {
+            text,
+            values: Vec::new(),
+            formatted: true,
+        }
+    }
+
+    /// The value `{name}`, of any kind.
+    pub fn value(self, name: &str, value: Value) -> Self {
+        self.with(name, value)
+    }
+
+    /// Data shown as it is in every language (a time where a cell could also say "never").
+    pub fn plain(data: impl Into<String>) -> Self {
+        Self::Plain(data.into())
     }
 
     /// An English sentence made elsewhere (an error's `Display`).
@@ -76,57 +102,96 @@ impl Message {
     pub fn show(&self, lang: Lang) -> String {
         match self {
             Self::Said(english) => lang.say(english).into_owned(),
+            Self::Plain(data) => data.clone(),
             Self::Parts(parts) => parts
                 .iter()
                 .map(|part| part.show(lang))
                 .collect::<Vec<_>>()
                 .join(lang.t(t!("; "))),
-            Self::Text { text, values } => {
+            Self::Text {
+                text,
+                values,
+                formatted,
+            } => {
+                let mut position = 0;
                 let shown: Vec<(&str, String)> = values
                     .iter()
                     .map(|(name, value)| {
+                        // `{}` values by their number, as the catalog marks them.
+                        let key = if name.is_empty() {
+                            position += 1;
+                            (position - 1).to_string()
+                        } else {
+                            name.clone()
+                        };
                         let value = match value {
-                            Value::Data(data) => data.clone(),
+                            // A plain string the catalog marks as a message or a word (an
+                            // error's reason passed on as text).
+                            Value::Data(data) => match kind_of(*text, &key) {
+                                Kind::Data => data.clone(),
+                                Kind::Message => lang.say(data).into_owned(),
+                                Kind::Word => lang.t_or(Text::find(data), data).to_owned(),
+                            },
                             Value::Word(word) => lang.t(*word).to_owned(),
                             Value::Message(message) => message.show(lang),
                         };
                         (name.as_str(), value)
                     })
                     .collect();
-                put_in(lang.t(*text), &shown)
+                put_in(lang.t(*text), &shown, *formatted)
             }
         }
     }
 }
 
-/// `pattern` with `{name}` replaced by the value of that name, each `{}` by the next value
-/// named "" and `{0}`, `{1}` by those values by number (a translation may put them in
-/// another order), in one pass: a value is never searched for placeholders (it may hold `{1}`
-/// itself). A placeholder without a value stays as it is.
-fn put_in(pattern: &str, values: &[(&str, String)]) -> String {
+/// `pattern` with `{name}` (or `{name:spec}`) replaced by the value of that name, each `{}` by
+/// the next value named "" and `{0}`, `{1}` by the value of that name or else those values by
+/// number (a translation may put them in another order), in one pass: a value is never
+/// searched for placeholders (it may hold `{1}` itself). A placeholder without a value stays
+/// as it is. In a format string, `{{` and `}}` are braces.
+fn put_in(pattern: &str, values: &[(&str, String)], formatted: bool) -> String {
     let in_order: Vec<&str> = values
         .iter()
         .filter(|(name, _)| name.is_empty())
         .map(|(_, value)| value.as_str())
         .collect();
+    let named = |name: &str| {
+        values
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, value)| value.as_str())
+    };
     let mut next = 0;
     let mut out = String::with_capacity(pattern.len() + 32);
     let mut rest = pattern;
-    while let Some(open) = rest.find('{') {
+    while let Some(open) = rest.find(['{', '}']) {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
+        if rest[open..].starts_with('}') {
+            out.push('}');
+            rest = if formatted {
+                after.strip_prefix('}').unwrap_or(after)
+            } else {
+                after
+            };
+            continue;
+        }
+        if formatted && let Some(tail) = after.strip_prefix('{') {
+            out.push('{');
+            rest = tail;
+            continue;
+        }
         let found = after.find('}').and_then(|close| {
-            let name = &after[..close];
+            let name = after[..close].split(':').next().unwrap_or("");
             let value = if name.is_empty() {
                 next += 1;
                 in_order.get(next - 1).copied()
-            } else if let Ok(number) = name.parse::<usize>() {
-                in_order.get(number).copied()
+            } else if let Some(value) = named(name) {
+                Some(value)
             } else {
-                values
-                    .iter()
-                    .find(|(known, _)| *known == name)
-                    .map(|(_, value)| value.as_str())
+                name.parse::<usize>()
+                    .ok()
+                    .and_then(|number| in_order.get(number).copied())
             };
             Some((close, value?))
         });
@@ -143,6 +208,93 @@ fn put_in(pattern: &str, values: &[(&str, String)]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// What a page shows in the reader's language: a [`Message`], or (until every message is one)
+/// an English sentence made at run time, found by its pattern in the catalog.
+pub trait Shown {
+    fn shown(&self, lang: Lang) -> String;
+}
+
+impl Shown for Message {
+    fn shown(&self, lang: Lang) -> String {
+        self.show(lang)
+    }
+}
+
+impl Shown for str {
+    fn shown(&self, lang: Lang) -> String {
+        lang.say(self).into_owned()
+    }
+}
+
+impl Shown for String {
+    fn shown(&self, lang: Lang) -> String {
+        lang.say(self).into_owned()
+    }
+}
+
+impl<T: Shown + ?Sized> Shown for &T {
+    fn shown(&self, lang: Lang) -> String {
+        (**self).shown(lang)
+    }
+}
+
+/// In English: for logs, and for whoever reads `Display` (the CLI, the API).
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.show(Lang::En))
+    }
+}
+
+impl Says for Message {
+    fn says(&self) -> Message {
+        self.clone()
+    }
+}
+
+/// What a person reads when something went wrong, as a [`Message`]: derived from the
+/// `#[error]` of an error (`#[derive(Says)]`), so the English is written once and checked
+/// against the catalog when the code is compiled.
+pub trait Says {
+    fn says(&self) -> Message;
+}
+
+/// A field of an error, for `#[derive(Says)]`: its message when it is an error that says one,
+/// else its `Display` as data (chosen by which of the traits below applies first).
+#[doc(hidden)]
+pub struct Inner<'a, T: ?Sized>(pub &'a T);
+
+#[doc(hidden)]
+pub trait AsMessage {
+    fn value(&self) -> Value;
+    fn message(&self) -> Message;
+}
+
+impl<T: Says + ?Sized> AsMessage for Inner<'_, T> {
+    fn value(&self) -> Value {
+        Value::Message(Box::new(self.0.says()))
+    }
+
+    fn message(&self) -> Message {
+        self.0.says()
+    }
+}
+
+#[doc(hidden)]
+pub trait AsData {
+    fn value(&self) -> Value;
+    fn message(&self) -> Message;
+}
+
+impl<T: std::fmt::Display + ?Sized> AsData for &Inner<'_, T> {
+    fn value(&self) -> Value {
+        Value::Data(self.0.to_string())
+    }
+
+    fn message(&self) -> Message {
+        Message::said(self.0.to_string())
+    }
 }
 
 impl Serialize for Text {

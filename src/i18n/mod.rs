@@ -106,7 +106,8 @@ macro_rules! t {
 // After `t!`, which it uses.
 mod message;
 
-pub use message::{Message, Value};
+pub use inklink_macros::Says;
+pub use message::{AsData, AsMessage, Inner, Message, Says, Shown, Value};
 
 /// `a` before `b` in byte order, in a constant.
 const fn before(a: &str, b: &str) -> std::cmp::Ordering {
@@ -373,6 +374,11 @@ impl Lang {
         }
     }
 
+    /// A message in this language: a [`Message`], or a sentence still made as English text.
+    pub fn show(self, message: impl Shown) -> String {
+        message.shown(self)
+    }
+
     /// The language of the request being answered (set by [`Lang::scope`]); English outside
     /// one.
     pub fn current() -> Self {
@@ -408,12 +414,25 @@ impl Lang {
 struct Catalog {
     exact: HashMap<String, String>,
     patterns: Vec<Pattern>,
+    /// The values the Chinese marks as messages or words, by English and value name: what a
+    /// value is when the code hands it over as a plain string.
+    marked: HashMap<&'static str, HashMap<String, Kind>>,
+}
+
+/// What the catalog says the value `name` of `text` is (data unless marked).
+fn kind_of(text: Text, name: &str) -> Kind {
+    CHINESE
+        .marked
+        .get(text.0)
+        .and_then(|kinds| kinds.get(name))
+        .copied()
+        .unwrap_or(Kind::Data)
 }
 
 /// What a value in a message is, as the Chinese of its pattern says (`{name}`, `{name:msg}`,
 /// `{name:word}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// What a person typed or the system named (a code, a tag, a user name, a URL, a host, a
     /// number, a date, a command): shown as it is in every language. Every value is data
     /// unless its pattern says otherwise, so that nobody's `Edit` ever reads 「编辑」.
@@ -515,11 +534,15 @@ fn fill(template: &str, values: &HashMap<&str, Cow<'_, str>>) -> String {
 }
 
 impl Catalog {
-    fn new(table: &[(&str, &str)]) -> Self {
+    fn new(table: &[(&'static str, &str)]) -> Self {
         let mut exact = HashMap::with_capacity(table.len());
         let mut patterns = Vec::new();
+        let mut marks = HashMap::new();
         for &(english, marked) in table {
             let (chinese, kinds) = unmark(marked);
+            if !kinds.is_empty() {
+                marks.insert(english, kinds.clone());
+            }
             if let Some(pattern) = Pattern::parse(english, &chinese, kinds) {
                 patterns.push(pattern);
             }
@@ -535,7 +558,11 @@ impl Catalog {
                 .cmp(&literal(a))
                 .then_with(|| a.pieces.cmp(&b.pieces))
         });
-        Self { exact, patterns }
+        Self {
+            exact,
+            patterns,
+            marked: marks,
+        }
     }
 
     fn translate<'a>(&self, message: &'a str) -> Cow<'a, str> {
@@ -648,7 +675,7 @@ impl Pattern {
 mod tests {
     use super::*;
 
-    fn catalog(pairs: &[(&str, &str)]) -> Catalog {
+    fn catalog(pairs: &[(&'static str, &str)]) -> Catalog {
         Catalog::new(pairs)
     }
 

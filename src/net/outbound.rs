@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The most of an answer's body read (a receiver answering more costs no more).
 pub const MAX_ANSWER: usize = 64 * 1024;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum OutboundError {
     #[error("{0} is on an internal network; inklink does not send there")]
     Internal(String),

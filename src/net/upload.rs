@@ -4,7 +4,7 @@
 use futures_util::StreamExt;
 use std::collections::HashMap;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum UploadError {
     #[error("the upload is larger than {} MB", .0 >> 20)]
     TooLarge(usize),

@@ -48,17 +48,17 @@ impl fmt::Display for Role {
 }
 
 impl FromStr for Role {
-    type Err = String;
+    type Err = AccountError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "admin" => Ok(Self::Admin),
             "operator" => Ok(Self::Operator),
-            other => Err(format!("unknown role '{other}'; use admin or operator")),
+            other => Err(AccountError::Role(other.to_owned())),
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum AccountError {
     #[error("user names are 1 to 64 characters: letters, digits, '.', '_' and '-'")]
     Username,
@@ -70,6 +70,8 @@ pub enum AccountError {
         "a display name is at most {MAX_DISPLAY_NAME_CHARS} characters, without line breaks or other control characters"
     )]
     DisplayName,
+    #[error("unknown role '{0}'; use admin or operator")]
+    Role(String),
 }
 
 const MAX_DISPLAY_NAME_CHARS: usize = 50;

@@ -8,7 +8,7 @@ pub const PREFIX_LEN: usize = 8;
 pub const SECRET_LEN: usize = 40;
 const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum KeyNameError {
     #[error("a key name is 1 to 64 characters: letters, digits, '.', '_' and '-'")]
     Invalid,

@@ -12,7 +12,7 @@ pub const MAX_LINK_PASSWORD_CHARS: usize = 128;
 /// More alternative targets than this would be a routing table, not a link.
 pub const MAX_ALT_TARGETS: usize = 8;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum CampaignError {
     #[error(
         "a link password must be {MIN_LINK_PASSWORD_CHARS} to {MAX_LINK_PASSWORD_CHARS} characters long"

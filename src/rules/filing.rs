@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum FilingError {
     #[error("an ICP filing number is at most 64 characters, without control characters")]
     Filing,

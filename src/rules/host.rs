@@ -29,7 +29,7 @@ impl FromStr for Protocol {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum HostError {
     #[error("the host is empty")]
     Empty,

@@ -17,7 +17,7 @@ pub const LEEWAY_SECONDS: i64 = 60;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Issuer(String);
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum IssuerError {
     #[error(
         "the OpenID issuer must be an https:// URL (http:// only on 127.0.0.1, ::1 or localhost)"
@@ -131,7 +131,7 @@ pub struct Expected<'a> {
 }
 
 /// Why an ID token was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum TokenError {
     #[error("the ID token is not a signed JWT")]
     Malformed,

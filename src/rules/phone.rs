@@ -8,7 +8,7 @@ const MAX_DIGITS: usize = 15;
 /// The shortest numbers in use (some small countries) have 7 digits with their country code.
 const MIN_DIGITS: usize = 7;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum PhoneError {
     #[error("the phone number is empty")]
     Empty,

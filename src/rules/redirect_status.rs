@@ -11,7 +11,7 @@ pub enum RedirectStatus {
     PermanentRedirect,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 #[error("the redirect status must be 301, 302, 307 or 308 (got '{0}')")]
 pub struct RedirectStatusError(pub String);
 

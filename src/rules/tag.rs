@@ -5,7 +5,7 @@ use std::fmt;
 pub const MAX_TAG_CHARS: usize = 32;
 pub const MAX_TAGS_PER_LINK: usize = 10;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum TagError {
     #[error("a tag is empty")]
     Empty,

@@ -19,7 +19,7 @@ pub struct UrlRules<'a> {
     pub own_hosts: &'a [OwnHost],
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum TargetUrlError {
     #[error("the URL is empty")]
     Empty,

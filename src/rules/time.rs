@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum TimeError {
     #[error(
         "'{0}' is not a date and time such as 2026-12-31 23:59, or an RFC 3339 date-time such as 2026-12-31T23:59:00+08:00"

@@ -17,7 +17,7 @@ const BASE32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 /// Recovery codes avoid letters read as others (0/O, 1/I/L).
 const RECOVERY_ALPHABET: &[u8; 31] = b"abcdefghjkmnpqrstuvwxyz23456789";
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum CodeError {
     #[error("enter the 6-digit code from your authenticator app, or a recovery code")]
     Empty,

@@ -11,7 +11,7 @@ pub const MAX_URL: usize = 2000;
 /// Longest description.
 pub const MAX_DESCRIPTION: usize = 200;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum WebhookError {
     #[error("the receiver's URL is empty")]
     UrlEmpty,

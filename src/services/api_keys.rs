@@ -11,7 +11,7 @@ use sea_orm::{
 };
 use serde_json::json;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum KeyError {
     #[error("a key named '{0}' exists already (perhaps revoked); choose another name")]
     NameTaken(String),
@@ -24,7 +24,7 @@ pub enum KeyError {
 }
 
 /// Why a presented key is refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum Refusal {
     #[error("this API key is not known")]
     Unknown,

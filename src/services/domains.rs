@@ -12,7 +12,7 @@ use sea_orm::{
 };
 use serde_json::json;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum DomainError {
     #[error("the domain '{0}' already exists")]
     Exists(String),
@@ -185,7 +185,7 @@ pub async fn ensure_first(db: &DatabaseConnection, host: &DomainHost) -> Result<
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum DomainChangeError {
     #[error("there is no such domain")]
     NotFound,

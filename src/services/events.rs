@@ -17,7 +17,7 @@ const PAGE: u64 = 5_000;
 /// Longest range exported at once.
 pub const MAX_DAYS: i64 = 366;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says, PartialEq, Eq)]
 pub enum EventsError {
     #[error("'{0}' is not an export format; use ndjson or csv")]
     Format(String),

@@ -37,7 +37,7 @@ pub const NEW_ADDRESS_LIMIT: i32 = 10;
 /// An address that signed in to an account is known to it for this long.
 const KNOWN_FOR: TimeDelta = TimeDelta::days(90);
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum SignInError {
     /// The same answer for an unknown user, a wrong password and a disabled account, so
     /// that the form does not reveal which accounts exist.

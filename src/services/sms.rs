@@ -15,7 +15,7 @@ use sea_orm::DbErr;
 /// The most segments a composed message may take.
 pub const MAX_SEGMENTS: usize = 10;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum SmsError {
     #[error(
         "the message has no {LINK_PLACEHOLDER}; write {LINK_PLACEHOLDER} where the short link goes"
@@ -123,7 +123,7 @@ impl SmsDraft {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum SmsWarning {
     #[error(
         "'{0}' right after the link would be read as part of it by many phones' SMS apps; put a space after {LINK_PLACEHOLDER}"

@@ -18,7 +18,7 @@ use crate::state::Inklink;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, Set};
 use serde_json::json;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum SsoError {
     #[error(transparent)]
     Provider(#[from] OidcError),
@@ -320,7 +320,7 @@ async fn link_in(
     Ok(())
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum LinkError {
     #[error("single sign-on is not set up (INKLINK_OIDC_ISSUER)")]
     NotSetUp,

@@ -133,7 +133,7 @@ pub async fn preset_for(db: &DatabaseConnection, tags: &[Tag]) -> Result<Option<
     Ok(tags.iter().find_map(|tag| all.remove(tag.as_str())))
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum PresetError {
     #[error(
         "only an admin can change a tag's UTM preset: it goes into the new links of every operator"

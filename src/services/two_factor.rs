@@ -28,7 +28,7 @@ pub const PAIR_LIMIT: i32 = 5;
 /// Code tries for one account from all addresses per window.
 pub const ACCOUNT_LIMIT: i32 = 10;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum TwoFactorError {
     #[error("the code is not right (or was used already); try the next one from your app")]
     WrongCode,

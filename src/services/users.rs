@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 pub const FIRST_ADMIN: &str = "admin";
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum UserError {
     #[error("the user '{0}' already exists")]
     Exists(String),
@@ -204,7 +204,7 @@ fn random_password() -> String {
         .collect()
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum UserChangeError {
     #[error("there is no such user")]
     NotFound,

@@ -359,7 +359,7 @@ impl Preset {
 /// Longest custom range: a year of days (leap years included) keeps charts readable.
 pub const MAX_DAYS: i64 = 366;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says, PartialEq, Eq)]
 pub enum PeriodError {
     #[error("{field} '{text}' is not a date; use YYYY-MM-DD")]
     BadDate { field: &'static str, text: String },

@@ -5,6 +5,7 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::services::users;
 use crate::state::AppState;
 use actix_web::http::StatusCode;
@@ -41,17 +42,17 @@ struct AccountPage {
     language: String,
     default_zone: String,
     zones: &'static [&'static str],
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     display_name: String,
     /// What was wrong with the display name typed.
-    name_error: Option<String>,
+    name_error: Option<crate::i18n::Message>,
 }
 
 async fn page(
     state: &AppState,
     user: &CurrentUser,
     typed: Option<String>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
 ) -> Result<AccountPage, AdminError> {
     let row = users::by_id(&state.core.db, user.id).await?;
     let language = row
@@ -109,9 +110,10 @@ pub async fn save(
         name => match name.parse::<chrono_tz::Tz>() {
             Ok(tz) => Some(tz),
             Err(_) => {
-                let message = format!(
+                let message = Message::new(t!(
                     "'{name}' is not a time zone; use an IANA name such as Asia/Shanghai or Europe/Berlin"
-                );
+                ))
+                .data("name", name);
                 let page = page(&state, &user, Some(name.to_owned()), Some(message)).await?;
                 return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
             }
@@ -122,7 +124,7 @@ pub async fn save(
         Err(err) => {
             let mut page = page(&state, &user, Some(typed.to_owned()), None).await?;
             page.display_name = form.display_name.clone();
-            page.name_error = Some(err.to_string());
+            page.name_error = Some(err.says());
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
@@ -196,7 +198,9 @@ pub async fn set_language(
 ) -> Result<HttpResponse, AdminError> {
     user.check_csrf(&form.csrf)?;
     let lang = crate::i18n::Lang::from_tag(&form.lang).ok_or_else(|| {
-        AdminError::BadRequest(format!("'{}' is not a language of inklink", form.lang))
+        AdminError::BadRequest(
+            Message::new(t!("'{}' is not a language of inklink")).data("", &form.lang),
+        )
     })?;
     users::set_preference(
         &state.core.db,

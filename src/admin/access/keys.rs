@@ -4,7 +4,7 @@
 use crate::admin::access::auth::AdminUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render, see_other};
-use crate::i18n::Message;
+use crate::i18n::{Message, Says, Text};
 use crate::rules::time::{self, DateAlone};
 use crate::rules::{KeyName, Role};
 use crate::services::api_keys::{self, KeyError};
@@ -17,12 +17,13 @@ pub struct Row {
     pub id: i64,
     pub name: String,
     pub prefix: String,
-    pub role: String,
+    pub role: Text,
     pub created: String,
-    pub expires: String,
-    pub last_used: String,
-    /// "active", "expired" or "revoked".
+    pub expires: Message,
+    pub last_used: Message,
+    /// "active", "expired" or "revoked", and its words.
     pub state: &'static str,
+    pub state_words: Text,
 }
 
 #[derive(Template)]
@@ -30,7 +31,7 @@ pub struct Row {
 struct KeysPage {
     frame: Frame,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_name: String,
     /// The secret of the key just created: shown on this response only.
     secret: Option<(String, String)>,
@@ -40,7 +41,7 @@ struct KeysPage {
 async fn page(
     state: &AppState,
     user: &AdminUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_name: String,
     secret: Option<(String, String)>,
 ) -> Result<KeysPage, AdminError> {
@@ -49,27 +50,31 @@ async fn page(
     let rows = api_keys::list(&state.core.db)
         .await?
         .into_iter()
-        .map(|k| Row {
-            id: k.id,
-            state: if k.revoked {
-                "revoked"
+        .map(|k| {
+            let state = if k.revoked {
+                ("revoked", t!("revoked"))
             } else if k.expires_at.is_some_and(|at| at <= now) {
-                "expired"
+                ("expired", t!("expired"))
             } else {
-                "active"
-            },
-            prefix: format!("ik_{}_…", k.prefix),
-            role: k.role.to_string(),
-            created: crate::admin::pages::human_time(k.created_at, tz),
-            expires: k
-                .expires_at
-                .map(|at| crate::admin::pages::human_time(at, tz))
-                .unwrap_or_else(|| "never".into()),
-            last_used: k
-                .last_used_at
-                .map(|at| crate::admin::pages::human_time(at, tz))
-                .unwrap_or_else(|| "never".into()),
-            name: k.name,
+                ("active", t!("active"))
+            };
+            Row {
+                id: k.id,
+                state: state.0,
+                state_words: state.1,
+                prefix: format!("ik_{}_…", k.prefix),
+                role: k.role.words(),
+                created: crate::admin::pages::human_time(k.created_at, tz),
+                expires: k
+                    .expires_at
+                    .map(|at| Message::plain(crate::admin::pages::human_time(at, tz)))
+                    .unwrap_or_else(|| Message::new(t!("never"))),
+                last_used: k
+                    .last_used_at
+                    .map(|at| Message::plain(crate::admin::pages::human_time(at, tz)))
+                    .unwrap_or_else(|| Message::new(t!("never"))),
+                name: k.name,
+            }
         })
         .collect();
     let flash = if error.is_none() && secret.is_none() {
@@ -109,13 +114,18 @@ pub async fn add(
     user.0.check_csrf(&form.csrf)?;
     let tz = user.0.tz;
     let parsed = KeyName::parse(&form.name)
-        .map_err(|err| err.to_string())
-        .and_then(|name| form.role.parse::<Role>().map(|role| (name, role)))
+        .map_err(|err| err.says())
+        .and_then(|name| {
+            form.role
+                .parse::<Role>()
+                .map(|role| (name, role))
+                .map_err(|err| err.says())
+        })
         .and_then(|(name, role)| match form.expires.trim() {
             "" => Ok((name, role, None)),
             text => time::parse(text, tz, DateAlone::Ends)
                 .map(|at| (name, role, Some(at)))
-                .map_err(|err| err.to_string()),
+                .map_err(|err| err.says()),
         });
     let outcome = match parsed {
         Err(message) => Err(message),
@@ -123,7 +133,7 @@ pub async fn add(
             match api_keys::create(&state.core.db, &name, role, expires, &user.0.actor()).await {
                 Ok(issued) => Ok(issued),
                 Err(KeyError::Db(err)) => return Err(AdminError::Db(err)),
-                Err(other) => Err(other.to_string()),
+                Err(other) => Err(other.says()),
             }
         }
     };
@@ -169,13 +179,13 @@ pub async fn revoke(
             .ok_or(AdminError::NotFound)?;
         return Ok(crate::admin::pages::Confirm {
             frame: Frame::new(&user.0, None, "keys"),
-            heading: format!("Revoke the key {}?", key.name),
-            lines: vec![
-                "Every request with this key is refused from then on, by every instance. A revoked key cannot be restored; the system that uses it needs a new one.".to_owned(),
-            ],
+            heading: Message::new(t!("Revoke the key {}?")).data("", &key.name),
+            lines: vec![Message::new(t!(
+                "Every request with this key is refused from then on, by every instance. A revoked key cannot be restored; the system that uses it needs a new one."
+            ))],
             action: format!("/admin/keys/{id}/revoke"),
             fields: Vec::new(),
-            button: format!("Revoke {}", key.name),
+            button: Message::new(t!("Revoke {}")).data("", &key.name),
             back: "/admin/keys",
             listing: Vec::new(),
         }
@@ -189,6 +199,6 @@ pub async fn revoke(
         }
         Err(KeyError::NotFound) => Err(AdminError::NotFound),
         Err(KeyError::Db(err)) => Err(AdminError::Db(err)),
-        Err(other) => Err(AdminError::Refused(other.to_string())),
+        Err(other) => Err(AdminError::Refused(other.says())),
     }
 }

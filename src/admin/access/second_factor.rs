@@ -15,6 +15,7 @@ use crate::admin::pages::{Frame, render, see_other};
 use crate::db::entities::users;
 use crate::i18n::Lang;
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::rules::totp::{SecondFactor, TotpSecret};
 use crate::services::two_factor::{self, TwoFactorError};
 use crate::state::AppState;
@@ -53,7 +54,7 @@ fn qr(secret: &TotpSecret, account: &str) -> String {
 struct StepPage<'a> {
     lang: Lang,
     csrf: &'a str,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     /// `code`, `enrol` or `codes` (the recovery codes, once).
     mode: &'static str,
     qr: String,
@@ -125,7 +126,7 @@ pub async fn code_submit(
                 _ => StatusCode::UNAUTHORIZED,
             };
             let mut page = step_page(&csrf, "code");
-            page.error = Some(err.to_string());
+            page.error = Some(err.says());
             Ok(render(status, &page))
         }
     }
@@ -193,7 +194,7 @@ pub async fn enrol_submit(
             let mut page = step_page(&csrf, "enrol");
             page.qr = qr(&secret, &user.username);
             page.secret = secret.base32();
-            page.error = Some(err.to_string());
+            page.error = Some(err.says());
             Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
         }
     }
@@ -210,7 +211,7 @@ struct SettingsPage {
     qr: String,
     secret: String,
     codes: Vec<String>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
 }
 
 fn settings_page(user: &CurrentUser, on: bool) -> SettingsPage {
@@ -286,7 +287,7 @@ pub async fn settings_enrol(
                 page.qr = qr(&secret, &row.username);
                 page.secret = secret.base32();
             }
-            page.error = Some(err.to_string());
+            page.error = Some(err.says());
             Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
         }
     }
@@ -328,7 +329,7 @@ pub async fn settings_disable(
             };
             let mut page = settings_page(&user, row.has_second_factor());
             page.left = two_factor::recovery_codes_left(&state.core, row.id).await?;
-            page.error = Some(err.to_string());
+            page.error = Some(err.says());
             Ok(render(status, &page))
         }
     }

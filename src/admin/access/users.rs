@@ -5,7 +5,7 @@ use crate::admin::access::auth::AdminUser;
 use crate::admin::error::AdminError;
 use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
-use crate::i18n::Message;
+use crate::i18n::{Message, Says};
 use crate::rules::{Password, Role, Username};
 use crate::services::users::{self, UserChange, UserChangeError, UserError};
 use crate::state::AppState;
@@ -18,7 +18,7 @@ pub struct Row {
     pub name: String,
     pub is_admin: bool,
     pub disabled: bool,
-    pub last_login: String,
+    pub last_login: Message,
     pub is_me: bool,
     /// Signs in with a second factor (an admin may reset it).
     pub two_factor: bool,
@@ -34,14 +34,14 @@ struct UsersPage {
     /// Single sign-on is set up: users can be linked to the provider's subjects.
     sso: bool,
     rows: Vec<Row>,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_name: String,
 }
 
 async fn page(
     state: &AppState,
     user: &AdminUser,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     new_name: String,
 ) -> Result<UsersPage, AdminError> {
     let mut subjects = match &state.core.sso {
@@ -61,8 +61,8 @@ async fn page(
             display_name: u.display_name.clone(),
             last_login: u
                 .last_login_at
-                .map(|at| crate::admin::pages::human_time(at, user.0.tz))
-                .unwrap_or_else(|| "never".into()),
+                .map(|at| Message::plain(crate::admin::pages::human_time(at, user.0.tz)))
+                .unwrap_or_else(|| Message::new(t!("never"))),
             name: u.username,
         })
         .collect();
@@ -102,15 +102,20 @@ pub async fn add(
     user.0.check_csrf(&form.csrf)?;
     let parsed = Username::parse(&form.name)
         .and_then(|name| Password::parse(&form.password).map(|password| (name, password)))
-        .map_err(|err| err.to_string())
-        .and_then(|(name, password)| form.role.parse::<Role>().map(|role| (name, password, role)));
+        .map_err(|err| err.says())
+        .and_then(|(name, password)| {
+            form.role
+                .parse::<Role>()
+                .map(|role| (name, password, role))
+                .map_err(|err| err.says())
+        });
     let outcome = match parsed {
         Err(message) => Err(message),
         Ok((name, password, role)) => {
             match users::add(&state.core.db, &name, &password, role, &user.0.actor()).await {
                 Ok(added) => Ok(added),
                 Err(UserError::Db(err)) => return Err(AdminError::Db(err)),
-                Err(other) => Err(other.to_string()),
+                Err(other) => Err(other.says()),
             }
         }
     };
@@ -174,7 +179,7 @@ pub async fn change(
             }
             Err(crate::services::sso::LinkError::Db(err)) => Err(err.into()),
             Err(err) => {
-                let page = page(&state, &user, Some(err.to_string()), String::new()).await?;
+                let page = page(&state, &user, Some(err.says()), String::new()).await?;
                 Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page))
             }
         };
@@ -185,16 +190,16 @@ pub async fn change(
             .ok_or(AdminError::NotFound)?;
         return Ok(crate::admin::pages::Confirm {
             frame: Frame::new(&user.0, None, "users"),
-            heading: format!("Disable {}?", target.username),
+            heading: Message::new(t!("Disable {}?")).data("", &target.username),
             lines: vec![
-                format!(
-                    "{} is signed out everywhere at once and cannot sign in until enabled again. Their links keep working.",
-                    target.username
-                ),
+                Message::new(t!(
+                    "{} is signed out everywhere at once and cannot sign in until enabled again. Their links keep working."
+                ))
+                .data("", &target.username),
             ],
             action: format!("/admin/users/{id}/disable"),
             fields: Vec::new(),
-            button: format!("Disable {}", target.username),
+            button: Message::new(t!("Disable {}")).data("", &target.username),
             back: "/admin/users",
             listing: Vec::new(),
         }
@@ -203,10 +208,14 @@ pub async fn change(
     let change = match action.as_str() {
         "disable" => Ok(UserChange::Disable),
         "enable" => Ok(UserChange::Enable),
-        "role" => form.role.parse::<Role>().map(UserChange::Role),
+        "role" => form
+            .role
+            .parse::<Role>()
+            .map(UserChange::Role)
+            .map_err(|err| err.says()),
         "password" => Password::parse(&form.password)
             .map(UserChange::Password)
-            .map_err(|err| err.to_string()),
+            .map_err(|err| err.says()),
         _ => return Err(AdminError::NotFound),
     };
     let result = match change {
@@ -217,7 +226,7 @@ pub async fn change(
                 Ok(changed) => Ok(changed),
                 Err(UserChangeError::NotFound) => return Err(AdminError::NotFound),
                 Err(UserChangeError::Db(err)) => return Err(AdminError::Db(err)),
-                Err(other) => Err(other.to_string()),
+                Err(other) => Err(other.says()),
             }
         }
     };

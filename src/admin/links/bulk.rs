@@ -4,6 +4,8 @@ use crate::admin::access::auth::CurrentUser;
 use crate::admin::error::AdminError;
 use crate::admin::links::FilterForm;
 use crate::admin::pages::{Frame, render};
+use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::services::links::bulk::{self, ImportError, RowOutcome};
 use crate::state::AppState;
 use actix_multipart::Multipart;
@@ -22,7 +24,7 @@ const SHOWN_ERRORS: usize = 100;
 #[template(path = "admin/import.html")]
 struct ImportPage {
     frame: Frame,
-    error: Option<String>,
+    error: Option<crate::i18n::Message>,
     report: Option<Report>,
 }
 
@@ -45,17 +47,22 @@ pub async fn form(user: CurrentUser) -> HttpResponse {
 async fn read_upload(
     req: &HttpRequest,
     payload: web::Payload,
-) -> Result<(String, Vec<u8>), String> {
+) -> Result<(String, Vec<u8>), Message> {
     let mut multipart = Multipart::new(req.headers(), payload);
     let (mut csrf, mut file) = (String::new(), Vec::new());
     while let Some(field) = multipart.next().await {
-        let mut field = field.map_err(|err| format!("the upload could not be read: {err}"))?;
+        let unreadable = |err: actix_multipart::MultipartError| {
+            Message::new(t!("the upload could not be read: {err}")).data("err", err)
+        };
+        let mut field = field.map_err(unreadable)?;
         let name = field.name().unwrap_or_default().to_owned();
         let mut data = Vec::new();
         while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(|err| format!("the upload could not be read: {err}"))?;
+            let chunk = chunk.map_err(unreadable)?;
             if data.len() + chunk.len() > MAX_UPLOAD {
-                return Err(format!("the file is larger than {} MB", MAX_UPLOAD >> 20));
+                return Err(
+                    Message::new(t!("the file is larger than {} MB")).data("", MAX_UPLOAD >> 20)
+                );
             }
             data.extend_from_slice(&chunk);
         }
@@ -92,7 +99,7 @@ pub async fn upload(
         Err(err) => {
             let page = ImportPage {
                 frame: Frame::new(&user, None, "links"),
-                error: Some(err.to_string()),
+                error: Some(err.says()),
                 report: None,
             };
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));

@@ -4,6 +4,7 @@
 use crate::admin::error::AdminError;
 use crate::db::entities::url_map;
 use crate::i18n::Text;
+use crate::i18n::{Message, Says};
 use crate::rules::{App, InAppApps, Tag, TargetRule, TargetUrl, VisitLimit};
 use crate::services::links::{self, Campaign, Field, LinkError, LinkInput, NewLink, TagInput};
 use crate::services::tags::Utm;
@@ -20,7 +21,7 @@ const ROWS: [TargetRule; 4] = [
 ];
 
 /// A message per form field.
-pub type Errors = HashMap<&'static str, String>;
+pub type Errors = HashMap<&'static str, Message>;
 
 #[derive(serde::Deserialize, Default, Clone)]
 #[serde(default)]
@@ -249,7 +250,7 @@ pub async fn with_utm(
         Ok(target) => Ok(Some(target)),
         Err(LinkError::Db(err)) => Err(err.into()),
         Err(err) => {
-            errors.insert("url", err.to_string());
+            errors.insert("url", err.says());
             Ok(None)
         }
     }
@@ -292,7 +293,7 @@ pub async fn utm_url(
 }
 
 /// Which field a service error belongs to; database failures are not the user's.
-pub fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
+pub fn field_of(err: LinkError) -> Result<(&'static str, Message), AdminError> {
     let field = match err {
         LinkError::NotFound(_) | LinkError::Db(_) => return Err(err.into()),
         LinkError::CodeTaken(_) | LinkError::InvalidCode(_) | LinkError::CustomWithoutCode => {
@@ -307,5 +308,5 @@ pub fn field_of(err: LinkError) -> Result<(&'static str, String), AdminError> {
         LinkError::DescriptionTooLong(_) => "description",
         _ => "url",
     };
-    Ok((field, err.to_string()))
+    Ok((field, err.says()))
 }

@@ -11,7 +11,7 @@ use crate::admin::pages::see_other;
 use crate::admin::pages::{Frame, render};
 use crate::db::entities::domain_conf;
 use crate::db::entities::url_map::{self, LinkStatus};
-use crate::i18n::Message;
+use crate::i18n::{Message, Says};
 use crate::rules::{ShortCode, Tag, TargetUrl};
 use crate::services::domains;
 use crate::services::links::listing::{self, LinkFilter, Order, Paging, StatusFilter};
@@ -219,7 +219,7 @@ struct FormPage {
     frame: Frame,
     form: LinkForm,
     domains: Vec<String>,
-    errors: HashMap<&'static str, String>,
+    errors: HashMap<&'static str, Message>,
     timezone: String,
     lengths: Vec<u8>,
     password_set: bool,
@@ -228,8 +228,8 @@ struct FormPage {
 }
 
 impl FormPage {
-    fn error(&self, field: &str) -> &str {
-        self.errors.get(field).map_or("", String::as_str)
+    fn error(&self, field: &str) -> Option<&Message> {
+        self.errors.get(field)
     }
 
     /// The campaign settings start folded, unless one is set or refused.
@@ -238,7 +238,7 @@ impl FormPage {
             || self.form.campaign_set()
             || CAMPAIGN_FIELDS
                 .iter()
-                .any(|field| !self.error(field).is_empty())
+                .any(|field| self.error(field).is_some())
     }
 }
 
@@ -246,7 +246,7 @@ async fn form_page(
     state: &AppState,
     user: &CurrentUser,
     form: LinkForm,
-    errors: HashMap<&'static str, String>,
+    errors: HashMap<&'static str, Message>,
 ) -> Result<FormPage, AdminError> {
     let domains = domains::list(&state.core.db)
         .await?
@@ -339,7 +339,7 @@ struct EditPage {
     short_url: String,
     version: i32,
     form: LinkForm,
-    errors: HashMap<&'static str, String>,
+    errors: HashMap<&'static str, Message>,
     creator: String,
     created: String,
     timezone: String,
@@ -350,8 +350,8 @@ struct EditPage {
 }
 
 impl EditPage {
-    fn error(&self, field: &str) -> &str {
-        self.errors.get(field).map_or("", String::as_str)
+    fn error(&self, field: &str) -> Option<&Message> {
+        self.errors.get(field)
     }
 
     /// The campaign settings start folded, unless one is set or refused.
@@ -360,7 +360,7 @@ impl EditPage {
             || self.form.campaign_set()
             || CAMPAIGN_FIELDS
                 .iter()
-                .any(|field| !self.error(field).is_empty())
+                .any(|field| self.error(field).is_some())
     }
 }
 
@@ -390,7 +390,7 @@ fn edit_page(
     link: &url_map::Model,
     short_url: String,
     form: LinkForm,
-    errors: HashMap<&'static str, String>,
+    errors: HashMap<&'static str, Message>,
     tz: chrono_tz::Tz,
     known_tags: Vec<String>,
 ) -> EditPage {
@@ -490,7 +490,7 @@ pub async fn update(
                     return Ok(see_other("/admin/links"));
                 }
                 Err(err @ LinkError::Stale(_)) => {
-                    errors.insert("form", err.to_string());
+                    errors.insert("form", err.says());
                 }
                 Err(err) => {
                     let (field, message) = field_of(err)?;

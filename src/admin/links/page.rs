@@ -6,6 +6,7 @@ use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::charts;
 use crate::db::entities::url_map::{LinkState, LinkStatus};
+use crate::i18n::Message;
 use crate::i18n::Text;
 use crate::rules::{AltTargets, TargetUrl};
 use crate::services::audit::{self, AuditFilter};
@@ -111,8 +112,10 @@ pub async fn show(
     if let Some(max) = link.max_visits {
         details.push((
             t!("Visits"),
-            lang.say(&format!("{} of {max}", link.visit_count))
-                .into_owned(),
+            Message::new(t!("{} of {max}"))
+                .data("", link.visit_count)
+                .data("max", max)
+                .show(lang),
         ));
     }
     if let Some(from) = link.valid_from {

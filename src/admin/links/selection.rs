@@ -7,6 +7,7 @@ use crate::admin::error::AdminError;
 use crate::admin::links::FilterForm;
 use crate::admin::pages::{Confirm, Frame, see_other};
 use crate::i18n::Message;
+use crate::i18n::Says;
 use crate::i18n::Text;
 use crate::rules::{ShortCode, Tag};
 use crate::services::links::listing;
@@ -67,51 +68,52 @@ pub async fn apply(
 ) -> Result<HttpResponse, AdminError> {
     let posted = read(&body);
     user.check_csrf(&posted.csrf)?;
-    let refuse = |message: &str| AdminError::Refused(message.to_owned());
+    let refuse = |text: Text| AdminError::Refused(Message::new(text));
     let selection = if posted.all {
         Selection::Filter(posted.filter.filter())
     } else {
         if posted.codes.is_empty() {
-            return Err(refuse(
-                "no link is selected; tick the links to change, or choose every link that matches",
-            ));
+            return Err(refuse(t!(
+                "no link is selected; tick the links to change, or choose every link that matches"
+            )));
         }
         Selection::Codes(
             posted
                 .codes
                 .iter()
-                .map(|code| ShortCode::parse(code).map_err(|err| refuse(&err.to_string())))
+                .map(|code| ShortCode::parse(code).map_err(|err| AdminError::Refused(err.says())))
                 .collect::<Result<_, _>>()?,
         )
     };
-    let tags = Tag::parse_list(&posted.tags).map_err(|err| refuse(&err.to_string()))?;
+    let tags = Tag::parse_list(&posted.tags).map_err(|err| AdminError::Refused(err.says()))?;
     let action = match posted.action.as_str() {
         "disable" => BulkAction::Disable,
         "enable" => BulkAction::Enable,
         "delete" => BulkAction::Delete,
         "tag" | "untag" if tags.is_empty() => {
-            return Err(refuse("give the tags to add or remove"));
+            return Err(refuse(t!("give the tags to add or remove")));
         }
         "tag" => BulkAction::Tag(tags.clone()),
         "untag" => BulkAction::Untag(tags.clone()),
         "export" => return export(&state, &posted, user.tz).await,
-        _ => return Err(refuse("choose what to do with the selected links")),
+        _ => return Err(refuse(t!("choose what to do with the selected links"))),
     };
     let count = match &selection {
         Selection::Codes(codes) => codes.len() as u64,
         Selection::Filter(filter) => listing::count(&state.core.db, filter).await?,
     };
     if !posted.confirm {
-        // Written in the reader's language here, where the tags (data) and the number of
-        // links (words) are still apart: the tags are never translated.
-        let lang = user.lang;
+        // The tags are data, the number of links words.
         let links = match count {
-            1 => lang.t(t!("1 link")).to_owned(),
-            _ => lang.say(&format!("{count} links")).into_owned(),
+            1 => Message::new(t!("1 link")),
+            _ => Message::new(t!("{} links")).data("", count),
         };
         let tags = posted.tags.trim();
-        let values = [("tags", tags), ("links", links.as_str())];
-        let text = |english: Text| lang.fill(english, &values);
+        let text = |english: Text| {
+            Message::new(english)
+                .data("tags", tags)
+                .message("links", links.clone())
+        };
         let (button, heading) = match &action {
             BulkAction::Disable => (text(t!("Disable {links}")), text(t!("Disable {links}?"))),
             BulkAction::Enable => (text(t!("Enable {links}")), text(t!("Enable {links}?"))),
@@ -154,11 +156,10 @@ pub async fn apply(
             frame: Frame::new(&user, None, "links"),
             heading,
             lines: vec![
-                lang.t(consequence).to_owned(),
-                lang.t(t!(
+                Message::new(consequence),
+                Message::new(t!(
                     "Links you may not change (others' links, for operators) are left as they are."
-                ))
-                .to_owned(),
+                )),
             ],
             action: "/admin/links/selection".to_owned(),
             fields,
@@ -172,7 +173,7 @@ pub async fn apply(
         .await
         .map_err(|err| match err {
             BulkError::Db(err) => AdminError::Db(err),
-            other => AdminError::Refused(other.to_string()),
+            other => AdminError::Refused(other.says()),
         })?;
     let changed = Message::new(t!("{} of {} selected links changed"))
         .data("", outcome.changed)

@@ -48,7 +48,7 @@ fn is_code_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-'
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 pub enum CodeError {
     #[error("the code is empty")]
     Empty,
@@ -244,7 +244,7 @@ pub fn check_character(body: &[u8]) -> u8 {
     ALPHABET[((62 - sum % 62) % 62) as usize]
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 #[error(
     "all {space} codes of length {length} have been issued; choose a longer code length (or raise INKLINK_CODE_LENGTH)"
 )]

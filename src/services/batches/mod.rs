@@ -69,7 +69,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum BatchError {
     #[error("the batch needs a name")]
     NoName,
@@ -283,7 +283,7 @@ pub async fn list(
 }
 
 /// Why a recipient row was turned away.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum RowError {
     #[error(transparent)]
     Phone(#[from] PhoneError),

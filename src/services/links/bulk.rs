@@ -23,7 +23,7 @@ const COLUMNS: [&str; 7] = [
     "tags",
 ];
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum ImportError {
     #[error("the file is empty")]
     Empty,
@@ -159,8 +159,7 @@ fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLin
         errors
             .into_iter()
             .next()
-            .map(|err| err.message)
-            .unwrap_or_default()
+            .map_or_else(String::new, |err| err.message.to_string())
     })
 }
 

@@ -54,11 +54,11 @@ impl Field {
 }
 
 /// What is wrong with one field.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
 #[error("{message}")]
 pub struct InputError {
     pub field: Field,
-    pub message: String,
+    pub message: crate::i18n::Message,
 }
 
 /// Tags as the front end has them.
@@ -103,7 +103,7 @@ pub struct LinkInput {
 }
 
 /// The value, or the mistake noted against `field`.
-fn check<T, E: std::fmt::Display>(
+fn check<T, E: crate::i18n::Says>(
     errors: &mut Vec<InputError>,
     field: Field,
     result: Result<T, E>,
@@ -112,7 +112,7 @@ fn check<T, E: std::fmt::Display>(
         .map_err(|err| {
             errors.push(InputError {
                 field,
-                message: err.to_string(),
+                message: err.says(),
             })
         })
         .ok()

@@ -110,7 +110,7 @@ pub struct BulkOutcome {
     pub missing: Vec<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum BulkError {
     #[error("the selection matches {0} links; at most {MAX_LINKS} can be changed at once")]
     TooMany(u64),

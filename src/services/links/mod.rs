@@ -36,7 +36,7 @@ pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 const SEQUENCE_ATTEMPTS: usize = 1000;
 const HASH_CANDIDATES: usize = 64;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum LinkError {
     #[error("the code '{0}' is already taken; choose another")]
     CodeTaken(String),

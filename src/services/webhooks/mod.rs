@@ -24,7 +24,7 @@ pub const IN_ALL: u64 = 200;
 /// Deliveries listed for a subscription.
 pub const RECENT: u64 = 50;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum WebhookServiceError {
     #[error(transparent)]
     Invalid(#[from] WebhookError),
