@@ -47,7 +47,7 @@ pub struct DomainAlert {
     pub host: String,
     /// `suspect` or `blocked`.
     pub state: &'static str,
-    pub reason: String,
+    pub reason: crate::i18n::Message,
 }
 
 impl Inklink {

@@ -30,7 +30,8 @@ pub struct Row {
     pub fallback: String,
     /// healthy, suspect, blocked or unknown.
     pub health: &'static str,
-    pub reason: String,
+    /// Why the domain is in its state, when there is something to say.
+    pub reason: Option<Message>,
     /// When it was last checked (empty: never).
     pub checked: String,
     /// The worst state of each of the last 7 days, oldest first.
@@ -91,8 +92,8 @@ async fn page(
                 .map_or("unknown", |h| h.state.as_str()),
             reason: health
                 .get(&domain.id)
-                .map(|h| h.reason.clone())
-                .unwrap_or_default(),
+                .filter(|h| !h.reason.is_empty())
+                .map(|h| h.reason_shown()),
             checked: health
                 .get(&domain.id)
                 .and_then(|h| chrono::DateTime::from_timestamp_millis(h.checked_at))

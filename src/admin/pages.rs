@@ -27,7 +27,7 @@ impl Frame {
     /// The banner about the default domain's trouble, in the person's language.
     pub fn alert_text(&self) -> Option<String> {
         let alert = self.alert.as_ref()?;
-        let reason = self.lang.say(&alert.reason);
+        let reason = alert.reason.show(self.lang);
         let pattern = match alert.state {
             "blocked" => t!("The default domain {host} is blocked: {reason}"),
             _ => t!("The default domain {host} may be blocked: {reason}"),

@@ -340,10 +340,9 @@ pub async fn domain(core: &Inklink, action: DomainAction) -> anyhow::Result<()> 
                         crate::rules::health::Outcome::Suspicious => "SUSPICIOUS",
                         crate::rules::health::Outcome::Unknown => "unknown",
                     },
-                    if finding.reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", finding.reason)
+                    match &finding.reason {
+                        Some(reason) => format!(" ({reason})"),
+                        None => String::new(),
                     }
                 );
             }

@@ -11,6 +11,7 @@ use super::audit::{self, Actor, Entry};
 use super::domains::{self, DomainChangeError};
 use crate::db::entities::domain_conf::{self, DomainStatus};
 use crate::db::sql::statement;
+use crate::i18n::Message;
 use crate::rules::health::{Failover, HealthState, Hysteresis, Outcome};
 use crate::state::{DomainAlert, Inklink};
 use probe::{Finding, Probes};
@@ -26,7 +27,10 @@ const HISTORY_DAYS: i64 = 30;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Health {
     pub state: HealthState,
+    /// Why, in English (the API, the CLI, webhooks).
     pub reason: String,
+    /// Why, as the message a person reads (none for rows stored before it was kept).
+    pub reason_message: Option<Message>,
     /// Milliseconds since 1970.
     pub checked_at: i64,
     pub changed_at: i64,
@@ -35,10 +39,18 @@ pub struct Health {
 }
 
 impl Health {
+    /// Why, in the reader's language: the message kept, else the English found by its pattern.
+    pub fn reason_shown(&self) -> Message {
+        self.reason_message
+            .clone()
+            .unwrap_or_else(|| Message::said(self.reason.clone()))
+    }
+
     fn unknown() -> Self {
         Self {
             state: HealthState::Unknown,
             reason: String::new(),
+            reason_message: None,
             checked_at: 0,
             changed_at: 0,
             recent: String::new(),
@@ -54,8 +66,8 @@ fn now_ms() -> i64 {
 /// Every domain's health, by domain id (domains never checked are missing).
 pub async fn all(db: &impl ConnectionTrait) -> Result<HashMap<i64, Health>, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT domain_id, state, reason, checked_at, changed_at, recent, rotated_at \
-               FROM domain_health";
+    let sql = "SELECT domain_id, state, reason, reason_message, checked_at, changed_at, recent, \
+               rotated_at FROM domain_health";
     let rows = db.query_all_raw(statement(backend, sql, vec![])).await?;
     rows.iter()
         .map(|row| {
@@ -64,6 +76,9 @@ pub async fn all(db: &impl ConnectionTrait) -> Result<HashMap<i64, Health>, DbEr
                 Health {
                     state: HealthState::from_stored(&row.try_get::<String>("", "state")?),
                     reason: row.try_get("", "reason")?,
+                    reason_message: row
+                        .try_get::<Option<String>>("", "reason_message")?
+                        .and_then(|json| serde_json::from_str(&json).ok()),
                     checked_at: row.try_get("", "checked_at")?,
                     changed_at: row.try_get("", "changed_at")?,
                     recent: row.try_get("", "recent")?,
@@ -139,7 +154,7 @@ pub async fn record(
     app: &Inklink,
     domain: &domain_conf::Model,
     outcome: Outcome,
-    reason: &str,
+    reason: Option<&Message>,
 ) -> Result<Option<(HealthState, HealthState)>, DbErr> {
     let db = &app.db;
     let txn = crate::db::begin_write(db).await?;
@@ -152,21 +167,32 @@ pub async fn record(
         let recent = rules.remember(&before.recent, outcome);
         let state = rules.state(before.state, &recent);
         let now = now_ms();
-        let reason: String = match state {
-            // Healthy keeps only this check's note (a certificate about to expire).
-            HealthState::Healthy => reason.chars().take(300).collect(),
-            _ if reason.is_empty() => before.reason.clone(),
-            _ => reason.chars().take(300).collect(),
+        let (reason, message): (String, Option<String>) = match (state, reason) {
+            // Without a reason, a state other than healthy keeps the one it had; healthy keeps
+            // only this check's note (a certificate about to expire).
+            (HealthState::Healthy, None) => (String::new(), None),
+            (_, None) => (
+                before.reason.clone(),
+                before
+                    .reason_message
+                    .as_ref()
+                    .and_then(|m| serde_json::to_string(m).ok()),
+            ),
+            (_, Some(message)) => (
+                message.to_string().chars().take(300).collect(),
+                serde_json::to_string(message).ok(),
+            ),
         };
         let changed = state != before.state;
         let changed_at = if changed { now } else { before.changed_at };
         let (sql, values): (&str, Vec<Value>) = match exists {
             true => (
-                "UPDATE domain_health SET state = ?, reason = ?, checked_at = ?, changed_at = ?, \
-                 recent = ? WHERE domain_id = ?",
+                "UPDATE domain_health SET state = ?, reason = ?, reason_message = ?, \
+                 checked_at = ?, changed_at = ?, recent = ? WHERE domain_id = ?",
                 vec![
                     state.as_str().into(),
                     reason.clone().into(),
+                    message.clone().into(),
                     now.into(),
                     changed_at.into(),
                     recent.clone().into(),
@@ -174,11 +200,12 @@ pub async fn record(
                 ],
             ),
             false => (
-                "INSERT INTO domain_health (state, reason, checked_at, changed_at, recent, \
-                 domain_id) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO domain_health (state, reason, reason_message, checked_at, \
+                 changed_at, recent, domain_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 vec![
                     state.as_str().into(),
                     reason.clone().into(),
+                    message.clone().into(),
                     now.into(),
                     changed_at.into(),
                     recent.clone().into(),
@@ -294,8 +321,9 @@ pub async fn check_round(app: &Inklink, probes: &Probes) -> Result<(), DbErr> {
         if findings.is_empty() {
             continue;
         }
-        let (outcome, reason) = probe::combine(&findings);
-        let changed = record(app, &domain, outcome, &reason).await?;
+        let (outcome, why) = probe::combine(&findings);
+        let changed = record(app, &domain, outcome, why.as_ref()).await?;
+        let reason = why.as_ref().map(ToString::to_string).unwrap_or_default();
         if changed.map(|(_, now)| now) == Some(HealthState::Blocked) && domain.is_default {
             match Failover::from_stored(&domain.failover) {
                 Failover::Auto => match fail_over(app, &domain, &reason).await {
@@ -351,7 +379,7 @@ pub async fn refresh_alert(app: &Inklink) -> Result<(), DbErr> {
             Some(DomainAlert {
                 host: domain.host.clone(),
                 state,
-                reason: h.reason,
+                reason: h.reason_shown(),
             })
         }),
     };

@@ -6,6 +6,7 @@
 use crate::clickstore::traffic::{HostTraffic, in_app_by_host};
 use crate::config::Settings;
 use crate::db::entities::domain_conf;
+use crate::i18n::{Message, Says};
 use crate::net::outbound::{Outbound, OutboundError};
 use crate::rules::health::Outcome;
 use std::time::Duration;
@@ -15,8 +16,9 @@ use std::time::Duration;
 pub struct Finding {
     pub probe: &'static str,
     pub outcome: Outcome,
-    /// Why (English, to be translated; hosts and URLs in it are data).
-    pub reason: String,
+    /// Why, as a person reads it (hosts and URLs in it are data); none when there is nothing
+    /// to say.
+    pub reason: Option<Message>,
 }
 
 /// One way of checking a domain.
@@ -38,20 +40,21 @@ pub struct Reachability {
 
 impl Probe for Reachability {
     async fn check(&self, domain: &domain_conf::Model) -> Finding {
-        let failed = |reason: String| Finding {
+        let failed = |reason: Message| Finding {
             probe: "reachability",
             outcome: Outcome::Failed,
-            reason,
+            reason: Some(reason),
         };
         let Ok(url) = url::Url::parse(&format!("{}healthz", address(domain))) else {
-            return failed(format!("{} is not a valid address", domain.host));
+            return failed(Message::new(t!("{} is not a valid address")).data("", &domain.host));
         };
         match self.client.get(&url).await {
-            Err(err) => failed(err.to_string()),
-            Ok(answer) if answer.status != 200 => failed(format!(
-                "{} answered {} instead of inklink's health check",
-                domain.host, answer.status
-            )),
+            Err(err) => failed(err.says()),
+            Ok(answer) if answer.status != 200 => failed(
+                Message::new(t!("{} answered {} instead of inklink's health check"))
+                    .data("", &domain.host)
+                    .data("", answer.status),
+            ),
             Ok(answer) => {
                 let json: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();
                 match json
@@ -62,9 +65,11 @@ impl Probe for Reachability {
                     Some("ok") => Finding {
                         probe: "reachability",
                         outcome: Outcome::Passed,
-                        reason: String::new(),
+                        reason: None,
                     },
-                    _ => failed(format!("{} is not answered by inklink", domain.host)),
+                    _ => failed(
+                        Message::new(t!("{} is not answered by inklink")).data("", &domain.host),
+                    ),
                 }
             }
         }
@@ -81,10 +86,10 @@ pub struct Checker {
 
 impl Probe for Checker {
     async fn check(&self, domain: &domain_conf::Model) -> Finding {
-        let unknown = |reason: String| Finding {
+        let unknown = |reason: Message| Finding {
             probe: "checker",
             outcome: Outcome::Unknown,
-            reason,
+            reason: Some(reason),
         };
         let encoded: String =
             url::form_urlencoded::byte_serialize(address(domain).as_bytes()).collect();
@@ -94,34 +99,44 @@ impl Probe for Checker {
             .replace("{url}", &encoded)
             .replace("{host}", &host);
         let Ok(url) = url::Url::parse(&asked) else {
-            return unknown("the checker URL is not valid".into());
+            return unknown(Message::new(t!("the checker URL is not valid")));
         };
         let answer = match self.client.get(&url).await {
             Ok(answer) => answer,
             Err(OutboundError::Timeout(secs)) => {
-                return unknown(format!("the checker gave no answer within {secs} s"));
+                return unknown(
+                    Message::new(t!("the checker gave no answer within {secs} s"))
+                        .data("secs", secs),
+                );
             }
-            Err(err) => return unknown(format!("the checker cannot be asked: {err}")),
+            Err(err) => {
+                return unknown(
+                    Message::new(t!("the checker cannot be asked: {err}"))
+                        .message("err", err.says()),
+                );
+            }
         };
         if !(200..300).contains(&answer.status) {
-            return unknown(format!("the checker answered {}", answer.status));
+            return unknown(Message::new(t!("the checker answered {}")).data("", answer.status));
         }
         let json: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();
         match json.as_ref().and_then(|j| j.pointer(&self.pointer)) {
             Some(serde_json::Value::Bool(true)) => Finding {
                 probe: "checker",
                 outcome: Outcome::Failed,
-                reason: format!("the checker says {} is blocked", domain.host),
+                reason: Some(
+                    Message::new(t!("the checker says {} is blocked")).data("", &domain.host),
+                ),
             },
             Some(serde_json::Value::Bool(false)) => Finding {
                 probe: "checker",
                 outcome: Outcome::Passed,
-                reason: String::new(),
+                reason: None,
             },
-            _ => unknown(format!(
-                "the checker's answer has no true or false at {}",
-                self.pointer
-            )),
+            _ => unknown(
+                Message::new(t!("the checker's answer has no true or false at {}"))
+                    .data("", &self.pointer),
+            ),
         }
     }
 }
@@ -161,17 +176,23 @@ impl Probe for Certificate {
             Ok(Ok(Err(err))) => {
                 return finding(
                     Outcome::Unknown,
-                    format!("cannot read the certificate: {err}"),
+                    Some(
+                        Message::new(t!("cannot read the certificate: {err}"))
+                            .message("err", err.says()),
+                    ),
                 );
             }
             Ok(Err(_)) | Err(_) => {
-                return finding(Outcome::Unknown, "cannot read the certificate".into());
+                return finding(
+                    Outcome::Unknown,
+                    Some(Message::new(t!("cannot read the certificate"))),
+                );
             }
         };
         let Some(not_after) = crate::rules::x509::not_after(&der) else {
             return finding(
                 Outcome::Unknown,
-                "the certificate's expiry cannot be read".into(),
+                Some(Message::new(t!("the certificate's expiry cannot be read"))),
             );
         };
         let date = chrono::DateTime::from_timestamp(not_after, 0)
@@ -183,21 +204,26 @@ impl Probe for Certificate {
         if left < 0 {
             finding(
                 Outcome::Failed,
-                format!(
-                    "the certificate of {host} expired on {date}",
-                    host = domain.host
+                Some(
+                    Message::new(t!("the certificate of {host} expired on {date}"))
+                        .data("host", &domain.host)
+                        .data("date", &date),
                 ),
             )
         } else if days <= CERTIFICATE_WARNING_DAYS {
             finding(
                 Outcome::Passed,
-                format!(
-                    "the certificate of {host} expires in {days} days ({date}): renew it",
-                    host = domain.host
+                Some(
+                    Message::new(t!(
+                        "the certificate of {host} expires in {days} days ({date}): renew it"
+                    ))
+                    .data("host", &domain.host)
+                    .data("days", days)
+                    .data("date", &date),
                 ),
             )
         } else {
-            finding(Outcome::Passed, String::new())
+            finding(Outcome::Passed, None)
         }
     }
 }
@@ -263,23 +289,29 @@ pub fn judge_traffic(host: &str, window: Duration, traffic: &[HostTraffic]) -> F
     {
         return finding(
             Outcome::Suspicious,
-            format!(
-                "no visits from WeChat or QQ for {minutes} min while {other} still gets them",
-                other = other.host
+            Some(
+                Message::new(t!(
+                    "no visits from WeChat or QQ for {minutes} min while {other} still gets them"
+                ))
+                .data("minutes", minutes)
+                .data("other", &other.host),
             ),
         );
     }
     if latest >= TRAFFIC_BASELINE && latest_stopped == latest && before > before_stopped {
         return finding(
             Outcome::Suspicious,
-            format!(
-                "every visitor from WeChat or QQ in the last {minutes} min stopped at the \"open in browser\" page"
+            Some(
+                Message::new(t!(
+                    "every visitor from WeChat or QQ in the last {minutes} min stopped at the \"open in browser\" page"
+                ))
+                .data("minutes", minutes),
             ),
         );
     }
     match before + latest {
-        0 => finding(Outcome::Unknown, String::new()),
-        _ => finding(Outcome::Passed, String::new()),
+        0 => finding(Outcome::Unknown, None),
+        _ => finding(Outcome::Passed, None),
     }
 }
 
@@ -292,7 +324,7 @@ impl Probe for Traffic {
                 Finding {
                     probe: "traffic",
                     outcome: Outcome::Unknown,
-                    reason: String::new(),
+                    reason: None,
                 }
             }
         }
@@ -366,7 +398,7 @@ impl Probes {
 
 /// One check's outcome from its findings: failed when a probe failed (with its reason),
 /// passed when one passed and none failed, unknown when none could tell.
-pub fn combine(findings: &[Finding]) -> (Outcome, String) {
+pub fn combine(findings: &[Finding]) -> (Outcome, Option<Message>) {
     if let Some(failed) = findings.iter().find(|f| f.outcome == Outcome::Failed) {
         return (Outcome::Failed, failed.reason.clone());
     }
@@ -379,14 +411,12 @@ pub fn combine(findings: &[Finding]) -> (Outcome, String) {
         let note = findings
             .iter()
             .find(|f| f.outcome == Outcome::Unknown)
-            .or_else(|| findings.iter().find(|f| !f.reason.is_empty()));
-        return (
-            Outcome::Passed,
-            note.map(|f| f.reason.clone()).unwrap_or_default(),
-        );
+            .or_else(|| findings.iter().find(|f| f.reason.is_some()));
+        return (Outcome::Passed, note.and_then(|f| f.reason.clone()));
     }
-    let reason = findings
-        .first()
-        .map_or_else(|| "no probe is configured".to_owned(), |f| f.reason.clone());
+    let reason = match findings.first() {
+        Some(first) => first.reason.clone(),
+        None => Some(Message::new(t!("no probe is configured"))),
+    };
     (Outcome::Unknown, reason)
 }
