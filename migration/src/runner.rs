@@ -240,6 +240,15 @@ async fn step(
         .unwrap_or(backend == DbBackend::Postgres);
     let run = async |manager: &SchemaManager<'_>| {
         let name = migration.name();
+        if backend == DbBackend::Sqlite {
+            // SQLite checks a change of the schema against the schema this connection read
+            // last, and another connection of the pool may have changed it since (a column
+            // dropped by the step before): reading the schema table makes it read it again.
+            manager
+                .get_connection()
+                .execute_unprepared("SELECT COUNT(*) FROM sqlite_master")
+                .await?;
+        }
         match direction {
             Direction::Up => {
                 migration.up(manager).await?;

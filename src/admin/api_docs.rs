@@ -12,7 +12,9 @@ use utoipa::OpenApi;
 pub struct Operation {
     pub method: String,
     pub path: String,
-    pub summary: String,
+    /// What the operation does: the catalog's text the OpenAPI document was written with
+    /// (looked up whole, never by pattern), else the document's words as they are.
+    pub summary: crate::i18n::Message,
 }
 
 #[derive(Template)]
@@ -37,11 +39,17 @@ pub async fn page(user: CurrentUser, req: HttpRequest) -> Result<HttpResponse, A
                 operations.push(Operation {
                     method: method.to_owned(),
                     path: path.clone(),
-                    summary: operation
-                        .summary
-                        .clone()
-                        .or_else(|| operation.description.clone())
-                        .unwrap_or_default(),
+                    summary: {
+                        let english = operation
+                            .summary
+                            .clone()
+                            .or_else(|| operation.description.clone())
+                            .unwrap_or_default();
+                        match crate::i18n::Text::find(&english) {
+                            Some(text) => crate::i18n::Message::new(text),
+                            None => crate::i18n::Message::plain(english),
+                        }
+                    },
                 });
             }
         }

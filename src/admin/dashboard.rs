@@ -61,7 +61,7 @@ const ON_A_MAP: u64 = 400;
 #[template(path = "admin/dashboard.html")]
 struct DashboardPage {
     frame: Frame,
-    heading: String,
+    heading: Message,
     /// The link, when this is one link's page: (code, target).
     link: Option<(String, String)>,
     base: String,
@@ -268,7 +268,7 @@ async fn page(
     user: &CurrentUser,
     scope: Scope<'_>,
     period: Period,
-    heading: String,
+    heading: Message,
     link: Option<(String, String)>,
     base: String,
 ) -> Result<HttpResponse, AdminError> {
@@ -367,7 +367,7 @@ pub async fn global(
         &user,
         Scope::All,
         period,
-        "Dashboard".to_owned(),
+        Message::new(t!("Dashboard")),
         None,
         "/admin/dashboard".to_owned(),
     )
@@ -401,7 +401,7 @@ pub async fn link(
         &user,
         Scope::Link(id),
         period,
-        format!("Visits to {code}"),
+        Message::new(t!("Visits to {code}")).data("code", &code),
         Some((code, target)),
         base,
     )
@@ -423,7 +423,7 @@ pub async fn tag(
         &user,
         Scope::Tag(tag.as_str()),
         period,
-        format!("Visits to the links tagged {tag}"),
+        Message::new(t!("Visits to the links tagged {tag}")).data("tag", &tag),
         None,
         format!("/admin/tags/{encoded}/stats"),
     )

@@ -7,9 +7,11 @@
 //!   gettext style, and `catalog.rs` gives each its Chinese. A text of a page is written
 //!   `t!("Links")`: a [`Text`], which exists only for an English the catalog has, so a text
 //!   without its Chinese does not build, and the catalog is the list of every such text. A
-//!   message made at run time with values in it (`Created {url}`) is found by its pattern, and
-//!   the values are put into the Chinese one. Tests fail when a key or a message has no
-//!   Chinese.
+//!   message with values (`Created {url}`) is a [`Message`]: a text and its values, kept
+//!   apart until it is shown, so data is never read as words; errors derive theirs from their
+//!   `#[error]` (`#[derive(Says)]`). What is still made as an English sentence at run time
+//!   ([`Lang::say`]: stored webhook delivery errors, rows of an import) is found by its
+//!   pattern, with its values put into the Chinese one.
 
 mod catalog;
 
@@ -364,9 +366,10 @@ impl Lang {
         }
     }
 
-    /// A message made at run time (an error, a flash message, a confirmation) in this
-    /// language: found whole, else by the pattern it was made from, with its values (which may
-    /// be messages themselves) put into the translation.
+    /// A sentence still made as English text at run time (what a [`Message`] cannot hold yet:
+    /// a stored delivery error, an import row's problem) in this language: found whole, else by
+    /// the pattern it was made from, with its values (which may be messages themselves) put
+    /// into the translation.
     pub fn say<'a>(self, message: &'a str) -> Cow<'a, str> {
         match self {
             Self::En => Cow::Borrowed(message),
