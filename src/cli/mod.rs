@@ -619,7 +619,8 @@ async fn link(core: &Inklink, action: LinkAction) -> anyhow::Result<()> {
             let bytes =
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let outcomes = bulk::import(core, &bytes, &Actor::Cli, core.settings.timezone).await?;
-            let csv = bulk::results_csv(&outcomes);
+            // The command line speaks English.
+            let csv = bulk::results_csv(&outcomes, crate::i18n::Lang::En);
             match results {
                 Some(path) => std::fs::write(&path, csv)
                     .with_context(|| format!("cannot write {}", path.display()))?,

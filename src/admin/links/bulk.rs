@@ -107,16 +107,7 @@ pub async fn upload(
     };
     let failed = outcomes.iter().filter(|row| row.result.is_err()).count();
     // The results file gives each row's problem in the person's language.
-    let outcomes: Vec<_> = outcomes
-        .into_iter()
-        .map(|mut row| {
-            if let Err(problem) = &mut row.result {
-                *problem = user.lang.say(problem).into_owned();
-            }
-            row
-        })
-        .collect();
-    let csv = bulk::results_csv(&outcomes);
+    let csv = bulk::results_csv(&outcomes, user.lang);
     let report = Report {
         created: outcomes.len() - failed,
         failed,

@@ -2,6 +2,7 @@
 //! Each imported row stands alone: a bad row is reported and the good ones are created.
 
 use crate::db::entities::url_map::LinkStatus;
+use crate::i18n::{Lang, Message, Says};
 use crate::rules::{ShortCode, UrlRules};
 use crate::services::audit::Actor;
 use crate::services::domains;
@@ -50,7 +51,8 @@ pub struct RowOutcome {
     pub line: usize,
     /// url, code, description, expires_at, domain, length, tags as given.
     pub input: [String; 7],
-    pub result: Result<String, String>,
+    /// The short URL made, or the row's first mistake.
+    pub result: Result<String, Message>,
 }
 
 /// Reads the header and rows; no database work.
@@ -128,7 +130,7 @@ pub async fn import(
             None => match created.next().expect("a result per valid row") {
                 Ok(saved) => Ok(saved.short_url()),
                 Err(links::LinkError::Db(err)) => return Err(err.into()),
-                Err(err) => Err(err.to_string()),
+                Err(err) => Err(err.says()),
             },
         };
         outcomes.push(RowOutcome {
@@ -141,7 +143,7 @@ pub async fn import(
 }
 
 /// A row as a new link, or its first mistake (which quotes the value it is about).
-fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, String> {
+fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLink, Message> {
     let [url, code, description, expires_at, domain, length, tags] = input.clone();
     let input = LinkInput {
         url,
@@ -153,13 +155,12 @@ fn parse_row(tz: Tz, rules: &UrlRules<'_>, input: &[String; 7]) -> Result<NewLin
         tags: TagInput::List(tags),
         ..LinkInput::default()
     };
-    // The first mistake, whole: the page shows it in the person's language, which a list of
-    // several joined together would not match.
+    // The first mistake: what to fix first, in a cell of the results.
     input.parse(rules, tz).map_err(|errors| {
         errors
             .into_iter()
             .next()
-            .map_or_else(String::new, |err| err.message.to_string())
+            .map_or_else(|| Message::plain(""), |err| err.message)
     })
 }
 
@@ -182,7 +183,8 @@ fn to_csv(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     String::from_utf8(writer.into_inner().expect("writing to memory")).expect("UTF-8 in, UTF-8 out")
 }
 
-pub fn results_csv(outcomes: &[RowOutcome]) -> String {
+/// The rows with their short URLs or mistakes, the mistakes in `lang`.
+pub fn results_csv(outcomes: &[RowOutcome], lang: Lang) -> String {
     let mut header = vec!["line"];
     header.extend(COLUMNS);
     header.extend(["short_url", "error"]);
@@ -193,7 +195,7 @@ pub fn results_csv(outcomes: &[RowOutcome]) -> String {
             cells.extend(row.input.iter().cloned());
             match &row.result {
                 Ok(short) => cells.extend([short.clone(), String::new()]),
-                Err(error) => cells.extend([String::new(), error.clone()]),
+                Err(error) => cells.extend([String::new(), error.show(lang)]),
             }
             cells
         }),
