@@ -192,7 +192,7 @@ async fn run() {
     let mut start = 0;
     while start < receipt_count {
         let end = (start + 10_000).min(receipt_count);
-        let list: Vec<Result<Incoming, String>> = (start..end)
+        let list: Vec<Result<Incoming, inklink::i18n::Message>> = (start..end)
             .map(|n| {
                 Ok(Incoming {
                     key: Some(batches::recipient_key(batch.id, n as i32 + 1)),

@@ -384,7 +384,7 @@ pub async fn upload_receipts(
                 parts.push(
                     Message::new(t!("line {line}: {reason}"))
                         .data("line", line)
-                        .message("reason", Message::said(why)),
+                        .message("reason", why),
                 );
             }
             (Some(Message::Parts(parts)), None)

@@ -29,8 +29,8 @@ fn report_view(report: &Report, first_row: usize) -> ReceiptReport {
             let (status, error) = match outcome {
                 Outcome::Recorded => return None,
                 Outcome::Duplicate => ("duplicate", None),
-                Outcome::Unmatched(why) => ("unmatched", Some(why.clone())),
-                Outcome::Invalid(why) => ("invalid", Some(why.clone())),
+                Outcome::Unmatched(why) => ("unmatched", Some(why.to_string())),
+                Outcome::Invalid(why) => ("invalid", Some(why.to_string())),
             };
             Some(ReceiptProblem {
                 row: i + first_row,
@@ -108,11 +108,14 @@ pub async fn batch_receipts(
         let incoming = list
             .into_iter()
             .map(|value| {
-                let plain: PlainReceipt =
-                    serde_json::from_value(value).map_err(|err| err.to_string())?;
+                let plain: PlainReceipt = serde_json::from_value(value).map_err(|err| {
+                    crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
+                        .data("err", err)
+                })?;
                 let at = match plain.at.as_deref().map(receipts::provider_time) {
                     Some(None) => {
-                        return Err(format!("'{}' is not a time", plain.at.unwrap_or_default()));
+                        return Err(crate::i18n::Message::new(t!("'{}' is not a time"))
+                            .data("", plain.at.unwrap_or_default()));
                     }
                     Some(at) => at,
                     None => None,
@@ -176,12 +179,15 @@ async fn provider_receipts<T: serde::de::DeserializeOwned + Into<Incoming>>(
     let (batch, actor) = provider_scope(&state, &req, &query).await?;
     let body = read_body(payload, RECEIPTS_LIMIT).await?;
     let list: Vec<Value> = parse_json(&body)?;
-    let incoming: Vec<Result<Incoming, String>> = list
+    let incoming: Vec<Result<Incoming, crate::i18n::Message>> = list
         .into_iter()
         .map(|value| {
             serde_json::from_value::<T>(value)
                 .map(Into::into)
-                .map_err(|err| format!("the receipt is not valid: {err}"))
+                .map_err(|err| {
+                    crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
+                        .data("err", err)
+                })
         })
         .collect();
     let scope = match (&batch, &actor) {

@@ -95,6 +95,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "'{}' is not a language of inklink",
         "“{}”不是 inklink 支持的语言",
     ),
+    ("'{}' is not a time", "“{}”不是有效的时间"),
     (
         "'{}' is not a time; write 2026-11-26 10:00:00 (Beijing time) or RFC 3339",
         "“{}”不是时间；请写 2026-11-26 10:00:00（北京时间）或 RFC 3339 格式",
@@ -1577,6 +1578,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "the receipt has neither a recipient key nor a phone number",
         "回执中既没有收件人标识也没有手机号",
     ),
+    ("the receipt is not valid: {err}", "回执无效：{err}"),
     (
         "the receipts need a 'phone' or a 'key' column",
         "回执需要“phone”或“key”列",

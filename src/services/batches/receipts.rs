@@ -6,6 +6,7 @@ use super::{BatchError, may_see, parse_recipient_key};
 use crate::db;
 use crate::db::entities::campaign_batch;
 use crate::db::sql::statement;
+use crate::i18n::{Message, Says};
 use crate::rules::Phone;
 use crate::services::audit::Actor;
 use crate::state::Inklink;
@@ -133,7 +134,7 @@ pub fn parse_delivered(text: &str) -> Option<bool> {
 
 /// Our CSV: columns `phone` or `key`, `delivered`, and optionally `error_code` and `at`;
 /// returns the receipts and, per bad line, its error.
-pub fn from_csv(bytes: &[u8]) -> Result<Vec<Result<Incoming, String>>, BatchError> {
+pub fn from_csv(bytes: &[u8]) -> Result<Vec<Result<Incoming, Message>>, BatchError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
@@ -170,7 +171,8 @@ pub fn from_csv(bytes: &[u8]) -> Result<Vec<Result<Incoming, String>>, BatchErro
         let record = match record {
             Ok(record) => record,
             Err(err) => {
-                out.push(Err(err.to_string()));
+                // The CSV reader's own words: English.
+                out.push(Err(Message::said(err.to_string())));
                 continue;
             }
         };
@@ -180,19 +182,19 @@ pub fn from_csv(bytes: &[u8]) -> Result<Vec<Result<Incoming, String>>, BatchErro
                 .filter(|s| !s.is_empty())
         };
         let Some(state) = cell(Some(delivered)).as_deref().and_then(parse_delivered) else {
-            out.push(Err(format!(
-                "'{}' is not a delivery state; write true or false",
-                cell(Some(delivered)).unwrap_or_default()
-            )));
+            out.push(Err(Message::new(t!(
+                "'{}' is not a delivery state; write true or false"
+            ))
+            .data("", cell(Some(delivered)).unwrap_or_default())));
             continue;
         };
         let at_text = cell(at);
         let when = match at_text.as_deref().map(provider_time) {
             Some(None) => {
-                out.push(Err(format!(
-                    "'{}' is not a time; write 2026-11-26 10:00:00 (Beijing time) or RFC 3339",
-                    at_text.unwrap_or_default()
-                )));
+                out.push(Err(Message::new(t!(
+                    "'{}' is not a time; write 2026-11-26 10:00:00 (Beijing time) or RFC 3339"
+                ))
+                .data("", at_text.unwrap_or_default())));
                 continue;
             }
             Some(at) => at,
@@ -223,9 +225,9 @@ pub enum Outcome {
     /// The same receipt, or a later one, was there already.
     Duplicate,
     /// No recipient matches: the reason says which.
-    Unmatched(String),
+    Unmatched(Message),
     /// The receipt could not be read.
-    Invalid(String),
+    Invalid(Message),
 }
 
 /// Counts and per-receipt outcomes of a delivery of receipts.
@@ -244,7 +246,7 @@ impl Report {
 pub async fn ingest(
     app: &Inklink,
     scope: Scope<'_>,
-    receipts: Vec<Result<Incoming, String>>,
+    receipts: Vec<Result<Incoming, Message>>,
 ) -> Result<Report, BatchError> {
     if receipts.len() > MAX_RECEIPTS {
         return Err(BatchError::BadFile(format!(
@@ -274,11 +276,11 @@ pub async fn ingest(
         }
         match receipt.phone.as_deref().map(|p| Phone::parse(p, country)) {
             Some(Ok(phone)) => by_phone.entry(phone.to_string()).or_default().push(i),
-            Some(Err(err)) => outcomes[i] = Some(Outcome::Invalid(err.to_string())),
+            Some(Err(err)) => outcomes[i] = Some(Outcome::Invalid(err.says())),
             None => {
-                outcomes[i] = Some(Outcome::Invalid(
-                    "the receipt has neither a recipient key nor a phone number".into(),
-                ))
+                outcomes[i] = Some(Outcome::Invalid(Message::new(t!(
+                    "the receipt has neither a recipient key nor a phone number"
+                ))))
             }
         }
     }
@@ -335,10 +337,11 @@ pub async fn ingest(
                 None => {
                     outcomes[*i] = Some(Outcome::Unmatched(match scope {
                         Scope::Batch(batch) => {
-                            format!("no recipient of batch {} has this phone number", batch.id)
+                            Message::new(t!("no recipient of batch {} has this phone number"))
+                                .data("", batch.id)
                         }
                         Scope::Caller(_) => {
-                            "no recipient of your batches has this phone number".into()
+                            Message::new(t!("no recipient of your batches has this phone number"))
                         }
                     }))
                 }
@@ -355,10 +358,10 @@ pub async fn ingest(
             continue;
         }
         if !visible.get(batch).copied().unwrap_or(false) {
-            outcomes[i] = Some(Outcome::Unmatched(format!(
-                "the key {} names no batch of yours",
-                super::recipient_key(*batch, *number)
-            )));
+            outcomes[i] = Some(Outcome::Unmatched(
+                Message::new(t!("the key {} names no batch of yours"))
+                    .data("", super::recipient_key(*batch, *number)),
+            ));
             continue;
         }
         records.push((
@@ -389,16 +392,16 @@ pub async fn ingest(
         outcomes[*i] = Some(match effect {
             ReceiptEffect::Recorded => Outcome::Recorded,
             ReceiptEffect::Unchanged => Outcome::Duplicate,
-            ReceiptEffect::Unknown => Outcome::Unmatched(format!(
-                "there is no recipient {}",
-                super::recipient_key(receipt.batch, receipt.number)
-            )),
+            ReceiptEffect::Unknown => Outcome::Unmatched(
+                Message::new(t!("there is no recipient {}"))
+                    .data("", super::recipient_key(receipt.batch, receipt.number)),
+            ),
         });
     }
     Ok(Report {
         outcomes: outcomes
             .into_iter()
-            .map(|o| o.unwrap_or(Outcome::Invalid("not read".into())))
+            .map(|o| o.unwrap_or(Outcome::Invalid(Message::new(t!("not read")))))
             .collect(),
     })
 }
