@@ -180,7 +180,7 @@ pub async fn create(
             .into_iter()
             .map(|r| RejectedRow {
                 row: r.row,
-                error: r.error,
+                error: r.error.to_string(),
             })
             .collect(),
     );

@@ -177,7 +177,7 @@ pub type RowResult = Result<RecipientRow, (usize, String)>;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejected {
     pub row: usize,
-    pub error: String,
+    pub error: crate::i18n::Message,
 }
 
 #[derive(Debug)]
@@ -400,7 +400,7 @@ impl Filler<'_> {
         }
     }
 
-    fn reject(&mut self, row: usize, error: String) {
+    fn reject(&mut self, row: usize, error: crate::i18n::Message) {
         self.rejected_count += 1;
         if self.rejected.len() < MAX_LISTED_REJECTIONS {
             self.rejected.push(Rejected { row, error });
@@ -412,7 +412,7 @@ impl Filler<'_> {
         for row in rows {
             match self.check(row) {
                 Ok(accepted) => chunk.push(accepted),
-                Err((row, err)) => self.reject(row, err.to_string()),
+                Err((row, err)) => self.reject(row, crate::i18n::Says::says(&err)),
             }
             if chunk.len() == CHUNK {
                 self.write(std::mem::take(&mut chunk)).await?;
