@@ -443,7 +443,7 @@ pub async fn change(
                 .transpose()
             {
                 Ok(policy) => policy,
-                Err(message) => return refuse(&state, &user, Message::said(message)).await,
+                Err(err) => return refuse(&state, &user, err.says()).await,
             };
             domains::set_failover(db, id, Some(form.standby.is_some()), failover, &actor)
                 .await

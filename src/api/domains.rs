@@ -100,7 +100,7 @@ pub async fn update(
         .as_deref()
         .map(Failover::parse)
         .transpose()
-        .map_err(|message| ApiError::invalid(ErrorCode::InvalidValue, message, "failover"))?;
+        .map_err(|err| ApiError::invalid(ErrorCode::InvalidValue, err.to_string(), "failover"))?;
     let db = &state.core.db;
     let not_found = || ApiError::NotFound(format!("there is no domain '{host}'"));
     let parsed = DomainHost::parse(&host).map_err(|_| not_found())?;

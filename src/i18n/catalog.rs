@@ -39,6 +39,10 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "“{0}”不是有效的日期和时间，应类似 2026-12-31 23:59，或 RFC 3339 格式的 2026-12-31T23:59:00+08:00",
     ),
     (
+        "'{0}' is not a fail-over policy; use off, confirm or auto",
+        "“{0}”不是故障切换策略；请使用 off、confirm 或 auto",
+    ),
+    (
         "'{0}' is not a format; use standard, wecom, feishu or dingtalk",
         "“{0}”不是格式；请使用 standard、wecom、feishu 或 dingtalk",
     ),
@@ -86,10 +90,6 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     (
         "'{}' is not a delivery state; write true or false",
         "“{}”不是送达状态；请写 true 或 false",
-    ),
-    (
-        "'{}' is not a fail-over policy; use off, confirm or auto",
-        "“{}”不是故障切换策略；请使用 off、confirm 或 auto",
     ),
     (
         "'{}' is not a language of inklink",

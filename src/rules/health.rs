@@ -34,6 +34,11 @@ pub enum HealthState {
     Unknown,
 }
 
+/// A fail-over policy that is none of inklink's (the first 20 characters of what was given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
+#[error("'{0}' is not a fail-over policy; use off, confirm or auto")]
+pub struct FailoverError(pub String);
+
 impl HealthState {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -132,15 +137,12 @@ impl Failover {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, FailoverError> {
         match text.trim().to_ascii_lowercase().as_str() {
             "off" => Ok(Self::Off),
             "confirm" => Ok(Self::Confirm),
             "auto" => Ok(Self::Auto),
-            other => Err(format!(
-                "'{}' is not a fail-over policy; use off, confirm or auto",
-                other.chars().take(20).collect::<String>()
-            )),
+            other => Err(FailoverError(other.chars().take(20).collect())),
         }
     }
 
