@@ -48,11 +48,6 @@ impl Frame {
         self.lang.f(text, value)
     }
 
-    /// A message in the person's language.
-    pub fn show(&self, message: &crate::i18n::Message) -> String {
-        message.show(self.lang)
-    }
-
     /// A message in the person's language: a [`Message`](crate::i18n::Message), or a sentence
     /// still made as English text (found by its pattern).
     pub fn say(&self, message: impl crate::i18n::Shown) -> String {

@@ -149,17 +149,17 @@ impl Message {
 /// number (a translation may put them in another order), in one pass: a value is never
 /// searched for placeholders (it may hold `{1}` itself). A placeholder without a value stays
 /// as it is. In a format string, `{{` and `}}` are braces.
-fn put_in(pattern: &str, values: &[(&str, String)], formatted: bool) -> String {
+pub(super) fn put_in(pattern: &str, values: &[(&str, impl AsRef<str>)], formatted: bool) -> String {
     let in_order: Vec<&str> = values
         .iter()
         .filter(|(name, _)| name.is_empty())
-        .map(|(_, value)| value.as_str())
+        .map(|(_, value)| value.as_ref())
         .collect();
     let named = |name: &str| {
         values
             .iter()
             .find(|(known, _)| *known == name)
-            .map(|(_, value)| value.as_str())
+            .map(|(_, value)| value.as_ref())
     };
     let mut next = 0;
     let mut out = String::with_capacity(pattern.len() + 32);
