@@ -56,7 +56,9 @@ pub struct Text(&'static str);
 
 impl Text {
     /// The text `english`, or a compile-time error when it is used in a constant (as `t!`
-    /// does) and the catalog has no Chinese for it.
+    /// does) and the catalog has no Chinese for it. For `t!` only: called at run time with an
+    /// unknown text it panics.
+    #[doc(hidden)]
     pub const fn known(english: &'static str) -> Self {
         assert!(
             in_catalog(english),

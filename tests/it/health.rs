@@ -792,6 +792,17 @@ async fn a_certificate_about_to_expire_is_a_warning_and_leaves_the_domain_health
         "{}",
         page.body
     );
+
+    // A reason whose values run long is kept bounded: its English cut at 300 characters, and
+    // no message (the page shows that English).
+    let long = inklink::i18n::Message::new(inklink::t!("the checker says {} is blocked"))
+        .data("", "x".repeat(5_000));
+    inklink::services::health::record(&app.core, &first, outcome, Some(&long))
+        .await
+        .unwrap();
+    let stored = &inklink::services::health::all(&app.core.db).await.unwrap()[&first.id];
+    assert_eq!(stored.reason.chars().count(), 300);
+    assert_eq!(stored.reason_message, None);
 }
 
 /// Issue 42's traffic probe: a domain whose WeChat visitors vanish while another domain still

@@ -20,6 +20,9 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// The longest reason message kept (JSON bytes); the English `reason` is cut at 300 characters.
+const MAX_REASON_JSON: usize = 2_000;
+
 /// Days of state changes kept (the history strip shows 7).
 const HISTORY_DAYS: i64 = 30;
 
@@ -178,9 +181,13 @@ pub async fn record(
                     .as_ref()
                     .and_then(|m| serde_json::to_string(m).ok()),
             ),
+            // Bounded like the English: a message whose values run long (a far end's error
+            // text) is kept as its English alone.
             (_, Some(message)) => (
                 message.to_string().chars().take(300).collect(),
-                serde_json::to_string(message).ok(),
+                serde_json::to_string(message)
+                    .ok()
+                    .filter(|json| json.len() <= MAX_REASON_JSON),
             ),
         };
         let changed = state != before.state;
