@@ -160,11 +160,35 @@ fn label(dimension: Dimension, value: &str, lang: crate::i18n::Lang) -> String {
         (_, "") => lang.t(t!("(unknown)")).to_owned(),
         (Dimension::Carrier, word) => carrier_in(word, lang).to_owned(),
         (Dimension::Browser | Dimension::Os | Dimension::Device, word) => {
-            lang.t_or(Text::find(word), word).to_owned()
+            let known = AGENT_WORDS
+                .iter()
+                .find(|text| text.english() == word)
+                .copied();
+            lang.t_or(known, word).to_owned()
         }
         _ => value.to_owned(),
     }
 }
+
+/// The names inklink's user-agent rules give that have words in Chinese: the super-apps and
+/// the device categories. Only these are translated: any other browser name is a product
+/// token the visitor's user agent carried (`Disabled/1.0` is a browser called "Disabled").
+const AGENT_WORDS: &[Text] = &[
+    t!("Alipay"),
+    t!("DingTalk"),
+    t!("Douyin"),
+    t!("Taobao"),
+    t!("Toutiao"),
+    t!("WeChat"),
+    t!("WeCom"),
+    t!("Weibo"),
+    t!("Xiaohongshu"),
+    t!("bot"),
+    t!("desktop"),
+    t!("mobile"),
+    t!("other"),
+    t!("tablet"),
+];
 
 /// A carrier in the reader's language: the operators are stored by their Chinese names.
 pub(super) fn carrier_in(word: &str, lang: crate::i18n::Lang) -> &str {
@@ -511,4 +535,25 @@ pub async fn tag_csv(
         .collect();
     let scope = Scope::Tag(tag.as_str());
     daily_csv(&state, scope, &period, &format!("tag-{safe}-")).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::i18n::Lang;
+
+    #[test]
+    fn apps_and_devices_are_translated_and_any_other_browser_name_is_shown_as_sent() {
+        assert_eq!(label(Dimension::Browser, "WeChat", Lang::ZhCn), "微信");
+        assert_eq!(label(Dimension::Device, "mobile", Lang::ZhCn), "手机");
+        assert_eq!(label(Dimension::Device, "mobile", Lang::En), "mobile");
+        // Product tokens of visitors' user agents that read like words of the UI.
+        assert_eq!(
+            label(Dimension::Browser, "Disabled", Lang::ZhCn),
+            "Disabled"
+        );
+        assert_eq!(label(Dimension::Browser, "Edit", Lang::ZhCn), "Edit");
+        assert_eq!(label(Dimension::Os, "Links", Lang::ZhCn), "Links");
+        assert_eq!(label(Dimension::Browser, "", Lang::ZhCn), "（未知）");
+    }
 }
