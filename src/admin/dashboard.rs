@@ -190,11 +190,12 @@ const AGENT_WORDS: &[Text] = &[
     t!("tablet"),
 ];
 
-/// A carrier in the reader's language: the operators are stored by their Chinese names.
+/// A carrier in the reader's language: the operators are stored by their Chinese names, and
+/// any other carrier as the database named it.
 pub(super) fn carrier_in(word: &str, lang: crate::i18n::Lang) -> &str {
     match lang {
         crate::i18n::Lang::En => crate::clicks::carrier::in_english(word),
-        crate::i18n::Lang::ZhCn => lang.t_or(Text::find(word), word),
+        crate::i18n::Lang::ZhCn => word,
     }
 }
 
@@ -555,5 +556,17 @@ mod tests {
         assert_eq!(label(Dimension::Browser, "Edit", Lang::ZhCn), "Edit");
         assert_eq!(label(Dimension::Os, "Links", Lang::ZhCn), "Links");
         assert_eq!(label(Dimension::Browser, "", Lang::ZhCn), "（未知）");
+        assert_eq!(
+            label(Dimension::Carrier, "中国移动", Lang::En),
+            "China Mobile"
+        );
+        assert_eq!(
+            label(Dimension::Carrier, "中国移动", Lang::ZhCn),
+            "中国移动"
+        );
+        assert_eq!(
+            label(Dimension::Carrier, "Disabled", Lang::ZhCn),
+            "Disabled"
+        );
     }
 }

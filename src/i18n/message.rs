@@ -77,8 +77,10 @@ impl Message {
     }
 
     fn with(mut self, name: &str, value: Value) -> Self {
-        if let Self::Text { values, .. } = &mut self {
-            values.push((name.to_owned(), value));
+        match &mut self {
+            Self::Text { values, .. } => values.push((name.to_owned(), value)),
+            // Only a text has places for values: giving one to anything else is a mistake.
+            _ => debug_assert!(false, "a value for {name} given to {self:?}"),
         }
         self
     }
