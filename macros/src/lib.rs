@@ -4,8 +4,9 @@
 //! is written once: the literal becomes the message's text (`t!`, checked against the catalog
 //! when the code is compiled) and each `{field}` one of its values. A value that is itself an
 //! error with a message of its own is kept as that message (translated in its turn); any other
-//! is data, shown as it is. `#[error(transparent)]` is the inner error's message; an attribute
-//! with extra format arguments is its `Display`, found by its pattern.
+//! is data, shown as it is. `#[error(transparent)]` and `#[error("{0}")]` are the inner
+//! error's message (which must say one). Extra format arguments (`.0 >> 20`) are refused: their
+//! value would be English made at run time; give the error a field for it.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
@@ -127,13 +128,13 @@ fn message(
             "expected the message's text",
         ));
     };
-    // Extra arguments are computed values the text cannot name: the finished sentence, found
-    // by its pattern (the text still has to be in the catalog).
+    // Computed arguments (`.0 >> 20`) would have to be shown as English: give the error a
+    // field holding the value instead.
     if more {
-        return Ok(quote! {{
-            let _ = crate::t!(#text);
-            crate::i18n::Message::said(self.to_string())
-        }});
+        return Err(syn::Error::new_spanned(
+            attr,
+            "Says takes the text's values from fields only; give the error a field for this value",
+        ));
     }
     let found = placeholders(text)?;
     // `{0}` alone: the field is the whole message (an error passed on, or a reason).

@@ -63,6 +63,7 @@ mod m20261126_000028_single_sign_on;
 mod m20261126_000029_domain_filing;
 mod m20261127_000030_place_names;
 mod m20261127_000031_health_reason_messages;
+mod m20261127_000032_webhook_error_messages;
 
 pub struct Migrator;
 
@@ -101,6 +102,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000029_domain_filing::Migration),
             Box::new(m20261127_000030_place_names::Migration),
             Box::new(m20261127_000031_health_reason_messages::Migration),
+            Box::new(m20261127_000032_webhook_error_messages::Migration),
         ]
     }
 }

@@ -286,8 +286,8 @@ async fn read_upload(
     upload::fields(req.headers(), payload, limit)
         .await
         .map_err(|err| match err {
-            err @ UploadError::TooLarge(_) => AdminError::Refused(err.says()),
-            err @ UploadError::Unreadable(_) => AdminError::BadRequest(err.says()),
+            err @ UploadError::TooLarge { .. } => AdminError::Refused(err.says()),
+            err @ UploadError::Unreadable => AdminError::BadRequest(err.says()),
         })
 }
 
@@ -425,7 +425,7 @@ pub async fn messages_csv(
         messages,
         Filter::default(),
         export::MESSAGE_COLUMNS.join(","),
-        export::message_rows,
+        move |messages, lines| export::message_rows(messages, lines, user.lang),
         format!("batch-{id}-messages.csv"),
     ))
 }

@@ -82,20 +82,19 @@ pub fn routes(
             .app_data(
                 web::PathConfig::default().error_handler(|_, _| error::AdminError::NotFound.into()),
             )
+            // What the deserializer says is English about Rust types: logged, not shown.
             .app_data(web::QueryConfig::default().error_handler(|err, _| {
-                error::AdminError::BadRequest(
-                    crate::i18n::Message::new(t!(
-                        "the address has a value that is not valid ({err})"
-                    ))
-                    .data("err", err),
-                )
+                tracing::info!(error = %err, "an admin address could not be read");
+                error::AdminError::BadRequest(crate::i18n::Message::new(t!(
+                    "the address has a value that is not valid; go back and follow the link again"
+                )))
                 .into()
             }))
             .app_data(web::FormConfig::default().error_handler(|err, _| {
-                error::AdminError::BadRequest(
-                    crate::i18n::Message::new(t!("the form could not be read ({err})"))
-                        .data("err", err),
-                )
+                tracing::info!(error = %err, "an admin form could not be read");
+                error::AdminError::BadRequest(crate::i18n::Message::new(t!(
+                    "the form could not be read; go back, reload the page and try again"
+                )))
                 .into()
             }))
             .route("", web::get().to(to_links))

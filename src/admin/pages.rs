@@ -48,8 +48,7 @@ impl Frame {
         self.lang.f(text, value)
     }
 
-    /// A message in the person's language: a [`Message`](crate::i18n::Message), or a sentence
-    /// still made as English text (found by its pattern).
+    /// A message in the person's language.
     pub fn say(&self, message: impl crate::i18n::Shown) -> String {
         message.shown(self.lang)
     }

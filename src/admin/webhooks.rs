@@ -209,7 +209,7 @@ pub struct DeliveryRow {
     pub attempts: i32,
     pub items: i32,
     pub status: String,
-    pub error: String,
+    pub error: Option<crate::i18n::Message>,
     /// When it was delivered, or when it is next tried.
     pub when: String,
 }
@@ -228,7 +228,7 @@ fn delivery_row(d: &Delivery, tz: chrono_tz::Tz) -> DeliveryRow {
         attempts: d.attempts,
         items: d.items,
         status: d.last_status.map(|s| s.to_string()).unwrap_or_default(),
-        error: d.last_error.clone().unwrap_or_default(),
+        error: d.error_shown(),
         when: match d.state_name() {
             "delivered" => d.delivered_at.map(time).unwrap_or_default(),
             "waiting" => time(d.next_at),

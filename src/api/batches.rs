@@ -9,6 +9,7 @@ use super::batch_model::{
 use super::body::{form_fields, parse_json, read_body};
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use crate::db::entities::campaign_batch;
+use crate::i18n::Lang;
 use crate::services::batches::export::{self, Filter, Messages};
 use crate::services::batches::read::{self, MAX_FILE_BYTES, RecipientFile};
 use crate::services::batches::{self, BatchError, BatchFields, RowResult, funnel};
@@ -369,7 +370,7 @@ pub async fn messages(
         messages,
         Filter::default(),
         export::MESSAGE_COLUMNS.join(","),
-        export::message_rows,
+        |messages, lines| export::message_rows(messages, lines, Lang::En),
         format!("batch-{id}-messages.csv"),
     ))
 }

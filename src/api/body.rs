@@ -71,7 +71,7 @@ pub async fn form_fields(
     fields(headers, payload, limit)
         .await
         .map_err(|err| match err {
-            UploadError::TooLarge(limit) => ApiError::TooLarge(limit),
-            err @ UploadError::Unreadable(_) => ApiError::bad(err.to_string(), None),
+            UploadError::TooLarge { bytes, .. } => ApiError::TooLarge(bytes),
+            err @ UploadError::Unreadable => ApiError::bad(err.to_string(), None),
         })
 }

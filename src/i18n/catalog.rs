@@ -223,7 +223,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("Add user", "添加用户"),
     ("Add webhook", "添加 Webhook"),
     ("Added {}", "已添加 {}"),
-    ("Added {} ({})", "已添加 {}（{:word}）"),
+    ("Added {} ({})", "已添加 {}（{}）"),
     ("Alipay", "支付宝"),
     ("Aliyun", "阿里云"),
     ("Android and HarmonyOS", "安卓和鸿蒙"),
@@ -1020,7 +1020,10 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "an ICP filing number is at most 64 characters, without control characters",
         "ICP 备案号最多 64 个字符，且不能包含控制字符",
     ),
-    ("answered {}: {}", "对方应答 {}：{}"),
+    (
+        "answered {status}: {excerpt}",
+        "对方应答 {status}：{excerpt}",
+    ),
     ("api_key", "API 密钥"),
     ("as the domain is set", "按域名的设置"),
     (
@@ -1038,10 +1041,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("by {}", "创建者 {}"),
     ("cannot connect to {0}", "无法连接到 {0}"),
     ("cannot read the certificate", "无法读取证书"),
-    (
-        "cannot read the certificate: {err}",
-        "无法读取证书：{err:msg}",
-    ),
+    ("cannot read the certificate: {err}", "无法读取证书：{err}"),
     ("checked {}", "检测于 {}"),
     ("choose at least one event", "请至少选择一个事件"),
     (
@@ -1134,8 +1134,8 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "回执超过 {MAX_RECEIPTS} 条；请分多个文件发送",
     ),
     (
-        "it has {} receipts; at most {MAX_RECEIPTS} are taken at once",
-        "共有 {} 条回执；一次最多接收 {MAX_RECEIPTS} 条",
+        "it has {0} receipts; at most {MAX_RECEIPTS} are taken at once",
+        "共有 {0} 条回执；一次最多接收 {MAX_RECEIPTS} 条",
     ),
     (
         "it is neither UTF-8 nor GB18030 text; save it as CSV UTF-8",
@@ -1150,7 +1150,15 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "last 14 days (page views by people)",
         "最近 14 天（真人访问量）",
     ),
-    ("line {line}: {reason}", "第 {line} 行：{reason:msg}"),
+    (
+        "line {line} has {found} fields where the first line has {expected}",
+        "第 {line} 行有 {found} 个字段，而第一行有 {expected} 个",
+    ),
+    (
+        "line {line} is not UTF-8 text; save the file as CSV UTF-8",
+        "第 {line} 行不是 UTF-8 文本；请另存为“CSV UTF-8”",
+    ),
+    ("line {line}: {reason}", "第 {line} 行：{reason}"),
     ("link", "链接"),
     ("links shown on {}", "链接显示为 {}"),
     ("make it the default for new links", "设为新链接的默认域名"),
@@ -1197,8 +1205,8 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "您的批次中没有该手机号的收件人",
     ),
     (
-        "no row could be used; row {}: {}",
-        "没有可用的行；第 {} 行：{:msg}",
+        "no row could be used; row {row}: {error}",
+        "没有可用的行；第 {row} 行：{error}",
     ),
     (
         "no visits from WeChat or QQ for {minutes} min while {other} still gets them",
@@ -1317,7 +1325,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "the URL contains a user name or password; remove the credentials before the '@'",
         "网址中含有用户名或密码；请删除“@”前的凭据",
     ),
-    ("the URL could not be read: {0}", "无法解析网址：{0}"),
+    ("the URL could not be read", "无法解析网址"),
     ("the URL has no host name", "网址中没有主机名"),
     ("the URL is empty", "网址为空"),
     ("the URL is not valid", "网址无效"),
@@ -1329,17 +1337,14 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "the URL points at {0}, one of this service's own domains; a short link there would redirect in a loop",
         "网址指向本服务自己的域名 {0}；这样的短链接会循环跳转",
     ),
-    (
-        "the URL's host is not valid: {0}",
-        "网址的主机名无效：{0:msg}",
-    ),
+    ("the URL's host is not valid: {0}", "网址的主机名无效：{0}"),
     (
         "the URL's port is not a number from 1 to 65535",
         "网址的端口不是 1 到 65535 之间的数字",
     ),
     (
-        "the address has a value that is not valid ({err})",
-        "地址中有无效的值（{err}）",
+        "the address has a value that is not valid; go back and follow the link again",
+        "地址中有无效的值；请返回并重新点击链接",
     ),
     (
         "the batch already has {MAX_RECIPIENTS} recipients",
@@ -1431,8 +1436,12 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "过期时间 {0} 已经过去；请选择更晚的日期和时间",
     ),
     (
-        "the field '{name}' must be a string or a number",
-        "字段“{name}”必须是字符串或数字",
+        "the field '{0}' must be a string or a number",
+        "字段“{0}”必须是字符串或数字",
+    ),
+    (
+        "the file could not be read as CSV (line {line})",
+        "无法按 CSV 读取该文件（第 {line} 行）",
     ),
     (
         "the file has no rows below its header line",
@@ -1447,15 +1456,14 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "文件有 {0} 行；一次最多可导入 {MAX_ROWS} 行",
     ),
     ("the file is empty", "文件为空"),
-    ("the file is larger than {} MB", "文件大于 {} MB"),
     (
         "the file is not UTF-8 text; in Excel choose \"CSV UTF-8\" when saving",
         "文件不是 UTF-8 文本；在 Excel 中保存时请选择“CSV UTF-8”",
     ),
     ("the file is not valid CSV: {0}", "文件不是有效的 CSV：{0}"),
     (
-        "the file is {} MB; at most {} MB are taken at once; split it into several batches",
-        "文件大小为 {} MB；一次最多接收 {} MB；请拆分为多个批次",
+        "the file is {0} MB; at most {MAX_FILE_MB} MB are taken at once; split it into several batches",
+        "文件大小为 {0} MB；一次最多接收 {MAX_FILE_MB} MB；请拆分为多个批次",
     ),
     (
         "the first line must name the columns, and one of them must be 'phone' (the others are variables for the message)",
@@ -1470,8 +1478,8 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "第一行必须是列名：phone（或 key）、delivered，可选 error_code 和 at",
     ),
     (
-        "the form could not be read ({err})",
-        "无法读取表单（{err}）",
+        "the form could not be read; go back, reload the page and try again",
+        "无法读取表单；请返回、刷新页面后重试",
     ),
     (
         "the form is larger than {FORM_LIMIT} bytes",
@@ -1603,7 +1611,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ("the recipient has no phone", "该收件人没有手机号"),
     (
         "the recipients' file is not valid: {0}",
-        "收件人文件无效：{0:msg}",
+        "收件人文件无效：{0}",
     ),
     (
         "the redirect status must be 301, 302, 307 or 308 (got '{0}')",
@@ -1614,10 +1622,10 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "the robot refused it: {code} {reason}",
         "机器人拒收：{code} {reason}",
     ),
-    ("the row could not be read: {0}", "无法读取该行：{0:msg}"),
+    ("the row could not be read: {0}", "无法读取该行：{0}"),
     (
-        "the row is {bytes} bytes long; at most {MAX_ROW_BYTES} are allowed",
-        "该行长 {bytes} 字节；最多允许 {MAX_ROW_BYTES} 字节",
+        "the row is {0} bytes long; at most {MAX_ROW_BYTES} are allowed",
+        "该行长 {0} 字节；最多允许 {MAX_ROW_BYTES} 字节",
     ),
     (
         "the row's variables take {0} bytes; at most {MAX_VARIABLE_BYTES} are allowed",
@@ -1649,7 +1657,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ),
     (
         "the sign-in provider cannot be reached: {0}",
-        "无法连接登录服务商：{0:msg}",
+        "无法连接登录服务商：{0}",
     ),
     (
         "the sign-in provider refused: {0}",
@@ -1657,7 +1665,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ),
     (
         "the sign-in provider's answer was not understood ({0})",
-        "无法理解登录服务商的应答（{0:msg}）",
+        "无法理解登录服务商的应答（{0}）",
     ),
     (
         "the start {from} is after the end {to}",
@@ -1684,16 +1692,19 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "令牌应答中没有 id_token",
     ),
     (
-        "the upload could not be read: {0}",
-        "无法读取上传的内容：{0}",
-    ),
-    (
         "the upload could not be read: {err}",
         "无法读取上传的文件：{err}",
     ),
-    ("the upload is larger than {} MB", "上传的内容超过 {} MB"),
+    (
+        "the upload could not be read; send the form again (multipart/form-data)",
+        "无法读取上传的内容；请重新提交表单（multipart/form-data）",
+    ),
+    (
+        "the upload is larger than {megabytes} MB",
+        "上传的内容超过 {megabytes} MB",
+    ),
     ("the user '{0}' already exists", "用户“{0}”已存在"),
-    ("the {rule} target: {error}", "{rule} 目标：{error:msg}"),
+    ("the {rule} target: {error}", "{rule} 目标：{error}"),
     ("there is no batch {0}", "不存在批次 {0}"),
     (
         "there is no domain '{0}'; add it first (inklink domain add {0})",

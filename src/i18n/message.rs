@@ -7,7 +7,7 @@
 //! Messages that wait for the next page (flashes) are stored in the session as this structure
 //! and drawn in the language of whoever reads them.
 
-use super::{Kind, Lang, Text, kind_of};
+use super::{Lang, Text};
 use serde::{Deserialize, Serialize};
 
 /// A value of a message.
@@ -36,9 +36,6 @@ pub enum Message {
     Parts(Vec<Message>),
     /// Data alone (a time, a name): the same in every language.
     Plain(String),
-    /// A message made below as an English sentence (an error of a service): shown through
-    /// its pattern in the catalog (`Lang::say`) until those errors carry their structure too.
-    Said(String),
 }
 
 impl Message {
@@ -71,11 +68,6 @@ impl Message {
         Self::Plain(data.into())
     }
 
-    /// An English sentence made elsewhere (an error's `Display`).
-    pub fn said(english: impl Into<String>) -> Self {
-        Self::Said(english.into())
-    }
-
     fn with(mut self, name: &str, value: Value) -> Self {
         match &mut self {
             Self::Text { values, .. } => values.push((name.to_owned(), value)),
@@ -103,7 +95,6 @@ impl Message {
     /// The message in `lang`.
     pub fn show(&self, lang: Lang) -> String {
         match self {
-            Self::Said(english) => lang.say(english).into_owned(),
             Self::Plain(data) => data.clone(),
             Self::Parts(parts) => parts
                 .iter()
@@ -115,25 +106,11 @@ impl Message {
                 values,
                 formatted,
             } => {
-                let mut position = 0;
                 let shown: Vec<(&str, String)> = values
                     .iter()
                     .map(|(name, value)| {
-                        // `{}` values by their number, as the catalog marks them.
-                        let key = if name.is_empty() {
-                            position += 1;
-                            (position - 1).to_string()
-                        } else {
-                            name.clone()
-                        };
                         let value = match value {
-                            // A plain string the catalog marks as a message or a word (an
-                            // error's reason passed on as text).
-                            Value::Data(data) => match kind_of(*text, &key) {
-                                Kind::Data => data.clone(),
-                                Kind::Message => lang.say(data).into_owned(),
-                                Kind::Word => lang.t_or(Text::find(data), data).to_owned(),
-                            },
+                            Value::Data(data) => data.clone(),
                             Value::Word(word) => lang.t(*word).to_owned(),
                             Value::Message(message) => message.show(lang),
                         };
@@ -212,8 +189,8 @@ pub(super) fn put_in(pattern: &str, values: &[(&str, impl AsRef<str>)], formatte
     out
 }
 
-/// What a page shows in the reader's language: a [`Message`], or (until every message is one)
-/// an English sentence made at run time, found by its pattern in the catalog.
+/// What a page shows in the reader's language: a [`Message`], however many references deep
+/// (a template's loop hands out references).
 pub trait Shown {
     fn shown(&self, lang: Lang) -> String;
 }
@@ -221,18 +198,6 @@ pub trait Shown {
 impl Shown for Message {
     fn shown(&self, lang: Lang) -> String {
         self.show(lang)
-    }
-}
-
-impl Shown for str {
-    fn shown(&self, lang: Lang) -> String {
-        lang.say(self).into_owned()
-    }
-}
-
-impl Shown for String {
-    fn shown(&self, lang: Lang) -> String {
-        lang.say(self).into_owned()
     }
 }
 
@@ -283,19 +248,16 @@ impl<T: Says + ?Sized> AsMessage for Inner<'_, T> {
     }
 }
 
+/// Data has no `message`: an error whose whole text is a field (`"{0}"`) must pass on an
+/// error that says one, never an English sentence made elsewhere.
 #[doc(hidden)]
 pub trait AsData {
     fn value(&self) -> Value;
-    fn message(&self) -> Message;
 }
 
 impl<T: std::fmt::Display + ?Sized> AsData for &Inner<'_, T> {
     fn value(&self) -> Value {
         Value::Data(self.0.to_string())
-    }
-
-    fn message(&self) -> Message {
-        Message::said(self.0.to_string())
     }
 }
 

@@ -9,18 +9,14 @@
 //!   without its Chinese does not build, and the catalog is the list of every such text. A
 //!   message with values (`Created {url}`) is a [`Message`]: a text and its values, kept
 //!   apart until it is shown, so data is never read as words; errors derive theirs from their
-//!   `#[error]` (`#[derive(Says)]`). What is still made as an English sentence at run time
-//!   ([`Lang::say`]: stored webhook delivery errors, rows of an import) is found by its
-//!   pattern, with its values put into the Chinese one.
+//!   `#[error]` (`#[derive(Says)]`). No sentence a person reads is made as English text at
+//!   run time: what is stored to be shown later (a domain's health reason, a webhook delivery's
+//!   error) is stored as its message too.
 
 mod catalog;
-mod said;
-
-use said::{Catalog, Kind};
 
 use actix_web::HttpRequest;
 use actix_web::http::header;
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -47,12 +43,17 @@ static TEXTS: LazyLock<[HashMap<String, String>; 2]> = LazyLock::new(|| {
     })
 });
 
-static CHINESE: LazyLock<Catalog> = LazyLock::new(|| Catalog::new(catalog::CHINESE));
-
 /// A text of the admin UI in English, known to have its Chinese: made by [`t!`](crate::t),
 /// which checks the catalog when the code is compiled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Text(&'static str);
+/// Held as its place in the catalog, so its Chinese is at hand; ordered as the catalog is.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text(usize);
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "t!({:?})", self.english())
+    }
+}
 
 impl Text {
     /// The text `english`, or a compile-time error when it is used in a constant (as `t!`
@@ -60,11 +61,10 @@ impl Text {
     /// unknown text it panics.
     #[doc(hidden)]
     pub const fn known(english: &'static str) -> Self {
-        assert!(
-            in_catalog(english),
-            "this text has no Chinese in src/i18n/catalog.rs"
-        );
-        Self(english)
+        match place(english) {
+            Some(at) => Self(at),
+            None => panic!("this text has no Chinese in src/i18n/catalog.rs"),
+        }
     }
 
     /// The text of the catalog that reads `english`, for a word of one of inklink's own
@@ -74,12 +74,17 @@ impl Text {
         catalog::CHINESE
             .binary_search_by(|(known, _)| known.as_bytes().cmp(english.as_bytes()))
             .ok()
-            .map(|at| Self(catalog::CHINESE[at].0))
+            .map(Self)
     }
 
     /// The English, as written in the code.
     pub const fn english(self) -> &'static str {
-        self.0
+        catalog::CHINESE[self.0].0
+    }
+
+    /// The Chinese.
+    pub const fn chinese(self) -> &'static str {
+        catalog::CHINESE[self.0].1
     }
 }
 
@@ -141,18 +146,18 @@ const fn before(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// Is `english` in the catalog? A binary search, so that the compiler can run it for every
-/// `t!`.
-const fn in_catalog(english: &str) -> bool {
+/// `t!`: its place there.
+const fn place(english: &str) -> Option<usize> {
     let (mut low, mut high) = (0, catalog::CHINESE.len());
     while low < high {
         let middle = (low + high) / 2;
         match before(catalog::CHINESE[middle].0, english) {
             std::cmp::Ordering::Less => low = middle + 1,
             std::cmp::Ordering::Greater => high = middle,
-            std::cmp::Ordering::Equal => return true,
+            std::cmp::Ordering::Equal => return Some(middle),
         }
     }
-    false
+    None
 }
 
 // The search above needs the catalog in order, each English once.
@@ -303,8 +308,8 @@ impl Lang {
     pub fn t(self, text: impl AsText) -> &'static str {
         let text = text.text();
         match self {
-            Self::En => text.0,
-            Self::ZhCn => CHINESE.exact.get(text.0).map_or(text.0, String::as_str),
+            Self::En => text.english(),
+            Self::ZhCn => text.chinese(),
         }
     }
 
@@ -368,18 +373,7 @@ impl Lang {
         }
     }
 
-    /// A sentence still made as English text at run time (what a [`Message`] cannot hold yet:
-    /// a stored delivery error, an import row's problem) in this language: found whole, else by
-    /// the pattern it was made from, with its values (which may be messages themselves) put
-    /// into the translation.
-    pub fn say<'a>(self, message: &'a str) -> Cow<'a, str> {
-        match self {
-            Self::En => Cow::Borrowed(message),
-            Self::ZhCn => CHINESE.translate(message),
-        }
-    }
-
-    /// A message in this language: a [`Message`], or a sentence still made as English text.
+    /// A message in this language.
     pub fn show(self, message: impl Shown) -> String {
         message.shown(self)
     }
@@ -410,14 +404,10 @@ impl Lang {
     pub fn translated() -> Vec<Text> {
         catalog::CHINESE
             .iter()
-            .map(|(english, _)| Text(english))
+            .enumerate()
+            .map(|(at, _)| Text(at))
             .collect()
     }
-}
-
-/// What the catalog says the value `name` of `text` is (data unless marked).
-fn kind_of(text: Text, name: &str) -> Kind {
-    CHINESE.kind(text.0, name)
 }
 
 #[cfg(test)]
@@ -427,13 +417,13 @@ mod tests {
     #[test]
     fn a_text_exists_only_for_what_the_catalog_has() {
         // What `t!` checks when the code is compiled.
-        assert!(in_catalog("Links"));
-        assert!(!in_catalog("Links "));
-        assert!(!in_catalog("No such text in the catalog"));
-        assert!(!in_catalog(""));
+        assert!(place("Links").is_some());
+        assert!(place("Links ").is_none());
+        assert!(place("No such text in the catalog").is_none());
+        assert!(place("").is_none());
         // Both ends of the catalog are found.
-        assert!(in_catalog(catalog::CHINESE[0].0));
-        assert!(in_catalog(catalog::CHINESE[catalog::CHINESE.len() - 1].0));
+        assert!(place(catalog::CHINESE[0].0).is_some());
+        assert!(place(catalog::CHINESE[catalog::CHINESE.len() - 1].0).is_some());
         assert_eq!(Text::find("Links"), Some(t!("Links")));
         assert_eq!(Text::find("links of nobody"), None);
         assert_eq!(Lang::ZhCn.t(t!("Links")), "链接");

@@ -22,7 +22,7 @@ const DISCOVERY_FOR: Duration = Duration::from_secs(3600);
 /// Keys are fetched again for an unknown key id at most this often.
 const KEYS_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum OidcError {
     #[error("the sign-in provider cannot be reached: {0}")]
     Unreachable(#[from] OutboundError),
@@ -35,7 +35,7 @@ pub enum OidcError {
 }
 
 /// What was wrong with the provider's answer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum ProviderFault {
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },

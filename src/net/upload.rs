@@ -6,10 +6,17 @@ use std::collections::HashMap;
 
 #[derive(Debug, thiserror::Error, crate::i18n::Says)]
 pub enum UploadError {
-    #[error("the upload is larger than {} MB", .0 >> 20)]
-    TooLarge(usize),
-    #[error("the upload could not be read: {0}")]
-    Unreadable(String),
+    /// More than the limit (in bytes), shown in MB.
+    #[error("the upload is larger than {megabytes} MB")]
+    TooLarge { bytes: usize, megabytes: usize },
+    /// The body is not a multipart form (its cause goes to the log).
+    #[error("the upload could not be read; send the form again (multipart/form-data)")]
+    Unreadable,
+}
+
+fn unreadable(err: impl std::fmt::Display) -> UploadError {
+    tracing::info!(error = %err, "an upload could not be read");
+    UploadError::Unreadable
 }
 
 /// The fields of the upload by name, at most `limit` bytes together.
@@ -22,14 +29,17 @@ pub async fn fields(
     let mut fields = HashMap::new();
     let mut total = 0;
     while let Some(field) = multipart.next().await {
-        let mut field = field.map_err(|err| UploadError::Unreadable(err.to_string()))?;
+        let mut field = field.map_err(unreadable)?;
         let name = field.name().unwrap_or_default().to_owned();
         let mut data = Vec::new();
         while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(|err| UploadError::Unreadable(err.to_string()))?;
+            let chunk = chunk.map_err(unreadable)?;
             total += chunk.len();
             if total > limit {
-                return Err(UploadError::TooLarge(limit));
+                return Err(UploadError::TooLarge {
+                    bytes: limit,
+                    megabytes: limit >> 20,
+                });
             }
             data.extend_from_slice(&chunk);
         }

@@ -5,6 +5,7 @@ pub mod account;
 pub mod api_key;
 pub mod campaign;
 pub mod codes;
+pub mod csv;
 pub mod filing;
 pub mod health;
 pub mod host;

@@ -38,7 +38,7 @@ pub enum TargetUrlError {
     #[error("the URL has no host name")]
     NoHost,
     #[error("the URL's host is not valid: {0}")]
-    InvalidHost(String),
+    InvalidHost(HostFault),
     #[error("the URL's port is not a number from 1 to 65535")]
     InvalidPort,
     #[error("the URL contains a user name or password; remove the credentials before the '@'")]
@@ -47,8 +47,24 @@ pub enum TargetUrlError {
         "the URL points at {0}, one of this service's own domains; a short link there would redirect in a loop"
     )]
     OwnDomain(String),
-    #[error("the URL could not be read: {0}")]
-    Malformed(String),
+    /// What the URL parser refused for no reason above (a URL of gigabytes).
+    #[error("the URL could not be read")]
+    Malformed,
+}
+
+/// What is wrong with a URL's host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, crate::i18n::Says)]
+pub enum HostFault {
+    #[error("it has an empty label (two dots in a row); DNS names have none")]
+    EmptyLabel,
+    #[error("the international domain name is not valid")]
+    Idna,
+    #[error("it contains a character not allowed in a domain name")]
+    Character,
+    #[error("the IPv4 address is not valid")]
+    Ipv4,
+    #[error("the IPv6 address is not valid")]
+    Ipv6,
 }
 
 /// An absolute http(s) URL that passed every rule; IDN hosts are in punycode.
@@ -108,9 +124,7 @@ impl TargetUrl {
                 || host.contains("..")
                 || loose.len() + 1 < url.host_str().map_or(0, str::len))
         {
-            return Err(TargetUrlError::InvalidHost(
-                "it has an empty label (two dots in a row); DNS names have none".into(),
-            ));
+            return Err(TargetUrlError::InvalidHost(HostFault::EmptyLabel));
         }
         // Percent-encoding and punycode can lengthen the URL; the limit is on what we store.
         let length = url.as_str().len();
@@ -199,18 +213,13 @@ fn map_parse_error(err: url::ParseError, input: &str) -> TargetUrlError {
         }
         P::EmptyHost => TargetUrlError::NoHost,
         P::InvalidPort => TargetUrlError::InvalidPort,
-        P::IdnaError => {
-            TargetUrlError::InvalidHost("the international domain name is not valid".into())
+        P::IdnaError => TargetUrlError::InvalidHost(HostFault::Idna),
+        P::InvalidDomainCharacter => TargetUrlError::InvalidHost(HostFault::Character),
+        P::InvalidIpv4Address => TargetUrlError::InvalidHost(HostFault::Ipv4),
+        P::InvalidIpv6Address => TargetUrlError::InvalidHost(HostFault::Ipv6),
+        other => {
+            tracing::debug!(error = %other, "a target URL could not be parsed");
+            TargetUrlError::Malformed
         }
-        P::InvalidDomainCharacter => TargetUrlError::InvalidHost(
-            "it contains a character not allowed in a domain name".into(),
-        ),
-        P::InvalidIpv4Address => {
-            TargetUrlError::InvalidHost("the IPv4 address is not valid".into())
-        }
-        P::InvalidIpv6Address => {
-            TargetUrlError::InvalidHost("the IPv6 address is not valid".into())
-        }
-        other => TargetUrlError::Malformed(other.to_string()),
     }
 }

@@ -1,7 +1,7 @@
 //! Who did what to which link, domain, user or key.
 
 use crate::db::{self, entities::audit_log};
-use crate::i18n::Text;
+use crate::i18n::{Message, Text};
 use crate::rules::Role;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -172,7 +172,7 @@ pub async fn record_many<C: ConnectionTrait>(
     if entries.is_empty() {
         return Ok(());
     }
-    announce(conn, actor, &entries).await?;
+    announce(conn, actor, &entries, None).await?;
     audit_log::Entity::insert_many(entries.into_iter().map(|entry| row(actor, entry)))
         .exec(conn)
         .await
@@ -186,7 +186,20 @@ pub async fn record<C: ConnectionTrait>(
     actor: &Actor,
     entry: Entry<'_>,
 ) -> Result<(), DbErr> {
-    announce(conn, actor, std::slice::from_ref(&entry)).await?;
+    announce(conn, actor, std::slice::from_ref(&entry), None).await?;
+    row(actor, entry).insert(conn).await?;
+    Ok(())
+}
+
+/// [`record`] for a change with a reason a person reads (a domain found blocked): chat-group
+/// robots get the reason in their subscription's language, programs the English of `after`.
+pub async fn record_with_reason<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    entry: Entry<'_>,
+    reason: &Message,
+) -> Result<(), DbErr> {
+    announce(conn, actor, std::slice::from_ref(&entry), Some(reason)).await?;
     row(actor, entry).insert(conn).await?;
     Ok(())
 }
@@ -196,6 +209,7 @@ async fn announce<C: ConnectionTrait>(
     conn: &C,
     actor: &Actor,
     entries: &[Entry<'_>],
+    reason: Option<&Message>,
 ) -> Result<(), DbErr> {
     let notices: Vec<super::outbox::Notice<'_>> = entries
         .iter()
@@ -205,6 +219,7 @@ async fn announce<C: ConnectionTrait>(
             target_id: entry.target_id,
             before: entry.before.as_ref(),
             after: entry.after.as_ref(),
+            reason,
         })
         .collect();
     let by = super::outbox::By {

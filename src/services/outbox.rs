@@ -5,6 +5,7 @@
 //! event (`EventType::of_action`) become messages to the subscriptions that want it.
 
 use crate::db::sql::statement;
+use crate::i18n::Lang;
 use crate::rules::webhook::{EventType, Events, Format, SigningSecret};
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Value};
 use serde_json::json;
@@ -140,6 +141,8 @@ pub struct Notice<'a> {
     pub target_id: &'a str,
     pub before: Option<&'a serde_json::Value>,
     pub after: Option<&'a serde_json::Value>,
+    /// The reason `after` gives in English, as a message: what a chat-group robot shows.
+    pub reason: Option<&'a crate::i18n::Message>,
 }
 
 /// Who made a change: kind (`user`, `api_key`, `cli`, `system`) and name.
@@ -179,7 +182,7 @@ pub async fn announce(
             "before": entry.before,
             "after": entry.after,
         });
-        let body = envelope(event.as_str(), data);
+        let body = envelope(event.as_str(), data.clone());
         let mut owner: Option<Option<(String, i64)>> = None;
         for subscription in &subscriptions {
             if let Some(scope) = &subscription.scope {
@@ -190,7 +193,25 @@ pub async fn announce(
                     continue;
                 }
             }
-            put(db, subscription.id, event.as_str(), &body, 1).await?;
+            // A robot's message is read by people: the reason in its language (programs keep
+            // the English, whose wording is part of the API).
+            let reason = entry
+                .reason
+                .filter(|_| subscription.format != Format::Standard)
+                .and_then(|reason| {
+                    let lang = Lang::from_tag(&subscription.language)?;
+                    let mut data = data.clone();
+                    data["after"]["reason"] = reason.show(lang).into();
+                    Some(envelope(event.as_str(), data))
+                });
+            put(
+                db,
+                subscription.id,
+                event.as_str(),
+                reason.as_ref().unwrap_or(&body),
+                1,
+            )
+            .await?;
         }
     }
     Ok(())

@@ -139,7 +139,7 @@ pub enum PresetError {
         "only an admin can change a tag's UTM preset: it goes into the new links of every operator"
     )]
     NotAdmin,
-    #[error(transparent)]
+    #[error("database error: {0}")]
     Db(#[from] DbErr),
 }
 

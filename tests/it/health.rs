@@ -181,6 +181,17 @@ async fn states_follow_the_checks_with_hysteresis_alert_and_recover() {
         )
         .await;
     assert_eq!(hook.status, 201, "{}", hook.body);
+    // A Chinese team's chat group hears of it too, the reason in Chinese.
+    let robot = Receiver::start().await;
+    let hooked = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": robot.url("/robot"), "format": "wecom",
+                        "events": ["domain.blocked"], "language": "zh-CN"})),
+        )
+        .await;
+    assert_eq!(hooked.status, 201, "{}", hooked.body);
     let default = format!("localhost:{}", app.port);
     // A domain nobody answers on fails reachability: suspect, then blocked.
     let added = inklink::services::domains::add(
@@ -222,6 +233,25 @@ async fn states_follow_the_checks_with_hysteresis_alert_and_recover() {
                 .any(|m| m.body.contains("domain.blocked") && m.body.contains(&default))
         })
         .await;
+    let blocked_line = format!("域名 {default} 已被封：检测服务显示 {default} 已被封");
+    robot
+        .wait_for(30, "the blocked domain in Chinese", |got| {
+            got.iter().any(|m| m.body.contains(&blocked_line))
+        })
+        .await;
+    // Programs get the English, as the API has it.
+    let english = receiver.all();
+    let program = english
+        .iter()
+        .find(|m| m.body.contains("domain.blocked") && m.body.contains(&default))
+        .unwrap();
+    let reason = program.json()["data"]["after"]["reason"].clone();
+    assert!(
+        reason
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("the checker says {default} is blocked"))),
+        "{reason}"
+    );
     let mut browser = crate::admin::signed_in_admin(&app).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let page = browser.get("/admin/links").await;

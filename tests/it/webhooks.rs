@@ -1073,6 +1073,33 @@ async fn the_admin_page_makes_a_webhook_shows_its_secret_once_and_lists_deliveri
         "{}",
         detail.body
     );
+    // A failed attempt says why in the reader's language; the receiver's words stay as sent.
+    receiver.set(UNAVAILABLE);
+    let sent = admin
+        .post(&format!("/admin/webhooks/{id}/test"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(sent.status, 303);
+    receiver
+        .wait_for(20, "the refused test message", |got| {
+            got.iter().any(|m| m.answered == 503)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let detail = admin.get(&format!("/admin/webhooks/{id}")).await;
+    assert!(
+        detail.body.contains("answered 503: down for maintenance"),
+        "{}",
+        detail.body
+    );
+    admin.get("/lang/zh-CN").await;
+    let detail = admin.get(&format!("/admin/webhooks/{id}")).await;
+    assert!(
+        detail.body.contains("对方应答 503：down for maintenance"),
+        "{}",
+        detail.body
+    );
+    admin.get("/lang/en").await;
+    receiver.set(ACCEPT);
     // A bad URL keeps what was typed and says why.
     let refused = admin
         .post(

@@ -8,7 +8,7 @@ use super::pending::{self, Step};
 use crate::admin::error::AdminError;
 use crate::admin::pages::{Frame, render};
 use crate::digest::constant_time_eq;
-use crate::i18n::{Lang, Message};
+use crate::i18n::{Lang, Message, Says};
 use crate::rules::Role;
 use crate::services::secret::random_hex;
 use crate::services::signin::{self, SignInError};
@@ -220,7 +220,7 @@ struct LoginPage<'a> {
     lang: Lang,
     csrf: &'a str,
     username: &'a str,
-    error: Option<&'a str>,
+    error: Option<Message>,
     /// The admin page to go to after signing in.
     next: &'a str,
     /// The single sign-on provider's name, when one is set up.
@@ -285,7 +285,7 @@ pub(super) fn login_answer(
     state: &AppState,
     status: StatusCode,
     username: &str,
-    error: Option<&str>,
+    error: Option<Message>,
     next: &str,
 ) -> Result<HttpResponse, AdminError> {
     let key = Key::from(&state.core.cookie_key);
@@ -345,7 +345,7 @@ pub async fn login(
                 &state,
                 status,
                 &form.username,
-                Some(&err.to_string()),
+                Some(err.says()),
                 &form.next,
             )
         }

@@ -358,7 +358,7 @@ pub async fn reset(
             Message::new(t!("Two-factor sign-in of {} was reset")).data("", &target.username),
         ),
         Err(TwoFactorError::Db(err)) => return Err(err.into()),
-        Err(err) => admin.flash(Message::said(err.to_string())),
+        Err(err) => admin.flash(err.says()),
     }
     Ok(see_other("/admin/users"))
 }

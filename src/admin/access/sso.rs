@@ -6,6 +6,7 @@
 use super::auth::{client_ip, first_factor_passed, login_answer};
 use super::cookies::{FLIGHT_COOKIE, read_signed, signed_cookie, spent, with_cookies};
 use crate::admin::error::AdminError;
+use crate::i18n::Says;
 use crate::net::oidc::{FLIGHT_SECONDS, Flight, OidcError};
 use crate::services::sso::SsoError;
 use crate::state::AppState;
@@ -49,7 +50,7 @@ fn refused(
         _ => StatusCode::BAD_REQUEST,
     };
     tracing::warn!(error = %err, "single sign-on refused");
-    let response = login_answer(req, state, status, "", Some(&err.to_string()), "")?;
+    let response = login_answer(req, state, status, "", Some(err.says()), "")?;
     with_cookies(response, [spent(FLIGHT_COOKIE)])
 }
 

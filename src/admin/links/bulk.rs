@@ -6,14 +6,13 @@ use crate::admin::links::FilterForm;
 use crate::admin::pages::{Frame, render};
 use crate::i18n::Message;
 use crate::i18n::Says;
+use crate::net::upload;
 use crate::services::links::bulk::{self, ImportError, RowOutcome};
 use crate::state::AppState;
-use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use base64::Engine;
-use futures_util::StreamExt;
 
 /// Generous for 10,000 rows of long URLs, small enough to keep in memory.
 const MAX_UPLOAD: usize = 16 << 20;
@@ -44,35 +43,16 @@ pub async fn form(user: CurrentUser) -> HttpResponse {
     render(StatusCode::OK, &page)
 }
 
+/// The form's CSRF token and file (the limit is on both together).
 async fn read_upload(
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<(String, Vec<u8>), Message> {
-    let mut multipart = Multipart::new(req.headers(), payload);
-    let (mut csrf, mut file) = (String::new(), Vec::new());
-    while let Some(field) = multipart.next().await {
-        let unreadable = |err: actix_multipart::MultipartError| {
-            Message::new(t!("the upload could not be read: {err}")).data("err", err)
-        };
-        let mut field = field.map_err(unreadable)?;
-        let name = field.name().unwrap_or_default().to_owned();
-        let mut data = Vec::new();
-        while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(unreadable)?;
-            if data.len() + chunk.len() > MAX_UPLOAD {
-                return Err(
-                    Message::new(t!("the file is larger than {} MB")).data("", MAX_UPLOAD >> 20)
-                );
-            }
-            data.extend_from_slice(&chunk);
-        }
-        match name.as_str() {
-            "csrf" => csrf = String::from_utf8_lossy(&data).into_owned(),
-            "file" => file = data,
-            _ => {}
-        }
-    }
-    Ok((csrf, file))
+    let mut fields = upload::fields(req.headers(), payload, MAX_UPLOAD)
+        .await
+        .map_err(|err| err.says())?;
+    let csrf = upload::text(&fields, "csrf");
+    Ok((csrf, fields.remove("file").unwrap_or_default()))
 }
 
 pub async fn upload(

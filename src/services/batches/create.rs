@@ -2,8 +2,8 @@
 //! is never held whole), each valid row with a token of its own, each bad row reported.
 
 use super::{
-    BatchError, MAX_LISTED_REJECTIONS, MAX_NAME_CHARS, MAX_RECIPIENTS, MAX_VARIABLE_BYTES, Mode,
-    RowError, Template,
+    BatchError, FileError, MAX_LISTED_REJECTIONS, MAX_NAME_CHARS, MAX_RECIPIENTS,
+    MAX_VARIABLE_BYTES, Mode, RowError, Template,
 };
 use crate::db;
 use crate::db::entities::{campaign_batch, domain_conf, url_map};
@@ -171,7 +171,7 @@ pub struct RecipientRow {
 }
 
 /// A recipient, or the row it should have been and why it could not be read.
-pub type RowResult = Result<RecipientRow, (usize, String)>;
+pub type RowResult = Result<RecipientRow, (usize, RowError)>;
 
 /// A row that was turned away, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,10 +278,11 @@ pub async fn create(
     if filler.numbered == 0 {
         delete_rows(&app.db, batch.id).await?;
         return Err(match filler.rejected.first() {
-            Some(first) => BatchError::BadFile(format!(
-                "no row could be used; row {}: {}",
-                first.row, first.error
-            )),
+            Some(first) => FileError::NoUsableRow {
+                row: first.row,
+                error: first.error.clone(),
+            }
+            .into(),
             None => BatchError::NoRecipients,
         });
     }
@@ -425,13 +426,10 @@ impl Filler<'_> {
     }
 
     fn check(&mut self, row: RowResult) -> Result<Accepted, (usize, RowError)> {
-        let row = row.map_err(|(row, err)| (row, RowError::Unreadable(err)))?;
+        let row = row?;
         let at = row.row;
         if self.seen.len() >= MAX_RECIPIENTS {
-            return Err((
-                at,
-                RowError::Unreadable(format!("the batch already has {MAX_RECIPIENTS} recipients")),
-            ));
+            return Err((at, RowError::BatchFull));
         }
         let phone = Phone::parse(&row.phone, self.app.settings.phone_country)
             .map_err(|err| (at, err.into()))?;

@@ -5,6 +5,7 @@
 use super::{BatchError, Mode, Template, recipient_key};
 use crate::db::entities::{campaign_batch, domain_conf, url_map};
 use crate::db::sql::statement;
+use crate::i18n::Lang;
 use crate::rules::Phone;
 use crate::rules::sms::{self, CountRule};
 use crate::services::audit::{self, Actor, Entry};
@@ -161,11 +162,9 @@ impl Messages {
 /// The messages CSV's columns.
 pub const MESSAGE_COLUMNS: [&str; 6] = ["phone", "text", "short_url", "key", "segments", "warning"];
 
-/// The warning of a message that a variable pushed into one more segment.
-pub const GREW_WARNING: &str = "a variable makes this message one segment longer";
-
-/// One page of the messages CSV (rows only).
-pub fn message_rows(messages: &Messages, lines: &[Line]) -> String {
+/// One page of the messages CSV (rows only), its warnings in `lang` (the admin's language;
+/// English from the API).
+pub fn message_rows(messages: &Messages, lines: &[Line], lang: Lang) -> String {
     let mut out = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
@@ -177,7 +176,7 @@ pub fn message_rows(messages: &Messages, lines: &[Line]) -> String {
             .map(|p| Phone::stored(p).national().to_owned())
             .unwrap_or_default();
         let warning = if messages.grew(segments) {
-            GREW_WARNING
+            lang.t(t!("a variable makes this message one segment longer"))
         } else {
             ""
         };

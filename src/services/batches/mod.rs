@@ -20,8 +20,12 @@ pub use create::{
 use super::audit::Actor;
 use super::links::LinkError;
 use crate::db::entities::campaign_batch;
+use crate::i18n::Message;
 use crate::rules::PhoneError;
+use crate::rules::csv::CsvError;
 use crate::rules::sms::{self, LINK_PLACEHOLDER, MAX_MESSAGE_CHARS};
+use read::{MAX_FILE_MB, MAX_ROW_BYTES};
+use receipts::MAX_RECEIPTS;
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use std::collections::HashMap;
 
@@ -112,7 +116,7 @@ pub enum BatchError {
     )]
     TooManyRecipients(usize),
     #[error("the recipients' file is not valid: {0}")]
-    BadFile(String),
+    BadFile(#[from] FileError),
     #[error(
         "the first line must name the columns, and one of them must be 'phone' (the others are variables for the message)"
     )]
@@ -292,7 +296,40 @@ pub enum RowError {
     #[error("the row's variables take {0} bytes; at most {MAX_VARIABLE_BYTES} are allowed")]
     VariablesTooLong(usize),
     #[error("the row could not be read: {0}")]
-    Unreadable(String),
+    Unreadable(#[from] CsvError),
+    #[error("the row is {0} bytes long; at most {MAX_ROW_BYTES} are allowed")]
+    TooLong(usize),
+    #[error("the field '{0}' must be a string or a number")]
+    FieldType(String),
+    #[error("the recipient has no phone")]
+    NoPhone,
+    #[error("the batch already has {MAX_RECIPIENTS} recipients")]
+    BatchFull,
+}
+
+/// Why a recipients' or receipts' file was refused as a whole.
+#[derive(Debug, thiserror::Error, crate::i18n::Says)]
+pub enum FileError {
+    #[error(
+        "the file is {0} MB; at most {MAX_FILE_MB} MB are taken at once; split it into several batches"
+    )]
+    TooLarge(usize),
+    #[error("it is neither UTF-8 nor GB18030 text; save it as CSV UTF-8")]
+    Encoding,
+    #[error(transparent)]
+    Csv(#[from] CsvError),
+    #[error("no row could be used; row {row}: {error}")]
+    NoUsableRow { row: usize, error: Message },
+    #[error(
+        "the first line must name the columns: phone (or key), delivered, and optionally error_code and at"
+    )]
+    ReceiptColumns,
+    #[error("the receipts need a 'phone' or a 'key' column")]
+    ReceiptRecipient,
+    #[error("it has more than {MAX_RECEIPTS} receipts; send them in several files")]
+    TooManyReceiptRows,
+    #[error("it has {0} receipts; at most {MAX_RECEIPTS} are taken at once")]
+    TooManyReceipts(usize),
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! in a Chinese locale) or the API's JSON list.
 
 use super::create::{RecipientRow, RowResult};
-use super::{BatchError, MAX_RECIPIENTS, is_variable_name};
+use super::{BatchError, FileError, MAX_RECIPIENTS, RowError, is_variable_name};
 use std::collections::HashMap;
 
 /// The largest recipients' file taken (about four million rows of a phone and a name).
-pub const MAX_FILE_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_FILE_MB: usize = 64;
+pub const MAX_FILE_BYTES: usize = MAX_FILE_MB * 1024 * 1024;
 /// The longest row of a file, in bytes.
 pub const MAX_ROW_BYTES: usize = 4096;
 
@@ -32,11 +33,7 @@ pub struct RecipientFile {
 impl RecipientFile {
     pub fn parse(bytes: &[u8]) -> Result<Self, BatchError> {
         if bytes.len() > MAX_FILE_BYTES {
-            return Err(BatchError::BadFile(format!(
-                "the file is {} MB; at most {} MB are taken at once; split it into several batches",
-                bytes.len() / (1024 * 1024),
-                MAX_FILE_BYTES / (1024 * 1024)
-            )));
+            return Err(FileError::TooLarge(bytes.len() / (1024 * 1024)).into());
         }
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         let text = match std::str::from_utf8(bytes) {
@@ -44,9 +41,7 @@ impl RecipientFile {
             Err(_) => {
                 let (text, _, bad) = encoding_rs::GB18030.decode(bytes);
                 if bad {
-                    return Err(BatchError::BadFile(
-                        "it is neither UTF-8 nor GB18030 text; save it as CSV UTF-8".into(),
-                    ));
+                    return Err(FileError::Encoding.into());
                 }
                 text.into_owned()
             }
@@ -55,7 +50,7 @@ impl RecipientFile {
             let mut reader = reader(&text);
             match reader.headers() {
                 Ok(header) => header.iter().map(|h| h.trim().to_owned()).collect(),
-                Err(err) => return Err(BatchError::BadFile(err.to_string())),
+                Err(err) => return Err(FileError::Csv(err.into()).into()),
             }
         };
         let phone = header
@@ -112,15 +107,12 @@ impl RecipientFile {
         reader.into_records().map(move |record| {
             let record = record.map_err(|err| {
                 let line = err.position().map_or(0, |p| p.line() as usize);
-                (line, err.to_string())
+                (line, RowError::Unreadable(err.into()))
             })?;
             let line = record.position().map_or(0, |p| p.line() as usize);
             let bytes = record.as_byte_record().as_slice().len();
             if bytes > MAX_ROW_BYTES {
-                return Err((
-                    line,
-                    format!("the row is {bytes} bytes long; at most {MAX_ROW_BYTES} are allowed"),
-                ));
+                return Err((line, RowError::TooLong(bytes)));
             }
             Ok(RecipientRow {
                 row: line,
@@ -159,10 +151,7 @@ pub fn from_json(
                     serde_json::Value::Number(n) => n.to_string(),
                     serde_json::Value::Null => continue,
                     _ => {
-                        return Err((
-                            index,
-                            format!("the field '{name}' must be a string or a number"),
-                        ));
+                        return Err((index, RowError::FieldType(name)));
                     }
                 };
                 if name == "phone" {
@@ -174,7 +163,7 @@ pub fn from_json(
                     values.insert(name, text);
                 }
             }
-            let phone = phone.ok_or_else(|| (index, "the recipient has no phone".to_owned()))?;
+            let phone = phone.ok_or((index, RowError::NoPhone))?;
             Ok(RecipientRow {
                 row: index,
                 phone,

@@ -2,12 +2,13 @@
 //! JSON) of our own, each matched to its recipient by the key we gave in the messages CSV
 //! (the provider's `out_id`) or by phone number, and recorded once.
 
-use super::{BatchError, may_see, parse_recipient_key};
+use super::{BatchError, FileError, may_see, parse_recipient_key};
 use crate::db;
 use crate::db::entities::campaign_batch;
 use crate::db::sql::statement;
 use crate::i18n::{Message, Says};
 use crate::rules::Phone;
+use crate::rules::csv::CsvError;
 use crate::services::audit::Actor;
 use crate::state::Inklink;
 use crate::stats::funnel::{Receipt, ReceiptEffect, record_receipts};
@@ -142,37 +143,28 @@ pub fn from_csv(bytes: &[u8]) -> Result<Vec<Result<Incoming, Message>>, BatchErr
         .from_reader(bytes);
     let header: Vec<String> = reader
         .headers()
-        .map_err(|err| BatchError::BadFile(err.to_string()))?
+        .map_err(|err| FileError::Csv(err.into()))?
         .iter()
         .map(|h| h.to_ascii_lowercase())
         .collect();
     let column = |names: &[&str]| header.iter().position(|h| names.contains(&h.as_str()));
     let phone = column(&["phone", "mobile", "phone_number", "手机号"]);
     let key = column(&["key", "out_id"]);
-    let delivered = column(&["delivered", "success", "status"]).ok_or_else(|| {
-        BatchError::BadFile(
-            "the first line must name the columns: phone (or key), delivered, and optionally error_code and at".into(),
-        )
-    })?;
+    let delivered = column(&["delivered", "success", "status"]).ok_or(FileError::ReceiptColumns)?;
     if phone.is_none() && key.is_none() {
-        return Err(BatchError::BadFile(
-            "the receipts need a 'phone' or a 'key' column".into(),
-        ));
+        return Err(FileError::ReceiptRecipient.into());
     }
     let code = column(&["error_code", "err_code", "code"]);
     let at = column(&["at", "time", "report_time"]);
     let mut out = Vec::new();
     for record in reader.records() {
         if out.len() >= MAX_RECEIPTS {
-            return Err(BatchError::BadFile(format!(
-                "it has more than {MAX_RECEIPTS} receipts; send them in several files"
-            )));
+            return Err(FileError::TooManyReceiptRows.into());
         }
         let record = match record {
             Ok(record) => record,
             Err(err) => {
-                // The CSV reader's own words: English.
-                out.push(Err(Message::said(err.to_string())));
+                out.push(Err(CsvError::from(err).says()));
                 continue;
             }
         };
@@ -249,10 +241,7 @@ pub async fn ingest(
     receipts: Vec<Result<Incoming, Message>>,
 ) -> Result<Report, BatchError> {
     if receipts.len() > MAX_RECEIPTS {
-        return Err(BatchError::BadFile(format!(
-            "it has {} receipts; at most {MAX_RECEIPTS} are taken at once",
-            receipts.len()
-        )));
+        return Err(FileError::TooManyReceipts(receipts.len()).into());
     }
     let country = app.settings.phone_country;
     let backend = app.db.get_database_backend();

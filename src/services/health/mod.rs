@@ -42,11 +42,13 @@ pub struct Health {
 }
 
 impl Health {
-    /// Why, in the reader's language: the message kept, else the English found by its pattern.
+    /// Why, in the reader's language: the message kept. A row checked before messages were
+    /// kept (until its domain's next check, minutes after an upgrade) has only its English,
+    /// shown as stored.
     pub fn reason_shown(&self) -> Message {
         self.reason_message
             .clone()
-            .unwrap_or_else(|| Message::said(self.reason.clone()))
+            .unwrap_or_else(|| Message::plain(self.reason.clone()))
     }
 
     fn unknown() -> Self {
@@ -245,7 +247,12 @@ pub async fn record(
             _ => None,
         };
         if let Some(action) = action {
-            audit::record(
+            // What a chat group reads: the kept message, else the English as it is.
+            let shown = message
+                .as_deref()
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_else(|| Message::plain(reason.clone()));
+            audit::record_with_reason(
                 &txn,
                 &Actor::System,
                 Entry {
@@ -257,6 +264,7 @@ pub async fn record(
                         json!({"state": state.as_str(), "reason": reason, "by": "health check"}),
                     ),
                 },
+                &shown,
             )
             .await?;
         }

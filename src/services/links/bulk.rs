@@ -39,7 +39,7 @@ pub enum ImportError {
     #[error("the file has {0} rows; at most {MAX_ROWS} can be imported at once")]
     TooManyRows(usize),
     #[error("the file is not valid CSV: {0}")]
-    Malformed(String),
+    Malformed(#[from] crate::rules::csv::CsvError),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }
@@ -68,7 +68,7 @@ fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 7])>, ImportError> {
         .from_reader(bytes);
     let header = reader
         .headers()
-        .map_err(|err| ImportError::Malformed(err.to_string()))?
+        .map_err(|err| ImportError::Malformed(err.into()))?
         .clone();
     let positions: Vec<Option<usize>> = COLUMNS
         .iter()
@@ -79,7 +79,7 @@ fn read_rows(bytes: &[u8]) -> Result<Vec<(usize, [String; 7])>, ImportError> {
     }
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|err| ImportError::Malformed(err.to_string()))?;
+        let record = record.map_err(|err| ImportError::Malformed(err.into()))?;
         if record.iter().all(str::is_empty) {
             continue;
         }

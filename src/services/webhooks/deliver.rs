@@ -11,8 +11,9 @@
 
 use super::robot;
 use crate::db::sql::statement;
+use crate::i18n::Says;
 use crate::metrics::Metrics;
-use crate::net::outbound::{Answer, Outbound};
+use crate::net::outbound::{Answer, Outbound, OutboundError};
 use crate::rules::webhook::{EventType, Format};
 use crate::services::outbox::{self, COLUMNS, DELIVERED, DROPPED, FAILED, Subscription, WAITING};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Value};
@@ -373,7 +374,7 @@ async fn send_all(
                 policy,
                 metrics,
                 message,
-                Err((None, "the URL is not valid".into())),
+                Err((None, DeliveryError::Url)),
             )
             .await?;
         }
@@ -453,12 +454,31 @@ async fn send_to_robot(
     Ok(())
 }
 
-type Outcome = Result<u16, (Option<u16>, String)>;
+/// Why an attempt failed: the English is kept for the API (`last_error`), the message for the
+/// admin's delivery list, in the reader's language.
+#[derive(Debug, Clone, thiserror::Error, crate::i18n::Says)]
+pub enum DeliveryError {
+    #[error("the URL is not valid")]
+    Url,
+    #[error(transparent)]
+    Outbound(#[from] OutboundError),
+    /// The receiver's status and the start of its answer (its own words: data).
+    #[error("answered {status}: {excerpt}")]
+    Status { status: u16, excerpt: String },
+    #[error("the robot refused it: {code} {reason}")]
+    Refused { code: i64, reason: String },
+}
+
+type Outcome = Result<u16, (Option<u16>, DeliveryError)>;
+
+/// The longest message kept of a failed attempt, as JSON (its English is cut at 300
+/// characters): a receiver's long answer is kept as the English alone.
+const MAX_ERROR_JSON: usize = 2_000;
 
 /// Whether an answer means delivered: a 2xx status (and, from a robot, no error code).
-fn judge(format: Format, answer: Result<Answer, crate::net::outbound::OutboundError>) -> Outcome {
+fn judge(format: Format, answer: Result<Answer, OutboundError>) -> Outcome {
     match answer {
-        Err(err) => Err((None, err.to_string())),
+        Err(err) => Err((None, err.into())),
         Ok(answer) if !(200..300).contains(&answer.status) => {
             let excerpt: String = String::from_utf8_lossy(&answer.body)
                 .chars()
@@ -466,11 +486,16 @@ fn judge(format: Format, answer: Result<Answer, crate::net::outbound::OutboundEr
                 .collect();
             Err((
                 Some(answer.status),
-                format!("answered {}: {}", answer.status, excerpt.trim()),
+                DeliveryError::Status {
+                    status: answer.status,
+                    excerpt: excerpt.trim().to_owned(),
+                },
             ))
         }
         Ok(answer) if format.is_robot() => match robot::refusal(&answer.body) {
-            Some(reason) => Err((Some(answer.status), reason)),
+            Some((code, reason)) => {
+                Err((Some(answer.status), DeliveryError::Refused { code, reason }))
+            }
             None => Ok(answer.status),
         },
         Ok(answer) => Ok(answer.status),
@@ -511,7 +536,8 @@ async fn record(
         Ok(status) => {
             metrics.webhooks_delivered.fetch_add(1, Relaxed);
             let sql = "UPDATE webhook_message SET state = ?, delivered_at = ?, attempts = ?, \
-                       last_status = ?, last_error = NULL, lease_until = 0 WHERE id = ?";
+                       last_status = ?, last_error = NULL, last_error_message = NULL, lease_until = 0 \
+                       WHERE id = ?";
             let values: Vec<Value> = vec![
                 DELIVERED.into(),
                 now.into(),
@@ -529,16 +555,21 @@ async fn record(
                 true => FAILED,
                 false => WAITING,
             };
-            let error: String = error.chars().take(300).collect();
+            let shown = serde_json::to_string(&error.says())
+                .ok()
+                .filter(|json| json.len() <= MAX_ERROR_JSON);
+            let error: String = error.to_string().chars().take(300).collect();
             tracing::info!(message = %message.msg_id, attempts, %error, "a webhook attempt failed");
             let sql = "UPDATE webhook_message SET state = ?, next_at = ?, attempts = ?, \
-                       last_status = ?, last_error = ?, lease_until = 0 WHERE id = ?";
+                       last_status = ?, last_error = ?, last_error_message = ?, lease_until = 0 \
+                       WHERE id = ?";
             let values: Vec<Value> = vec![
                 state.into(),
                 next.into(),
                 attempts.into(),
                 status.map(i32::from).into(),
                 error.into(),
+                shown.into(),
                 message.id.into(),
             ];
             db.execute_raw(statement(backend, sql, values)).await?;

@@ -9,6 +9,7 @@ pub mod robot;
 use super::audit::{self, Actor, Entry};
 use super::outbox::{self, COLUMNS, DELIVERED, DROPPED, FAILED, Subscription, WAITING};
 use crate::db::sql::statement;
+use crate::i18n::Message;
 use crate::net::outbound::{self, OutboundError};
 use crate::rules::webhook::{
     self, EventType, Events, Format, SigningSecret, WebhookError, WebhookUrl,
@@ -40,7 +41,7 @@ pub enum WebhookServiceError {
     TooManyOfYours(u64),
     #[error("inklink has {0} webhooks, the most it keeps; delete one first")]
     TooMany(u64),
-    #[error(transparent)]
+    #[error("database error: {0}")]
     Db(#[from] DbErr),
 }
 
@@ -98,9 +99,20 @@ pub struct Delivery {
     pub state: i16,
     pub last_status: Option<i32>,
     pub last_error: Option<String>,
+    /// Why, as the message a person reads (none for attempts made before it was kept, or
+    /// whose message ran too long).
+    pub last_error_message: Option<Message>,
 }
 
 impl Delivery {
+    /// Why the last attempt failed, in the reader's language: the message kept, else the
+    /// English as stored.
+    pub fn error_shown(&self) -> Option<Message> {
+        self.last_error_message
+            .clone()
+            .or_else(|| self.last_error.clone().map(Message::plain))
+    }
+
     /// The state's name (`waiting`, `delivered`, `failed`, `dropped`).
     pub fn state_name(&self) -> &'static str {
         match self.state {
@@ -391,7 +403,7 @@ pub async fn deliveries(
     let backend = db.get_database_backend();
     let sql = format!(
         "SELECT id, msg_id, event, created_at, delivered_at, next_at, attempts, items, state, \
-         last_status, last_error FROM webhook_message WHERE webhook_id = ? \
+         last_status, last_error, last_error_message FROM webhook_message WHERE webhook_id = ? \
          ORDER BY id DESC LIMIT {RECENT}"
     );
     let rows = db
@@ -411,6 +423,9 @@ pub async fn deliveries(
                 state: row.try_get("", "state")?,
                 last_status: row.try_get("", "last_status")?,
                 last_error: row.try_get("", "last_error")?,
+                last_error_message: row
+                    .try_get::<Option<String>>("", "last_error_message")?
+                    .and_then(|json| serde_json::from_str(&json).ok()),
             })
         })
         .collect::<Result<_, DbErr>>()

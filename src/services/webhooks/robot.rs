@@ -68,7 +68,8 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
         Ok(EventType::LinkClicked) => t!("Clicks"),
         Err(_) => t!("Test message from inklink (sent by {by})"),
     };
-    let reason = lang.say(state["reason"].as_str().unwrap_or(""));
+    // Already in the robot's language (put there when the event was announced).
+    let reason = state["reason"].as_str().unwrap_or("");
     let templates = state["sms_templates"]
         .as_str()
         .unwrap_or("")
@@ -83,7 +84,7 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
                 ("code", target),
                 ("by", by),
                 ("url", url),
-                ("reason", &reason),
+                ("reason", reason),
                 ("next", state["replaced_by"].as_str().unwrap_or("")),
                 ("templates", &templates),
             ]
@@ -93,7 +94,7 @@ fn line(lang: Lang, event: &str, body: &str) -> String {
 
 /// Why a robot refused a message it answered with 200, if it did: its `errcode` (WeCom,
 /// DingTalk) or `code` (Feishu) is not 0.
-pub fn refusal(body: &[u8]) -> Option<String> {
+pub fn refusal(body: &[u8]) -> Option<(i64, String)> {
     let answer: Value = serde_json::from_slice(body).ok()?;
     let code = answer
         .get("errcode")
@@ -108,5 +109,5 @@ pub fn refusal(body: &[u8]) -> Option<String> {
         .or_else(|| answer.get("msg"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    Some(format!("the robot refused it: {code} {reason}"))
+    Some((code, reason.to_owned()))
 }
