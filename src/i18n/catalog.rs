@@ -134,7 +134,7 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
     ),
     (
         "(optional, separated by commas: the campaigns the link belongs to)",
-        "（可选，用逗号分隔：链接所属的活动）",
+        "（可选，用逗号分隔：链接所属的分组，如一次推广）",
     ),
     ("(optional, {})", "（可选，{}）"),
     (

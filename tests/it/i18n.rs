@@ -466,6 +466,17 @@ async fn the_admin_ui_speaks_the_browsers_language_until_the_person_chooses_one(
         "the flash is Chinese too"
     );
     assert!(list.body.contains("1 个链接"));
+    // One word for one thing on the link form: 活动 is the UTM campaign; the link's settings
+    // are 推广设置 and its tags 标签.
+    let form = chinese.get("/admin/links/new").await;
+    assert!(form.body.contains("推广设置"), "{}", form.body);
+    for (at, _) in form.body.match_indices("活动") {
+        let around: String = form.body[at.saturating_sub(300)..]
+            .chars()
+            .take(400)
+            .collect();
+        assert!(around.contains("utm_"), "活动 for something else: {around}");
+    }
     let missing = chinese.get("/admin/links/nothing-here").await;
     assert_eq!(missing.status, 404);
     assert!(missing.body.contains("此地址没有内容"), "{}", missing.body);
