@@ -81,9 +81,9 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_CACHE_CAPACITY", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(16..), global = true)]
     pub cache_capacity: u64,
 
-    /// Database connections per process
-    #[arg(long, env = "INKLINK_DB_MAX_CONNECTIONS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000), global = true)]
-    pub db_max_connections: u32,
+    /// Database connections per process [default: 16; 8 on SQLite]
+    #[arg(long, env = "INKLINK_DB_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..=1000), global = true)]
+    pub db_max_connections: Option<u32>,
 
     /// Time zone for dates shown in the admin UI and for expiries typed without an offset
     /// (IANA name such as Asia/Shanghai)
