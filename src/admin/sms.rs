@@ -56,6 +56,8 @@ struct SmsPage {
     stand_in: String,
     placeholder: &'static str,
     max_segments: usize,
+    /// The tags in use, for the tags field's suggestions.
+    known_tags: Vec<String>,
 }
 
 impl SmsPage {
@@ -96,6 +98,7 @@ async fn page(
         stand_in: stand_in(state).await?,
         placeholder: LINK_PLACEHOLDER,
         max_segments: MAX_SEGMENTS,
+        known_tags: crate::services::tags::suggestions(&state.core.db).await?,
     })
 }
 

@@ -69,6 +69,16 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<(String, i64)>, DbErr> 
     Ok(rows)
 }
 
+/// The tags a tags field suggests as one types: the most used first, at most 500.
+pub async fn suggestions(db: &DatabaseConnection) -> Result<Vec<String>, DbErr> {
+    Ok(list(db)
+        .await?
+        .into_iter()
+        .take(500)
+        .map(|(tag, _)| tag)
+        .collect())
+}
+
 /// The UTM parameters a tag's links get by default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Utm {

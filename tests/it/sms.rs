@@ -286,6 +286,15 @@ async fn the_composer_gives_its_link_tags_description_and_utm_and_starts_over_af
         .await
         .unwrap();
     assert_eq!(tags[&link.id], ["sms", "双十一"]);
+    // The next message's tags field suggests the tags in use, as typed.
+    let again = browser.get("/admin/sms").await;
+    assert!(
+        again.body.contains(r#"list="known-tags""#)
+            && again.body.contains(r#"<option value="双十一">"#)
+            && again.body.contains(r#"<option value="sms">"#),
+        "{}",
+        again.body
+    );
     let text = format!(
         "【小店】双十一 http://localhost:{}/{} 回T退订",
         app.port, link.compression_code

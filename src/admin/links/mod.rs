@@ -375,14 +375,9 @@ const CAMPAIGN_FIELDS: [&str; 7] = [
     "targets",
 ];
 
-/// The tags in use (the most used first, 500 at most), for the tags field's suggestions.
+/// The tags in use, for the tags field's suggestions.
 async fn known_tags(state: &AppState) -> Result<Vec<String>, AdminError> {
-    Ok(crate::services::tags::list(&state.core.db)
-        .await?
-        .into_iter()
-        .take(500)
-        .map(|(tag, _)| tag)
-        .collect())
+    Ok(crate::services::tags::suggestions(&state.core.db).await?)
 }
 
 fn edit_page(
