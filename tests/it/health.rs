@@ -166,6 +166,21 @@ async fn audit_actions(
     .unwrap()
 }
 
+/// A WeCom group robot subscribed to `event`, in Chinese: a real receiver on loopback.
+async fn chinese_robot(admin: &Api<'_>, event: &str) -> Receiver {
+    let robot = Receiver::start().await;
+    let hooked = admin
+        .call(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": robot.url("/robot"), "format": "wecom",
+                        "events": [event], "language": "zh-CN"})),
+        )
+        .await;
+    assert_eq!(hooked.status, 201, "{}", hooked.body);
+    robot
+}
+
 #[actix_web::test]
 async fn states_follow_the_checks_with_hysteresis_alert_and_recover() {
     let checker = Checker::start().await;
@@ -182,16 +197,7 @@ async fn states_follow_the_checks_with_hysteresis_alert_and_recover() {
         .await;
     assert_eq!(hook.status, 201, "{}", hook.body);
     // A Chinese team's chat group hears of it too, the reason in Chinese.
-    let robot = Receiver::start().await;
-    let hooked = admin
-        .call(
-            "POST",
-            "/api/v1/webhooks",
-            Some(json!({"url": robot.url("/robot"), "format": "wecom",
-                        "events": ["domain.blocked"], "language": "zh-CN"})),
-        )
-        .await;
-    assert_eq!(hooked.status, 201, "{}", hooked.body);
+    let robot = chinese_robot(&admin, "domain.blocked").await;
     let default = format!("localhost:{}", app.port);
     // A domain nobody answers on fails reachability: suspect, then blocked.
     let added = inklink::services::domains::add(
@@ -473,16 +479,7 @@ async fn a_domains_filing_and_sms_templates_are_kept_as_typed_and_listed_when_it
     add_user(&app, "ada", "admin-password", Role::Admin).await;
     let admin = Api::with_role(&app, "ops", Role::Admin).await;
     // The team's chat-group robot hears of the rotation.
-    let robot = Receiver::start().await;
-    let hooked = admin
-        .call(
-            "POST",
-            "/api/v1/webhooks",
-            Some(json!({"url": robot.url("/robot"), "format": "wecom",
-                        "events": ["domain.rotated"], "language": "zh-CN"})),
-        )
-        .await;
-    assert_eq!(hooked.status, 201, "{}", hooked.body);
+    let robot = chinese_robot(&admin, "domain.rotated").await;
     let mut browser = Browser::speaking(&app, "zh-CN");
     assert_eq!(browser.sign_in("ada", "admin-password").await.status, 303);
     let old_host = format!("localhost:{}", app.port);
