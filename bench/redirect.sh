@@ -10,8 +10,10 @@
 # With --db, a fresh database is created on that server for the run and dropped after it.
 # --recipients requests the codes of a campaign batch's recipients (as many as LINKS) instead
 # of the links' own: a recipient's code must redirect as fast as a link's.
-# --webhook subscribes a local receiver to link.clicked before the run, and after it reports
-# how long after the last round every recorded click had reached the receiver (each once).
+# --webhook subscribes a local receiver to link.clicked before the run; first a burst of
+# BURST_RATE clicks a second (40000) for BURST_SECONDS (30), paced, after which it reports how
+# long until every recorded click had reached the receiver (each once); then the rounds, and
+# the same after the last.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
@@ -259,6 +261,61 @@ wrk -t2 -c64 -d5s -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" >/dev/n
 wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$NGINX_PORT" >/dev/null
 [ -n "$CEILING" ] && wrk -t2 -c64 -d2s -s "$WORK/random.lua" "http://127.0.0.1:$CEILING_PORT" >/dev/null
 
+# The metric NAME's value on the server's /metrics now.
+metric_now() {
+  curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics" | awk -v name="$1" '$1 == name { print $2 }'
+}
+# Waits until the receiver holds every recorded click (or 120 s); prints "clicks messages".
+receiver_caught_up() {
+  local got=0 messages=0 written
+  for _ in $(seq 1 1200); do
+    written=$(metric_now inklink_click_events_written_total)
+    # (`read` fails on a last line without its newline: under `set -e` that ended the run.)
+    read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/") || true
+    [ "$(metric_now inklink_click_queue_depth)" = 0 ] && [ "$(metric_now inklink_click_backlog)" = 0 ] \
+      && [ "$got" -ge "$written" ] && break
+    sleep 0.1
+  done
+  echo "$got $messages"
+}
+
+# --webhook: the issue's campaign burst, paced with wrk's delay() (each thread keeps its share
+# of the rate on the monotonic clock, through LuaJIT's FFI).
+if [ -n "$WEBHOOK" ]; then
+  BURST_RATE=${BURST_RATE:-40000} BURST_SECONDS=${BURST_SECONDS:-30}
+  receiver_caught_up >/dev/null
+  { cat "$WORK/random.lua"; cat <<LUA
+local ffi = require("ffi")
+ffi.cdef[[
+typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+int clock_gettime(int clock, bench_timespec *out);
+]]
+local now_ts = ffi.new("bench_timespec")
+local function now_ms()
+  ffi.C.clock_gettime(1, now_ts)
+  return tonumber(now_ts.tv_sec) * 1000 + tonumber(now_ts.tv_nsec) / 1e6
+end
+local interval = 2 * 1000 / $BURST_RATE
+local slot = nil
+delay = function()
+  local now = now_ms()
+  if slot == nil or slot < now - 50 then slot = now end
+  slot = slot + interval
+  local wait = slot - now
+  if wait < 1 then return 0 end
+  return math.floor(wait)
+end
+LUA
+  } > "$WORK/paced.lua"
+  before=$(metric_now inklink_click_events_written_total)
+  wrk -t2 -c256 -d"${BURST_SECONDS}s" -s "$WORK/paced.lua" "http://127.0.0.1:$INKLINK_PORT" > "$WORK/burst.txt"
+  PACED_END=$(date +%s.%N)
+  read -r got messages < <(receiver_caught_up)
+  after=$(metric_now inklink_click_events_written_total)
+  BURST_REPORT="paced burst: $(awk '/Requests\/sec/ { printf "%.0f requests/s", $2 }' "$WORK/burst.txt") for ${BURST_SECONDS} s ($((after - before)) clicks recorded); every recorded click ($got) at the receiver $(python3 -c "import time; print(f'{time.time() - $PACED_END:.1f}')") s after the burst ended"
+  echo "$BURST_REPORT"
+fi
+
 # One wrk run: "requests/s p50_ms p99_ms non2xx3xx requests".
 measure() {
   local args=$1 port=$2
@@ -333,13 +390,7 @@ awk '{ p += $4 - $1; s += $5 - $2; m += $6 - $3; n += $7 }
 echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
 if [ -n "$WEBHOOK" ]; then
-  written=$(metric inklink_click_events_written_total)
-  got=0 messages=0
-  for _ in $(seq 1 1200); do
-    # (`read` fails on a last line without its newline: under `set -e` that ended the run.)
-    read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/") || true
-    [ "$got" -ge "$written" ] && break
-    sleep 0.1
-  done
-  echo "link.clicked webhook: $got of $written recorded clicks at the receiver, in $messages messages, $(python3 -c "import time; print(f'{time.time() - $BURST_END:.1f}')") s after the last round ended"
+  echo "$BURST_REPORT"
+  read -r got messages < <(receiver_caught_up)
+  echo "link.clicked webhook: $got of $(metric_now inklink_click_events_written_total) recorded clicks at the receiver, in $messages messages, $(python3 -c "import time; print(f'{time.time() - $BURST_END:.1f}')") s after the last round ended"
 fi

@@ -64,6 +64,7 @@ mod m20261126_000029_domain_filing;
 mod m20261127_000030_place_names;
 mod m20261127_000031_health_reason_messages;
 mod m20261127_000032_webhook_error_messages;
+mod m20261128_000033_clicks_out_when_stored;
 
 pub struct Migrator;
 
@@ -103,6 +104,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000030_place_names::Migration),
             Box::new(m20261127_000031_health_reason_messages::Migration),
             Box::new(m20261127_000032_webhook_error_messages::Migration),
+            Box::new(m20261128_000033_clicks_out_when_stored::Migration),
         ]
     }
 }

@@ -43,6 +43,17 @@ pub const TABLE: &str = "click";
 /// with the click, deleted once it is counted.
 pub const WAITING: &str = "click_waiting";
 
+/// The clicks waiting to be handed to webhook subscriptions of `link.clicked`, listed with the
+/// click while a subscription wants clicks (see [`super::outgoing`]).
+pub const OUTGOING: &str = "click_outgoing";
+
+/// Whether an enabled subscription wants clicks: a row when one does. Its one parameter is
+/// [`WANTED_PATTERN`].
+pub const WANTED: &str = "SELECT id FROM webhook WHERE enabled = TRUE AND events LIKE ? LIMIT 1";
+
+/// [`WANTED`]'s parameter.
+pub const WANTED_PATTERN: &str = "%link.clicked%";
+
 /// A click as it is stored: numbers and bytes only.
 #[derive(Clone, Debug)]
 pub struct Click {

@@ -1,41 +1,17 @@
-//! Counted clicks on their way to webhook subscriptions of `link.clicked`. Counting lists a
-//! turn's clicks in `click_outgoing` in the turn's own transaction, so that every stored click
-//! is handed on exactly once, however late it was stored (a spooled or journalled click) and
-//! whatever instance counted it; the webhooks' dispatcher takes them off the list in batches.
-//! Nothing is listed while no subscription wants clicks.
+//! Stored clicks on their way to webhook subscriptions of `link.clicked`. The click writer lists
+//! each click it adds in `click_outgoing` in the transaction that stores it (as it lists it
+//! for counting), so that every stored click is handed on exactly once, however late it was
+//! stored (a spooled or journalled click) and whatever instance stored it, and without waiting
+//! for counting; the webhooks' dispatcher takes them off the list in batches. Nothing is
+//! listed while no subscription wants clicks.
 
+pub use super::insert::{OUTGOING, WANTED, WANTED_PATTERN};
 use super::stored::{self, Stored};
 use crate::db::sql::statement;
 use sea_orm::{ConnectionTrait, DbErr, Value};
 
-const OUTGOING: &str = "click_outgoing";
 /// Keys per statement.
 const CHUNK: usize = 250;
-
-/// Whether an enabled subscription wants `link.clicked` (one look per counting turn).
-pub async fn wanted(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
-    let backend = db.get_database_backend();
-    let sql = "SELECT id FROM webhook WHERE enabled = TRUE AND events LIKE ? LIMIT 1";
-    Ok(db
-        .query_one_raw(statement(backend, sql, vec!["%link.clicked%".into()]))
-        .await?
-        .is_some())
-}
-
-/// Lists the clicks `keys` (time and key) as waiting to be handed on.
-pub async fn hand_on(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> Result<(), DbErr> {
-    let backend = db.get_database_backend();
-    for chunk in keys.chunks(CHUNK) {
-        let marks = vec!["(?, ?)"; chunk.len()].join(", ");
-        let sql = format!("INSERT INTO {OUTGOING} (at, event_key) VALUES {marks}");
-        let values = chunk
-            .iter()
-            .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
-            .collect();
-        db.execute_raw(statement(backend, &sql, values)).await?;
-    }
-    Ok(())
-}
 
 /// Clicks read off the list, still on it.
 pub struct Listed {

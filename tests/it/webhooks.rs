@@ -1174,3 +1174,115 @@ async fn parallel_subscriptions_are_held_to_the_per_person_limit() {
     let listed = operator.call("GET", "/api/v1/webhooks", None).await;
     assert_eq!(listed.body.as_array().unwrap().len(), PER_OWNER as usize);
 }
+
+/// Clicks of `link.clicked` come from the click writer's transaction, not from counting: a
+/// click is handed on as soon as it is stored, however far behind counting is, and once, even
+/// when its batch is written again; clicks stored before any subscription are not.
+#[actix_web::test]
+async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() {
+    use crate::event_insert::rows;
+    use inklink::clickstore::insert::insert_rows;
+    use inklink::services::webhooks::{self, NewWebhook, deliver};
+    use sea_orm::ConnectionTrait;
+    let db = TestDb::create().await;
+    // The core alone: no dispatcher and no counting run beside the test.
+    let core = inklink::startup::open(crate::support::settings(&db, "127.0.0.1:0", &LOCAL))
+        .await
+        .unwrap();
+    let link = crate::support::create_link_in(&core, "https://example.com/out")
+        .await
+        .link
+        .id;
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 6, 1)
+        .unwrap()
+        .and_hms_opt(8, 0, 0)
+        .unwrap();
+    let batch = rows(1_500, start, link);
+    insert_rows(&core.db, &batch[..500]).await.unwrap();
+    let new = NewWebhook::parse("http://127.0.0.1:9/clicks", None, ["link.clicked"], None).unwrap();
+    let actor = inklink::services::audit::Actor::System;
+    webhooks::create(&core, new, &actor, "en").await.unwrap();
+    // A batch stored in part before, and one written again (a retry, a replayed spool).
+    insert_rows(&core.db, &batch[400..1_000]).await.unwrap();
+    insert_rows(&core.db, &batch[400..]).await.unwrap();
+    let scalar = |sql: &'static str| {
+        let db = core.db.clone();
+        async move {
+            let backend = db.get_database_backend();
+            let row = db
+                .query_one_raw(sea_orm::Statement::from_string(backend, sql))
+                .await
+                .unwrap()
+                .unwrap();
+            row.try_get_by_index::<i64>(0).unwrap()
+        }
+    };
+    assert_eq!(
+        scalar("SELECT COUNT(*) FROM click_waiting").await,
+        1_500,
+        "nothing is counted yet"
+    );
+    let policy = deliver::Policy {
+        allow_private: true,
+        first_retry_ms: 1_000,
+        outbox_limit: 10_000,
+        keep_days: 7,
+    };
+    let metrics = inklink::metrics::Metrics::default();
+    let mut handed = 0;
+    loop {
+        let taken = deliver::hand_on_clicks(&core.db, &policy, &metrics)
+            .await
+            .unwrap();
+        if taken == 0 {
+            break;
+        }
+        handed += taken;
+    }
+    assert_eq!(
+        handed, 1_000,
+        "the clicks stored after the subscription, once"
+    );
+    let backend = core.db.get_database_backend();
+    let bodies = core
+        .db
+        .query_all_raw(sea_orm::Statement::from_string(
+            backend,
+            "SELECT body FROM webhook_message WHERE event = 'link.clicked'",
+        ))
+        .await
+        .unwrap();
+    let carried: BTreeSet<String> = bodies
+        .iter()
+        .flat_map(|row| {
+            let body: String = row.try_get_by_index(0).unwrap();
+            let body: Value = serde_json::from_str(&body).unwrap();
+            body["data"].as_array().unwrap().clone()
+        })
+        .map(|click| click["time"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: BTreeSet<String> = batch[500..]
+        .iter()
+        .map(|row| {
+            let at = inklink::clickstore::insert::micros(row.record_time);
+            inklink::clickstore::insert::from_micros(at)
+                .and_utc()
+                .to_rfc3339()
+        })
+        .collect();
+    assert_eq!(carried, expected);
+    // Counting them afterwards hands nothing on again.
+    assert_eq!(
+        inklink::stats::tally::drain(&core.db, chrono_tz::UTC)
+            .await
+            .unwrap(),
+        1_500
+    );
+    assert_eq!(
+        deliver::hand_on_clicks(&core.db, &policy, &metrics)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(scalar("SELECT COUNT(*) FROM click_outgoing").await, 0);
+}

@@ -6,7 +6,7 @@
 //! were added (a batch written again), the multi-row statements cannot say which, so the
 //! batch is written again a row at a time, each row's answer telling.
 
-use super::{COLUMNS, Click, Field, TABLE, WAITING, column_list};
+use super::{COLUMNS, Click, Field, OUTGOING, TABLE, WAITING, WANTED, WANTED_PATTERN, column_list};
 use sea_orm::sqlx::{self, MySqlPool, mysql::MySqlArguments};
 use std::sync::LazyLock;
 
@@ -29,6 +29,8 @@ static CLICKS: LazyLock<[String; 4]> =
     LazyLock::new(|| statements(TABLE, &column_list(), COLUMNS.len()));
 static WAITING_CLICKS: LazyLock<[String; 4]> =
     LazyLock::new(|| statements(WAITING, "at, event_key", 2));
+static OUTGOING_CLICKS: LazyLock<[String; 4]> =
+    LazyLock::new(|| statements(OUTGOING, "at, event_key", 2));
 
 /// Splits `rows` into runs of [`STATEMENT_ROWS`] sizes, each with its statement of `sql`.
 fn chunks<'r, T>(
@@ -90,9 +92,26 @@ pub async fn insert(pool: &MySqlPool, rows: &[Click]) -> Result<(), sqlx::Error>
     txn.commit().await
 }
 
-/// Lists `rows`, clicks just added, as waiting to be counted.
+/// Lists `rows`, clicks just added, as waiting to be counted, and to be handed to webhooks
+/// while a subscription wants clicks (asked in the transaction that stores them).
 async fn list_waiting(txn: &mut Transaction, rows: &[&Click]) -> Result<(), sqlx::Error> {
-    for (sql, chunk) in chunks(&WAITING_CLICKS, rows) {
+    list(txn, &WAITING_CLICKS, rows).await?;
+    let wanted = sqlx::query(WANTED)
+        .bind(WANTED_PATTERN)
+        .fetch_optional(&mut **txn)
+        .await?;
+    if wanted.is_some() {
+        list(txn, &OUTGOING_CLICKS, rows).await?;
+    }
+    Ok(())
+}
+
+async fn list(
+    txn: &mut Transaction,
+    sql: &'static [String; 4],
+    rows: &[&Click],
+) -> Result<(), sqlx::Error> {
+    for (sql, chunk) in chunks(sql, rows) {
         let mut query = sqlx::query(sql);
         for row in chunk {
             query = query.bind(row.at).bind(row.key.as_bytes().to_vec());

@@ -21,7 +21,9 @@
 //! [`LockedSqliteHandle`]: sqlx::sqlite::LockedSqliteHandle
 #![allow(unsafe_code)]
 
-use super::{COLUMNS, Click, Field, TABLE, WAITING, column_list, from_sqlx};
+use super::{
+    COLUMNS, Click, Field, OUTGOING, TABLE, WAITING, WANTED, WANTED_PATTERN, column_list, from_sqlx,
+};
 use libsqlite3_sys as ffi;
 use sea_orm::DbErr;
 use sea_orm::sqlx::SqlitePool;
@@ -48,6 +50,20 @@ static INSERT_WAITING: LazyLock<CString> = LazyLock::new(|| {
         "INSERT INTO {WAITING} (at, event_key) VALUES (?, ?) ON CONFLICT (at, event_key) DO NOTHING"
     ))
     .expect("no NUL in the statement")
+});
+
+/// A click the batch added, listed to be handed to webhooks, while a subscription wants clicks.
+static INSERT_OUTGOING: LazyLock<CString> = LazyLock::new(|| {
+    CString::new(format!(
+        "INSERT INTO {OUTGOING} (at, event_key) VALUES (?, ?) ON CONFLICT (at, event_key) DO NOTHING"
+    ))
+    .expect("no NUL in the statement")
+});
+
+/// Whether a subscription wants clicks, with its pattern written in.
+static WANTED_NOW: LazyLock<CString> = LazyLock::new(|| {
+    let sql = WANTED.replace('?', &format!("'{WANTED_PATTERN}'"));
+    CString::new(sql).expect("no NUL in the statement")
 });
 
 /// Inserts `rows` in one transaction; rows whose event key is stored are skipped.
@@ -130,6 +146,13 @@ impl<'lock> Connection<'lock> {
         // Declared before the statements, so that they outlive them.
         let mut click = self.prepare(&INSERT_ONE)?;
         let mut waiting = self.prepare(&INSERT_WAITING)?;
+        // Asked inside the write transaction, so that no subscription starts between the
+        // answer and the commit.
+        let mut outgoing = match self.prepare(&WANTED_NOW)?.step_row() {
+            Ok(true) => Some(self.prepare(&INSERT_OUTGOING)?),
+            Ok(false) => None,
+            Err(()) => return Err(self.error("looking for subscriptions of clicks")),
+        };
         for row in rows {
             click.bind_row(row);
             click
@@ -142,6 +165,13 @@ impl<'lock> Connection<'lock> {
                 waiting
                     .step_once()
                     .map_err(|()| self.error("listing a click to count"))?;
+                if let Some(outgoing) = &mut outgoing {
+                    outgoing.bind_int(0, Some(row.at));
+                    outgoing.bind_blob(1, Some(row.key.as_bytes()));
+                    outgoing
+                        .step_once()
+                        .map_err(|()| self.error("listing a click for webhooks"))?;
+                }
             }
         }
         Ok(())
@@ -268,6 +298,18 @@ impl<'text> Statement<'_, 'text> {
         // SAFETY: as above; the result code repeats the step's, already handled.
         unsafe { ffi::sqlite3_reset(self.raw.as_ptr()) };
         Ok(())
+    }
+}
+
+impl Statement<'_, '_> {
+    /// Runs a query without parameters once: whether it gave a row.
+    fn step_row(&mut self) -> Result<bool, ()> {
+        // SAFETY: a live statement with no parameters.
+        match unsafe { ffi::sqlite3_step(self.raw.as_ptr()) } {
+            ffi::SQLITE_ROW => Ok(true),
+            ffi::SQLITE_DONE => Ok(false),
+            _ => Err(()),
+        }
     }
 }
 

@@ -4,12 +4,14 @@
 //! message is sent again, with the same `webhook-id`.
 //!
 //! Clicks reach subscriptions of `link.clicked` from the stored clicks, never from the
-//! redirect path: counting lists each counted click once (`clickstore::outgoing`), and here
-//! one instance at a time (the `webhook_turn` row's lock) takes up to
-//! [`CLICKS_PER_MESSAGE`] of them into one message per subscription. A slow receiver holds
-//! back only its own messages.
+//! redirect path: the click writer lists each click it stores once (`clickstore::outgoing`),
+//! and here one instance at a time (the `webhook_turn` row's lock) takes up to
+//! [`CLICKS_PER_TURN`] of them into messages of up to [`CLICKS_PER_MESSAGE`] for each
+//! subscription. Counting does not wait for any of it, nor it for counting; a slow receiver
+//! holds back only its own messages.
 
 use super::robot;
+use crate::clickstore::stored::Stored;
 use crate::db::sql::statement;
 use crate::i18n::Says;
 use crate::metrics::Metrics;
@@ -24,6 +26,8 @@ use std::time::Duration;
 
 /// Clicks one `link.clicked` message carries at most.
 pub const CLICKS_PER_MESSAGE: u64 = 1_000;
+/// Clicks one hand-over takes at most (in one transaction): ten messages' worth.
+const CLICKS_PER_TURN: u64 = 10 * CLICKS_PER_MESSAGE;
 /// Messages claimed per round.
 const CLAIM: usize = 64;
 /// How long a claim holds: longer than an attempt's timeout.
@@ -49,34 +53,62 @@ pub struct Policy {
     pub keep_days: u32,
 }
 
-/// Runs for the server's life: hands counted clicks on, delivers what is due, and forgets old
-/// messages hourly. Runs on the server's own thread (the HTTP client is not `Send`).
+/// Runs for the server's life: hands stored clicks on, delivers what is due, and forgets old
+/// messages hourly. Runs on the server's own thread (the HTTP client is not `Send`). Handing
+/// on and delivering run side by side, so that a slow receiver does not hold back the
+/// messages of the others, nor the clicks being put into them.
 pub async fn run(db: DatabaseConnection, policy: Policy, metrics: Arc<Metrics>) {
-    let outbound = Outbound::new(policy.allow_private, TIMEOUT);
-    let mut pruned = std::time::Instant::now();
+    futures_util::future::join(
+        hand_on_forever(&db, &policy, &metrics),
+        deliver_forever(&db, &policy, &metrics),
+    )
+    .await;
+}
+
+async fn hand_on_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Metrics) {
     loop {
-        let mut busy = false;
-        match hand_on_clicks(&db, &policy, &metrics).await {
-            Ok(taken) => busy |= taken >= CLICKS_PER_MESSAGE,
-            Err(err) => tracing::warn!(error = %err, "cannot hand clicks to webhooks; will retry"),
-        }
-        match deliver_due(&db, &outbound, &policy, &metrics).await {
-            Ok(claimed) => busy |= claimed >= CLAIM,
-            Err(err) => tracing::warn!(error = %err, "cannot deliver webhooks; will retry"),
-        }
-        if pruned.elapsed() >= Duration::from_secs(3_600) {
-            pruned = std::time::Instant::now();
-            if let Err(err) = prune(&db, policy.keep_days).await {
-                tracing::warn!(error = %err, "cannot delete old webhook messages");
+        let busy = match hand_on_clicks(db, policy, metrics).await {
+            Ok(taken) => taken >= CLICKS_PER_TURN,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot hand clicks to webhooks; will retry");
+                false
             }
+        };
+        // A full turn means more are waiting: take them at once, letting other tasks run.
+        match busy {
+            true => tokio::task::yield_now().await,
+            false => tokio::time::sleep(Duration::from_millis(200)).await,
         }
-        let rest = if busy { 20 } else { 500 };
-        tokio::time::sleep(Duration::from_millis(rest)).await;
     }
 }
 
-/// Takes up to [`CLICKS_PER_MESSAGE`] counted clicks and puts them, as one message, in the
-/// outbox of each subscription that wants them; returns how many clicks were taken.
+async fn deliver_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Metrics) {
+    let outbound = Outbound::new(policy.allow_private, TIMEOUT);
+    let mut pruned = std::time::Instant::now();
+    loop {
+        let busy = match deliver_due(db, &outbound, policy, metrics).await {
+            Ok(claimed) => claimed > 0,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot deliver webhooks; will retry");
+                false
+            }
+        };
+        if pruned.elapsed() >= Duration::from_secs(3_600) {
+            pruned = std::time::Instant::now();
+            if let Err(err) = prune(db, policy.keep_days).await {
+                tracing::warn!(error = %err, "cannot delete old webhook messages");
+            }
+        }
+        match busy {
+            true => tokio::task::yield_now().await,
+            false => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Takes up to [`CLICKS_PER_TURN`] stored clicks and puts them, in messages of up to
+/// [`CLICKS_PER_MESSAGE`], in the outbox of each subscription that wants them; returns how
+/// many clicks were taken.
 ///
 /// The clicks are read and the messages written out before the write transaction: on SQLite
 /// it holds the one write lock the click writer needs (reading 1,000 clicks inside it held
@@ -88,10 +120,7 @@ pub async fn hand_on_clicks(
     metrics: &Metrics,
 ) -> Result<u64, DbErr> {
     use crate::clickstore::outgoing;
-    if outgoing::waiting(db).await? == 0 {
-        return Ok(0);
-    }
-    let listed = outgoing::peek(db, CLICKS_PER_MESSAGE).await?;
+    let listed = outgoing::peek(db, CLICKS_PER_TURN).await?;
     if listed.keys.is_empty() {
         return Ok(0);
     }
@@ -108,9 +137,7 @@ pub async fn hand_on_clicks(
     };
     let mut messages = Vec::new();
     for subscription in &subscriptions {
-        let mut items = String::from("[");
-        let mut count = 0;
-        let chosen = listed
+        let chosen: Vec<&Stored> = listed
             .clicks
             .iter()
             .filter(|click| match &subscription.scope {
@@ -120,18 +147,19 @@ pub async fn hand_on_clicks(
                     .url_map_id
                     .and_then(|id| owners.get(&id))
                     .is_some_and(|owner| owner == scope),
-            });
-        for click in chosen {
-            if count > 0 {
-                items.push(',');
+            })
+            .collect();
+        for clicks in chosen.chunks(CLICKS_PER_MESSAGE as usize) {
+            let mut items = String::from("[");
+            for (n, click) in clicks.iter().enumerate() {
+                if n > 0 {
+                    items.push(',');
+                }
+                crate::services::events::write_object(&mut items, click);
             }
-            crate::services::events::write_object(&mut items, click);
-            count += 1;
-        }
-        items.push(']');
-        if count > 0 {
+            items.push(']');
             let body = outbox::envelope_of(EventType::LinkClicked.as_str(), &items);
-            messages.push((subscription.id, body, count));
+            messages.push((subscription.id, body, clicks.len() as i64));
         }
     }
     let txn = crate::db::begin_write(db).await?;
@@ -152,13 +180,19 @@ pub async fn hand_on_clicks(
             .iter()
             .map(|s| s.id)
             .collect();
+        let mut written = Vec::new();
         for (subscription, body, count) in &messages {
             if !listening.contains(subscription) {
                 continue;
             }
             let clicked = EventType::LinkClicked.as_str();
             outbox::put(&txn, *subscription, clicked, body, *count).await?;
-            let dropped = keep_within(&txn, *subscription, policy.outbox_limit).await?;
+            if written.last() != Some(subscription) {
+                written.push(*subscription);
+            }
+        }
+        for subscription in written {
+            let dropped = keep_within(&txn, subscription, policy.outbox_limit).await?;
             if dropped > 0 {
                 metrics
                     .webhook_click_batches_dropped

@@ -177,7 +177,6 @@ async fn tally_in(
 ) -> Result<Counted, DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
-    let outgoing = crate::clickstore::outgoing::wanted(txn).await?;
     if let Some(ahead) = ahead {
         // Everything a turn reads besides the waiting list is written only by turns (and a
         // purge's boundary): when no turn came between, and the list's front is still the
@@ -186,9 +185,6 @@ async fn tally_in(
             && ahead.frozen == frozen
             && crate::clickstore::waiting::take_front(txn, &ahead.keys).await?
         {
-            if outgoing {
-                crate::clickstore::outgoing::hand_on(txn, &ahead.keys).await?;
-            }
             return apply(txn, turn, ahead.work).await;
         }
     }
@@ -196,11 +192,6 @@ async fn tally_in(
     if clicks.is_empty() {
         crate::clickstore::waiting::forget_orphans(txn).await?;
         return Ok(Counted::default());
-    }
-    // Webhook subscriptions get the clicks counted, each once, from this transaction.
-    if outgoing {
-        let keys: Vec<(i64, Vec<u8>)> = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
-        crate::clickstore::outgoing::hand_on(txn, &keys).await?;
     }
     let work = work_out(txn, tz, frozen, clicks).await?;
     apply(txn, turn, work).await
