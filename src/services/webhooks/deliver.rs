@@ -314,25 +314,36 @@ pub async fn deliver_due(
         .iter()
         .map(|row| row.try_get("", "id"))
         .collect::<Result<_, _>>()?;
-    let mut claimed: Vec<i64> = Vec::with_capacity(due.len());
-    for id in due {
-        let sql = "UPDATE webhook_message SET lease_until = ? \
-                   WHERE id = ? AND state = ? AND lease_until <= ?";
-        let values: Vec<Value> = vec![
-            (now + LEASE_MS).into(),
-            id.into(),
-            WAITING.into(),
-            now.into(),
-        ];
-        if db
-            .execute_raw(statement(backend, sql, values))
-            .await?
-            .rows_affected()
-            == 1
-        {
-            claimed.push(id);
-        }
+    if due.is_empty() {
+        return Ok(0);
     }
+    // One transaction for the claims: on SQLite each statement on its own would take the
+    // write lock the click writer needs, once a message.
+    let txn = crate::db::begin_write(db).await?;
+    let claims = async {
+        let mut claimed: Vec<i64> = Vec::with_capacity(due.len());
+        for id in due {
+            let sql = "UPDATE webhook_message SET lease_until = ? \
+                       WHERE id = ? AND state = ? AND lease_until <= ?";
+            let values: Vec<Value> = vec![
+                (now + LEASE_MS).into(),
+                id.into(),
+                WAITING.into(),
+                now.into(),
+            ];
+            if txn
+                .execute_raw(statement(backend, sql, values))
+                .await?
+                .rows_affected()
+                == 1
+            {
+                claimed.push(id);
+            }
+        }
+        Ok::<_, DbErr>(claimed)
+    }
+    .await;
+    let claimed = crate::db::finish(txn, claims).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
