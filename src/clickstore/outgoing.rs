@@ -8,10 +8,15 @@
 pub use super::insert::{OUTGOING, WANTED, WANTED_PATTERN};
 use super::stored::{self, Stored};
 use crate::db::sql::statement;
-use sea_orm::{ConnectionTrait, DbErr, Value};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, Value};
 
-/// Keys per statement.
-const CHUNK: usize = 250;
+/// Keys per statement: SQLite's chains of pairs stay short (see [`matching`]).
+fn chunk(backend: DbBackend) -> usize {
+    match backend {
+        DbBackend::Sqlite => 250,
+        _ => 2_000,
+    }
+}
 
 /// Clicks read off the list, still on it.
 pub struct Listed {
@@ -34,12 +39,17 @@ pub async fn peek(db: &impl ConnectionTrait, limit: u64) -> Result<Listed, DbErr
         .collect::<Result<Vec<(i64, Vec<u8>)>, DbErr>>()?;
     let mut clicks = Vec::with_capacity(keys.len());
     let mut dictionaries = stored::Dictionaries::default();
-    for chunk in keys.chunks(CHUNK) {
-        let marks = vec!["(c.at = ? AND c.event_key = ?)"; chunk.len()].join(" OR ");
-        let values = marked(chunk);
-        let filter = format!("({marks})");
-        let limit = Some(chunk.len() as u64);
-        clicks.extend(stored::read_with(db, &filter, values, limit, &mut dictionaries).await?);
+    for chunk in keys.chunks(self::chunk(backend)) {
+        let (filter, values) = matching(backend, "c.", chunk);
+        let taken: std::collections::HashSet<(i64, &[u8])> = chunk
+            .iter()
+            .map(|(at, key)| (*at, key.as_slice()))
+            .collect();
+        let read = stored::read_with(db, &filter, values, None, &mut dictionaries).await?;
+        clicks.extend(
+            read.into_iter()
+                .filter(|click| taken.contains(&(click.at, click.key.as_slice()))),
+        );
     }
     clicks.sort_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
     Ok(Listed { keys, clicks })
@@ -50,21 +60,50 @@ pub async fn peek(db: &impl ConnectionTrait, limit: u64) -> Result<Listed, DbErr
 pub async fn forget(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> Result<bool, DbErr> {
     let backend = db.get_database_backend();
     let mut taken = 0;
-    for chunk in keys.chunks(CHUNK) {
-        let marks = vec!["(at = ? AND event_key = ?)"; chunk.len()].join(" OR ");
-        let sql = format!("DELETE FROM {OUTGOING} WHERE {marks}");
+    for chunk in keys.chunks(self::chunk(backend)) {
+        let (filter, values) = matching(backend, "", chunk);
+        let sql = format!("DELETE FROM {OUTGOING} WHERE {filter}");
         taken += db
-            .execute_raw(statement(backend, &sql, marked(chunk)))
+            .execute_raw(statement(backend, &sql, values))
             .await?
             .rows_affected();
     }
     Ok(taken == keys.len() as u64)
 }
 
-fn marked(keys: &[(i64, Vec<u8>)]) -> Vec<Value> {
-    keys.iter()
-        .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
-        .collect()
+/// A condition matching the clicks `keys` (columns prefixed by `prefix`).
+///
+/// PostgreSQL and MySQL: the clicks whose time is among the keys' times and whose event key
+/// is among the keys' event keys. An event key is one click's own (a digest of its instance
+/// and sequence), so a row matching both is one of `keys`; the times are looked up in the
+/// index at once, where a chain of `(at = ? AND event_key = ?) OR …` pairs cost PostgreSQL
+/// 0.7 s for 10,000 clicks (0.2 s so). SQLite keeps the chain: it read 10,000 clicks by it in
+/// 0.2 s, and took 7 s over the two lists.
+fn matching(backend: DbBackend, prefix: &str, keys: &[(i64, Vec<u8>)]) -> (String, Vec<Value>) {
+    let marks = |n: usize| vec!["?"; n].join(", ");
+    if backend == DbBackend::Sqlite {
+        let pair = format!("({prefix}at = ? AND {prefix}event_key = ?)");
+        let filter = format!("({})", vec![pair.as_str(); keys.len()].join(" OR "));
+        let values = keys
+            .iter()
+            .flat_map(|(at, key)| [Value::from(*at), Value::from(key.clone())])
+            .collect();
+        return (filter, values);
+    }
+    let mut times: Vec<i64> = keys.iter().map(|(at, _)| *at).collect();
+    times.sort_unstable();
+    times.dedup();
+    let filter = format!(
+        "{prefix}at IN ({}) AND {prefix}event_key IN ({})",
+        marks(times.len()),
+        marks(keys.len())
+    );
+    let values = times
+        .into_iter()
+        .map(Value::from)
+        .chain(keys.iter().map(|(_, key)| Value::from(key.clone())))
+        .collect();
+    (filter, values)
 }
 
 /// How many clicks wait to be handed on.
