@@ -65,6 +65,14 @@ pub async fn run(db: DatabaseConnection, policy: Policy, metrics: Arc<Metrics>) 
     .await;
 }
 
+/// Between two rounds: none while busy (other tasks still get their turn), else a pause.
+async fn rest(busy: bool) {
+    match busy {
+        true => tokio::task::yield_now().await,
+        false => tokio::time::sleep(Duration::from_millis(200)).await,
+    }
+}
+
 async fn hand_on_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Metrics) {
     loop {
         let busy = match hand_on_clicks(db, policy, metrics).await {
@@ -74,11 +82,8 @@ async fn hand_on_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Met
                 false
             }
         };
-        // A full turn means more are waiting: take them at once, letting other tasks run.
-        match busy {
-            true => tokio::task::yield_now().await,
-            false => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+        // A full turn means more are waiting.
+        rest(busy).await;
     }
 }
 
@@ -99,10 +104,7 @@ async fn deliver_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Met
                 tracing::warn!(error = %err, "cannot delete old webhook messages");
             }
         }
-        match busy {
-            true => tokio::task::yield_now().await,
-            false => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+        rest(busy).await;
     }
 }
 
