@@ -180,10 +180,9 @@ pub struct Application {
     server: Server,
     state: web::Data<AppState>,
     stats: Statistics,
-    /// Tasks on this thread (webhook delivery, domain health), ended before the runtime is:
-    /// dropped with it, a task holding a pooled connection panicked ("requires a Tokio
-    /// context") as the process stopped.
-    local: Vec<actix_web::rt::task::JoinHandle<()>>,
+    /// What goes out (webhook deliveries, domain probes), on a thread of its own: ended there
+    /// when the server stops or is dropped (see [`crate::background::Stoppable`]).
+    outbound: crate::background::Stoppable,
 }
 
 /// The server's sockets. `serve` binds them before it opens the database, so that a second
@@ -268,19 +267,23 @@ impl Application {
             core.db.clone(),
             settings.recipient_retention_days,
         ));
-        // Webhooks: the outbox is delivered from this thread (the HTTP client is not `Send`).
-        let deliveries = actix_web::rt::spawn(crate::services::webhooks::deliver::run(
-            core.db.clone(),
-            crate::services::webhooks::deliver::Policy {
-                allow_private: settings.webhook_allow_private,
-                first_retry_ms: i64::from(settings.webhook_retry_seconds) * 1000,
-                outbox_limit: u64::from(settings.webhook_outbox_limit),
-                keep_days: settings.webhook_keep_days,
-            },
-            clicks.shared_metrics(),
-        ));
-        // Domain health: probes on one instance at a time, the banner's state on every one.
-        let health = actix_web::rt::spawn(crate::services::health::run(core.clone()));
+        // Webhooks: stored clicks handed on and the outbox delivered; domain health: probes on
+        // one instance at a time, the banner's state on every one.
+        let policy = crate::services::webhooks::deliver::Policy {
+            allow_private: settings.webhook_allow_private,
+            first_retry_ms: i64::from(settings.webhook_retry_seconds) * 1000,
+            outbox_limit: u64::from(settings.webhook_outbox_limit),
+            keep_days: settings.webhook_keep_days,
+        };
+        let counters = clicks.shared_metrics();
+        let app = core.clone();
+        let outbound = crate::background::start("inklink-out", move || async move {
+            futures_util::future::join(
+                crate::services::webhooks::deliver::run(app.db.clone(), policy, counters),
+                crate::services::health::run(app),
+            )
+            .await;
+        })?;
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,
@@ -305,7 +308,7 @@ impl Application {
             server: server.run(),
             state,
             stats,
-            local: vec![deliveries, health],
+            outbound,
         })
     }
 
@@ -325,10 +328,7 @@ impl Application {
     /// requests finish, then writes every queued click before returning.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
-        for task in self.local {
-            task.abort();
-            let _ = task.await;
-        }
+        self.outbound.stop().await;
         self.stats.stop().await;
         self.state.clicks.shutdown().await;
         served

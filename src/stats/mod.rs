@@ -19,9 +19,7 @@ pub mod visits;
 
 use crate::config::Settings;
 use sea_orm::DatabaseConnection;
-use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// The statistics of one server: counting on its schedule, and the retention of raw clicks
@@ -62,10 +60,7 @@ impl Statistics {
 /// The statistics schedule, on a thread of lower priority with a runtime and a database
 /// connection of its own (see `background`): SQLite's connection worker threads, where
 /// counting spends most of its time, are started from that thread and inherit its priority.
-struct Counting {
-    stop: Mutex<Option<oneshot::Sender<()>>>,
-    done: Mutex<Option<oneshot::Receiver<()>>>,
-}
+struct Counting(crate::background::Stoppable);
 
 impl Counting {
     fn start(
@@ -74,15 +69,9 @@ impl Counting {
         tz: chrono_tz::Tz,
         every: Duration,
     ) -> std::io::Result<Self> {
-        let (stop, stopped) = oneshot::channel::<()>();
-        let (finished, done) = oneshot::channel();
         let (ready, started) = std::sync::mpsc::channel();
-        crate::background::spawn("inklink-count", move || async move {
-            tokio::select! {
-                () = count(db, &url, tz, every, ready) => {}
-                _ = stopped => {}
-            }
-            let _ = finished.send(());
+        let work = crate::background::start("inklink-count", move || async move {
+            count(db, &url, tz, every, ready).await;
         })?;
         // The server starts once counting has connected and caught up (the recount after an
         // upgrade must not run over clicks of the new start); a database that is not there
@@ -92,30 +81,13 @@ impl Counting {
                 "counting statistics is still connecting or recounting after an upgrade; the server starts meanwhile"
             );
         }
-        Ok(Self {
-            stop: Mutex::new(Some(stop)),
-            done: Mutex::new(Some(done)),
-        })
+        Ok(Self(work))
     }
 
     /// Ends the schedule (a turn under way is rolled back, as at a crash) and waits a moment
     /// for the thread to let go of its connection.
     async fn stop(&self) {
-        if let Some(stop) = self.stop.lock().expect("stop").take() {
-            let _ = stop.send(());
-        }
-        let done = self.done.lock().expect("done").take();
-        if let Some(done) = done {
-            let _ = tokio::time::timeout(Duration::from_secs(5), done).await;
-        }
-    }
-}
-
-impl Drop for Counting {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.lock().expect("stop").take() {
-            let _ = stop.send(());
-        }
+        self.0.stop().await;
     }
 }
 

@@ -1286,3 +1286,86 @@ async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() 
     );
     assert_eq!(scalar("SELECT COUNT(*) FROM click_outgoing").await, 0);
 }
+
+/// A server whose runtime is dropped while it works, as a test's runtime is at its end, lets
+/// go of its pooled connections where a runtime still is: sqlx panics when a connection is
+/// given back outside one (tokio swallows one such panic; a second while unwinding aborts the
+/// whole process). Each server below is dropped while its webhook dispatcher hands on clicks.
+#[actix_web::test]
+async fn a_server_dropped_with_its_runtime_mid_work_does_not_abort_the_process() {
+    use crate::event_insert::rows;
+    use inklink::clickstore::insert::insert_rows;
+    use inklink::services::webhooks::{self, NewWebhook};
+    use sea_orm::ConnectionTrait;
+    static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    const THREAD: &str = "dropped-server";
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let earlier = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some(THREAD) {
+                PANICS.fetch_add(1, SeqCst);
+            }
+            earlier(info);
+        }));
+    });
+    let db = Arc::new(TestDb::create().await);
+    let core = inklink::startup::open(crate::support::settings(&db, "127.0.0.1:0", &LOCAL))
+        .await
+        .unwrap();
+    let link = crate::support::create_link_in(&core, "https://example.com/out")
+        .await
+        .link
+        .id;
+    // Nobody listens on port 9: deliveries fail at once, handing on does the work.
+    let new = NewWebhook::parse("http://127.0.0.1:9/clicks", None, ["link.clicked"], None).unwrap();
+    webhooks::create(&core, new, &inklink::services::audit::Actor::System, "en")
+        .await
+        .unwrap();
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 6, 1)
+        .unwrap()
+        .and_hms_opt(8, 0, 0)
+        .unwrap();
+    for chunk in rows(80_000, start, link).chunks(5_000) {
+        insert_rows(&core.db, chunk).await.unwrap();
+    }
+    for after_ms in [0, 30, 60, 90, 120] {
+        let db = db.clone();
+        let thread = std::thread::Builder::new()
+            .name(THREAD.into())
+            .spawn(move || {
+                actix_web::rt::System::new().block_on(async move {
+                    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                    let listen = listener.local_addr().unwrap().to_string();
+                    let settings = crate::support::settings(&db, &listen, &LOCAL);
+                    let core = Arc::new(inklink::startup::open(settings).await.unwrap());
+                    let listed = || {
+                        let db = core.db.clone();
+                        async move {
+                            let sql = "SELECT COUNT(*) FROM click_outgoing";
+                            let statement =
+                                sea_orm::Statement::from_string(db.get_database_backend(), sql);
+                            let row = db.query_one_raw(statement).await.unwrap().unwrap();
+                            row.try_get_by_index::<i64>(0).unwrap()
+                        }
+                    };
+                    let before = listed().await;
+                    assert!(before > 0, "clicks left to hand on");
+                    let app = inklink::startup::Application::with_listener(core.clone(), listener)
+                        .unwrap();
+                    actix_web::rt::spawn(app.run_until_stopped());
+                    // Once a turn of handing on is done, the next one is under way.
+                    while listed().await == before {
+                        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    actix_web::rt::time::sleep(Duration::from_millis(after_ms)).await;
+                });
+                // The runtime and every task on it are dropped here.
+            });
+        assert!(
+            thread.unwrap().join().is_ok(),
+            "dropped after {after_ms} ms"
+        );
+        assert_eq!(PANICS.load(SeqCst), 0, "dropped after {after_ms} ms");
+    }
+}

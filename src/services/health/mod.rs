@@ -404,7 +404,7 @@ pub async fn refresh_alert(app: &Inklink) -> Result<(), DbErr> {
     Ok(())
 }
 
-/// Runs for the server's life on the server's own thread (the HTTP client is not `Send`).
+/// Runs for the server's life on the thread of outbound work (the HTTP client is not `Send`).
 pub async fn run(app: std::sync::Arc<Inklink>) {
     let probes = Probes::new(&app.settings, &app.db);
     let interval = Duration::from_secs(app.settings.domain_check_interval);

@@ -54,7 +54,7 @@ pub struct Policy {
 }
 
 /// Runs for the server's life: hands stored clicks on, delivers what is due, and forgets old
-/// messages hourly. Runs on the server's own thread (the HTTP client is not `Send`). Handing
+/// messages hourly. Runs on the thread of outbound work (the HTTP client is not `Send`). Handing
 /// on and delivering run side by side, so that a slow receiver does not hold back the
 /// messages of the others, nor the clicks being put into them.
 pub async fn run(db: DatabaseConnection, policy: Policy, metrics: Arc<Metrics>) {
