@@ -1,8 +1,10 @@
-//! Threads of lower scheduling priority for the work that may wait: storing clicks (the
-//! writer's `storer`), counting them into the statistics, and what goes out (webhook
-//! deliveries, domain probes). On a machine the redirects keep busy, the kernel then gives
-//! them the cores first and this work takes what is left; on a quiet one it runs at full
-//! speed.
+//! Threads with runtimes of their own for the work beside the redirects. Storing clicks (the
+//! writer's `storer`) and counting them into the statistics may wait: they run at a lower
+//! scheduling priority, so that on a machine the redirects keep busy the kernel gives them the
+//! cores first and this work takes what is left; on a quiet one it runs at full speed. What
+//! goes out (webhook deliveries, domain probes) keeps the usual priority: at the lower one it
+//! shared the leftover with storing and counting, and a burst's clicks reached webhook
+//! receivers 46–49 s after its end instead of 33 s (bench/README.md).
 //! Resting after each counting turn instead slowed counting whether the cores were needed or
 //! not, and a burst reached the dashboard late (bench/README.md has the figures).
 //!
@@ -19,11 +21,20 @@ use tokio::sync::oneshot;
 /// much with the kernel's scheduler.
 const NICE: i32 = 10;
 
-/// Runs the future `work` makes to its end on a thread named `name`, at [`NICE`], on a runtime
+/// How a thread is scheduled against the redirects' threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// At [`NICE`]: work that may wait.
+    Lower,
+    /// As the redirects' threads.
+    Usual,
+}
+
+/// Runs the future `work` makes to its end on a thread named `name`, at `priority`, on a runtime
 /// of its own (whose sockets and timers the work then uses) with a local task set (so that the
 /// work may use clients that are not `Send`, like `awc`'s). Threads it starts (SQLite's
 /// connection workers, a blocking insert) inherit the priority.
-pub fn spawn<W, F>(name: &str, work: W) -> std::io::Result<()>
+pub fn spawn<W, F>(name: &str, priority: Priority, work: W) -> std::io::Result<()>
 where
     W: FnOnce() -> F + Send + 'static,
     F: std::future::Future<Output = ()>,
@@ -34,7 +45,9 @@ where
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
-            lower_this_thread();
+            if priority == Priority::Lower {
+                lower_this_thread();
+            }
             tokio::task::LocalSet::new().block_on(&runtime, work());
         })?;
     Ok(())
@@ -51,14 +64,14 @@ pub struct Stoppable {
 }
 
 /// Starts `work` as [`spawn`] does, to run until it ends or is stopped.
-pub fn start<W, F>(name: &str, work: W) -> std::io::Result<Stoppable>
+pub fn start<W, F>(name: &str, priority: Priority, work: W) -> std::io::Result<Stoppable>
 where
     W: FnOnce() -> F + Send + 'static,
     F: std::future::Future<Output = ()>,
 {
     let (stop, stopped) = oneshot::channel::<()>();
     let (finished, done) = oneshot::channel();
-    spawn(name, move || async move {
+    spawn(name, priority, move || async move {
         tokio::select! {
             () = work() => {}
             _ = stopped => {}

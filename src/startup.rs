@@ -277,13 +277,17 @@ impl Application {
         };
         let counters = clicks.shared_metrics();
         let app = core.clone();
-        let outbound = crate::background::start("inklink-out", move || async move {
-            futures_util::future::join(
-                crate::services::webhooks::deliver::run(app.db.clone(), policy, counters),
-                crate::services::health::run(app),
-            )
-            .await;
-        })?;
+        let outbound = crate::background::start(
+            "inklink-out",
+            crate::background::Priority::Usual,
+            move || async move {
+                futures_util::future::join(
+                    crate::services::webhooks::deliver::run(app.db.clone(), policy, counters),
+                    crate::services::health::run(app),
+                )
+                .await;
+            },
+        )?;
         let state = web::Data::new(AppState {
             api_limits: RateLimits::new(settings.api_rate_limit),
             core,

@@ -70,9 +70,13 @@ impl Counting {
         every: Duration,
     ) -> std::io::Result<Self> {
         let (ready, started) = std::sync::mpsc::channel();
-        let work = crate::background::start("inklink-count", move || async move {
-            count(db, &url, tz, every, ready).await;
-        })?;
+        let work = crate::background::start(
+            "inklink-count",
+            crate::background::Priority::Lower,
+            move || async move {
+                count(db, &url, tz, every, ready).await;
+            },
+        )?;
         // The server starts once counting has connected and caught up (the recount after an
         // upgrade must not run over clicks of the new start); a database that is not there
         // yet does not hold the start up for long.

@@ -52,7 +52,9 @@ impl Storer {
         enricher: Enricher,
     ) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::unbounded_channel();
-        background::spawn("inklink-store", move || serve(queue, shared, url, enricher))?;
+        background::spawn("inklink-store", background::Priority::Lower, move || {
+            serve(queue, shared, url, enricher)
+        })?;
         Ok(Self { jobs })
     }
 
