@@ -98,7 +98,16 @@ pub(crate) fn rows(n: usize, start: NaiveDateTime, link_id: i64) -> Vec<EventRow
 
 /// The server's core on `db` (migrated, not serving) with one link to `url`, and its id.
 pub(crate) async fn core_with_link(db: &TestDb, url: &str) -> (inklink::Inklink, i64) {
-    let core = inklink::startup::open(settings(db, "127.0.0.1:0", &[]))
+    core_with_link_and(db, url, &[]).await
+}
+
+/// Like [`core_with_link`], with the flags `extra`.
+pub(crate) async fn core_with_link_and(
+    db: &TestDb,
+    url: &str,
+    extra: &[&str],
+) -> (inklink::Inklink, i64) {
+    let core = inklink::startup::open(settings(db, "127.0.0.1:0", extra))
         .await
         .unwrap();
     let link = create_link_in(&core, url).await.link.id;
@@ -126,7 +135,7 @@ async fn stored(db: &DatabaseConnection) -> Vec<EventRow> {
 }
 
 /// Rows in a table.
-async fn rows_in(db: &DatabaseConnection, table: &str) -> i64 {
+pub(crate) async fn rows_in(db: &DatabaseConnection, table: &str) -> i64 {
     let sql = format!("SELECT COUNT(*) FROM {table}");
     let row = db
         .query_one_raw(Statement::from_string(db.get_database_backend(), sql))

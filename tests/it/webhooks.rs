@@ -1175,50 +1175,43 @@ async fn parallel_subscriptions_are_held_to_the_per_person_limit() {
     assert_eq!(listed.body.as_array().unwrap().len(), PER_OWNER as usize);
 }
 
+/// A subscription to `link.clicked` at a port where nobody listens.
+async fn subscribe_to_clicks(core: &inklink::state::Inklink) {
+    use inklink::services::webhooks::{self, NewWebhook};
+    let new = NewWebhook::parse("http://127.0.0.1:9/clicks", None, ["link.clicked"], None).unwrap();
+    webhooks::create(core, new, &inklink::services::audit::Actor::System, "en")
+        .await
+        .unwrap();
+}
+
+/// When the clicks of the handing-on tests begin.
+fn clicks_from() -> chrono::NaiveDateTime {
+    chrono::NaiveDate::from_ymd_opt(2026, 6, 1)
+        .unwrap()
+        .and_hms_opt(8, 0, 0)
+        .unwrap()
+}
+
 /// Clicks of `link.clicked` come from the click writer's transaction, not from counting: a
 /// click is handed on as soon as it is stored, however far behind counting is, and once, even
 /// when its batch is written again; clicks stored before any subscription are not.
 #[actix_web::test]
 async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() {
-    use crate::event_insert::rows;
+    use crate::event_insert::{core_with_link_and, rows, rows_in};
     use inklink::clickstore::insert::insert_rows;
-    use inklink::services::webhooks::{self, NewWebhook, deliver};
+    use inklink::services::webhooks::deliver;
     use sea_orm::ConnectionTrait;
     let db = TestDb::create().await;
     // The core alone: no dispatcher and no counting run beside the test.
-    let core = inklink::startup::open(crate::support::settings(&db, "127.0.0.1:0", &LOCAL))
-        .await
-        .unwrap();
-    let link = crate::support::create_link_in(&core, "https://example.com/out")
-        .await
-        .link
-        .id;
-    let start = chrono::NaiveDate::from_ymd_opt(2026, 6, 1)
-        .unwrap()
-        .and_hms_opt(8, 0, 0)
-        .unwrap();
-    let batch = rows(1_500, start, link);
+    let (core, link) = core_with_link_and(&db, "https://example.com/out", &LOCAL).await;
+    let batch = rows(1_500, clicks_from(), link);
     insert_rows(&core.db, &batch[..500]).await.unwrap();
-    let new = NewWebhook::parse("http://127.0.0.1:9/clicks", None, ["link.clicked"], None).unwrap();
-    let actor = inklink::services::audit::Actor::System;
-    webhooks::create(&core, new, &actor, "en").await.unwrap();
+    subscribe_to_clicks(&core).await;
     // A batch stored in part before, and one written again (a retry, a replayed spool).
     insert_rows(&core.db, &batch[400..1_000]).await.unwrap();
     insert_rows(&core.db, &batch[400..]).await.unwrap();
-    let scalar = |sql: &'static str| {
-        let db = core.db.clone();
-        async move {
-            let backend = db.get_database_backend();
-            let row = db
-                .query_one_raw(sea_orm::Statement::from_string(backend, sql))
-                .await
-                .unwrap()
-                .unwrap();
-            row.try_get_by_index::<i64>(0).unwrap()
-        }
-    };
     assert_eq!(
-        scalar("SELECT COUNT(*) FROM click_waiting").await,
+        rows_in(&core.db, "click_waiting").await,
         1_500,
         "nothing is counted yet"
     );
@@ -1284,7 +1277,7 @@ async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() 
             .unwrap(),
         0
     );
-    assert_eq!(scalar("SELECT COUNT(*) FROM click_outgoing").await, 0);
+    assert_eq!(rows_in(&core.db, "click_outgoing").await, 0);
 }
 
 /// A server whose runtime is dropped while it works, as a test's runtime is at its end, lets
@@ -1293,10 +1286,8 @@ async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() 
 /// whole process). Each server below is dropped while its webhook dispatcher hands on clicks.
 #[actix_web::test]
 async fn a_server_dropped_with_its_runtime_mid_work_does_not_abort_the_process() {
-    use crate::event_insert::rows;
+    use crate::event_insert::{core_with_link_and, rows, rows_in};
     use inklink::clickstore::insert::insert_rows;
-    use inklink::services::webhooks::{self, NewWebhook};
-    use sea_orm::ConnectionTrait;
     static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     const THREAD: &str = "dropped-server";
     static HOOK: std::sync::Once = std::sync::Once::new();
@@ -1310,23 +1301,10 @@ async fn a_server_dropped_with_its_runtime_mid_work_does_not_abort_the_process()
         }));
     });
     let db = Arc::new(TestDb::create().await);
-    let core = inklink::startup::open(crate::support::settings(&db, "127.0.0.1:0", &LOCAL))
-        .await
-        .unwrap();
-    let link = crate::support::create_link_in(&core, "https://example.com/out")
-        .await
-        .link
-        .id;
-    // Nobody listens on port 9: deliveries fail at once, handing on does the work.
-    let new = NewWebhook::parse("http://127.0.0.1:9/clicks", None, ["link.clicked"], None).unwrap();
-    webhooks::create(&core, new, &inklink::services::audit::Actor::System, "en")
-        .await
-        .unwrap();
-    let start = chrono::NaiveDate::from_ymd_opt(2026, 6, 1)
-        .unwrap()
-        .and_hms_opt(8, 0, 0)
-        .unwrap();
-    for chunk in rows(80_000, start, link).chunks(5_000) {
+    let (core, link) = core_with_link_and(&db, "https://example.com/out", &LOCAL).await;
+    // Deliveries fail at once: handing on does the work.
+    subscribe_to_clicks(&core).await;
+    for chunk in rows(80_000, clicks_from(), link).chunks(5_000) {
         insert_rows(&core.db, chunk).await.unwrap();
     }
     for after_ms in [0, 30, 60, 90, 120] {
@@ -1339,16 +1317,7 @@ async fn a_server_dropped_with_its_runtime_mid_work_does_not_abort_the_process()
                     let listen = listener.local_addr().unwrap().to_string();
                     let settings = crate::support::settings(&db, &listen, &LOCAL);
                     let core = Arc::new(inklink::startup::open(settings).await.unwrap());
-                    let listed = || {
-                        let db = core.db.clone();
-                        async move {
-                            let sql = "SELECT COUNT(*) FROM click_outgoing";
-                            let statement =
-                                sea_orm::Statement::from_string(db.get_database_backend(), sql);
-                            let row = db.query_one_raw(statement).await.unwrap().unwrap();
-                            row.try_get_by_index::<i64>(0).unwrap()
-                        }
-                    };
+                    let listed = || rows_in(&core.db, "click_outgoing");
                     let before = listed().await;
                     assert!(before > 0, "clicks left to hand on");
                     let app = inklink::startup::Application::with_listener(core.clone(), listener)
