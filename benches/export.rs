@@ -116,113 +116,14 @@ async fn run() {
     let today = chrono::Utc::now().date_naive();
     let first_day = today - Duration::days(DAYS - 1);
     let seeding = actix_web::rt::spawn(seed(core.clone(), links, total, first_day));
-    let seeding = match hand_on {
-        true => Some(seeding),
-        false => {
-            let seconds = seeding.await.unwrap();
-            println!("{total} clicks over {DAYS} days stored in {seconds:.1} s");
-            None
-        }
-    };
-
     if hand_on {
-        use inklink::services::webhooks::deliver;
-        let policy = deliver::Policy {
-            allow_private: true,
-            first_retry_ms: 1_000,
-            outbox_limit: u64::MAX / 2,
-            keep_days: 7,
-        };
-        let metrics = inklink::metrics::Metrics::default();
-        let started = Instant::now();
-        let cpu = cpu_seconds();
-        let (mut taken, mut stored) = (0, None);
-        // As the dispatcher does it, while the clicks are being stored.
-        loop {
-            let turn = deliver::hand_on_clicks(&core.db, &policy, &metrics)
-                .await
-                .unwrap();
-            taken += turn;
-            if stored.is_none() && seeding.as_ref().is_some_and(|s| s.is_finished()) {
-                stored = Some((started.elapsed().as_secs_f64(), taken));
-            }
-            match (turn, stored) {
-                (0, Some(_)) => break,
-                (0, None) => {
-                    actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await
-                }
-                _ => actix_web::rt::task::yield_now().await,
-            }
+        hand_on_while_stored(&core, seeding, total).await;
+    } else {
+        let seconds = seeding.await.unwrap();
+        println!("{total} clicks over {DAYS} days stored in {seconds:.1} s");
+        for format in [Format::Ndjson, Format::Csv] {
+            export_all(&core, first_day, today, total, format).await;
         }
-        let seconds = started.elapsed().as_secs_f64();
-        let (stored_at, taken_then) = stored.unwrap();
-        assert_eq!(taken, total, "every click handed on once");
-        println!(
-            "{total} clicks stored in {stored_at:.1} s ({:.0}/s) while {taken_then} were handed on; all handed on {:.1} s after the last was stored ({:.0} clicks/s meanwhile); {:.1} µs CPU of this process a click",
-            total as f64 / stored_at,
-            seconds - stored_at,
-            (taken - taken_then) as f64 / (seconds - stored_at).max(1e-9),
-            (cpu_seconds() - cpu) * 1e6 / taken as f64,
-        );
-    }
-    for format in [Format::Ndjson, Format::Csv]
-        .into_iter()
-        .filter(|_| !hand_on)
-    {
-        let filter =
-            ExportFilter::new(first_day, today, None, None, &inklink::services::Actor::Cli)
-                .unwrap();
-        let peak = Arc::new(AtomicU64::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let sampler = {
-            let (peak, done) = (peak.clone(), done.clone());
-            std::thread::spawn(move || {
-                while !done.load(Relaxed) {
-                    peak.fetch_max((rss_mb() * 10.0) as u64, Relaxed);
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-            })
-        };
-        let before = rss_mb();
-        let started = Instant::now();
-        let cpu = cpu_seconds();
-        let stream = events::stream(core.db.clone(), chrono_tz::UTC, filter, None, format);
-        futures_util::pin_mut!(stream);
-        let (mut rows, mut bytes) = (0u64, 0u64);
-        let mut at_tenth = 0.0;
-        let mut half = None;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.unwrap();
-            rows += chunk.bytes().filter(|b| *b == b'\n').count() as u64;
-            bytes += chunk.len() as u64;
-            if at_tenth == 0.0 && rows >= total / 10 {
-                at_tenth = rss_mb();
-            }
-            if half.is_none() && rows >= total / 2 {
-                half = Some(started.elapsed().as_secs_f64());
-            }
-        }
-        let seconds = started.elapsed().as_secs_f64();
-        let cpu = cpu_seconds() - cpu;
-        done.store(true, Relaxed);
-        sampler.join().unwrap();
-        let rows = match format {
-            Format::Csv => rows - 1,
-            Format::Ndjson => rows,
-        };
-        assert_eq!(rows, total, "every click exported once");
-        let half = half.unwrap_or(seconds);
-        println!(
-            "{:<6} {rows} rows, {:.0} MB in {seconds:.1} s: {:.0} rows/s ({:.0} in the first half, {:.0} in the second), {:.1} µs CPU a row; RSS {before:.0} MB before, {at_tenth:.0} MB at a tenth, {:.0} MB at the end, {:.0} MB at most",
-            format.extension(),
-            bytes as f64 / 1e6,
-            rows as f64 / seconds,
-            rows as f64 / 2.0 / half,
-            rows as f64 / 2.0 / (seconds - half).max(1e-9),
-            cpu * 1e6 / rows as f64,
-            rss_mb(),
-            peak.load(Relaxed) as f64 / 10.0,
-        );
     }
     match server {
         Some(server) => {
@@ -247,6 +148,114 @@ async fn run() {
         }
     }
     let _ = std::fs::remove_dir_all(spool);
+}
+
+/// Hands every stored click on to the `link.clicked` subscription as the webhooks' dispatcher
+/// does, while `seeding` is still storing them, and prints the rates.
+async fn hand_on_while_stored(
+    core: &inklink::state::Inklink,
+    seeding: actix_web::rt::task::JoinHandle<f64>,
+    total: u64,
+) {
+    use inklink::services::webhooks::deliver;
+    let policy = deliver::Policy {
+        allow_private: true,
+        first_retry_ms: 1_000,
+        outbox_limit: u64::MAX / 2,
+        keep_days: 7,
+    };
+    let metrics = inklink::metrics::Metrics::default();
+    let started = Instant::now();
+    let cpu = cpu_seconds();
+    let (mut taken, mut stored) = (0, None);
+    // As the dispatcher does it, while the clicks are being stored.
+    loop {
+        let turn = deliver::hand_on_clicks(&core.db, &policy, &metrics)
+            .await
+            .unwrap();
+        taken += turn;
+        if stored.is_none() && seeding.is_finished() {
+            stored = Some((started.elapsed().as_secs_f64(), taken));
+        }
+        match (turn, stored) {
+            (0, Some(_)) => break,
+            (0, None) => actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await,
+            _ => actix_web::rt::task::yield_now().await,
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let (stored_at, taken_then) = stored.unwrap();
+    assert_eq!(taken, total, "every click handed on once");
+    println!(
+        "{total} clicks stored in {stored_at:.1} s ({:.0}/s) while {taken_then} were handed on; all handed on {:.1} s after the last was stored ({:.0} clicks/s meanwhile); {:.1} µs CPU of this process a click",
+        total as f64 / stored_at,
+        seconds - stored_at,
+        (taken - taken_then) as f64 / (seconds - stored_at).max(1e-9),
+        (cpu_seconds() - cpu) * 1e6 / taken as f64,
+    );
+}
+
+/// Exports every stored click in `format`, printing rows a second, CPU a row and memory.
+async fn export_all(
+    core: &inklink::state::Inklink,
+    first_day: chrono::NaiveDate,
+    today: chrono::NaiveDate,
+    total: u64,
+    format: Format,
+) {
+    let filter =
+        ExportFilter::new(first_day, today, None, None, &inklink::services::Actor::Cli).unwrap();
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Relaxed) {
+                peak.fetch_max((rss_mb() * 10.0) as u64, Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+    };
+    let before = rss_mb();
+    let started = Instant::now();
+    let cpu = cpu_seconds();
+    let stream = events::stream(core.db.clone(), chrono_tz::UTC, filter, None, format);
+    futures_util::pin_mut!(stream);
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    let mut at_tenth = 0.0;
+    let mut half = None;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        rows += chunk.bytes().filter(|b| *b == b'\n').count() as u64;
+        bytes += chunk.len() as u64;
+        if at_tenth == 0.0 && rows >= total / 10 {
+            at_tenth = rss_mb();
+        }
+        if half.is_none() && rows >= total / 2 {
+            half = Some(started.elapsed().as_secs_f64());
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu;
+    done.store(true, Relaxed);
+    sampler.join().unwrap();
+    let rows = match format {
+        Format::Csv => rows - 1,
+        Format::Ndjson => rows,
+    };
+    assert_eq!(rows, total, "every click exported once");
+    let half = half.unwrap_or(seconds);
+    println!(
+        "{:<6} {rows} rows, {:.0} MB in {seconds:.1} s: {:.0} rows/s ({:.0} in the first half, {:.0} in the second), {:.1} µs CPU a row; RSS {before:.0} MB before, {at_tenth:.0} MB at a tenth, {:.0} MB at the end, {:.0} MB at most",
+        format.extension(),
+        bytes as f64 / 1e6,
+        rows as f64 / seconds,
+        rows as f64 / 2.0 / half,
+        rows as f64 / 2.0 / (seconds - half).max(1e-9),
+        cpu * 1e6 / rows as f64,
+        rss_mb(),
+        peak.load(Relaxed) as f64 / 10.0,
+    );
 }
 
 /// Stores `total` synthetic clicks spread over [`DAYS`] days from `first_day`, in the writer's
