@@ -65,6 +65,7 @@ mod m20261127_000030_place_names;
 mod m20261127_000031_health_reason_messages;
 mod m20261127_000032_webhook_error_messages;
 mod m20261128_000033_clicks_out_when_stored;
+mod m20261128_000034_day_sets_by_day_and_link;
 
 pub struct Migrator;
 
@@ -105,6 +106,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000031_health_reason_messages::Migration),
             Box::new(m20261127_000032_webhook_error_messages::Migration),
             Box::new(m20261128_000033_clicks_out_when_stored::Migration),
+            Box::new(m20261128_000034_day_sets_by_day_and_link::Migration),
         ]
     }
 }

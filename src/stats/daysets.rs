@@ -14,7 +14,7 @@
 
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::statement;
+use crate::db::sql::{per_link, statement};
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
@@ -209,20 +209,22 @@ impl DaySets {
             // every set of that day, of every link, for each chunk of links: the turns of a
             // campaign of one link per recipient spent most of their time there
             // (bench/README.md, "Counting a campaign of one link per recipient"); `+` keeps
-            // that index out of its plan. PostgreSQL keeps statistics and chooses by them.
+            // that index out of its plan. PostgreSQL seeks link by link (`per_link`).
             let on_day = match (values.is_empty(), backend) {
                 (false, DbBackend::Sqlite) => "+stat_date",
                 _ => "stat_date",
             };
             let on_kinds = vec!["?"; kinds.len()].join(", ");
             for chunk in scopes.chunks(500) {
-                let sql = format!(
-                    "SELECT url_map_id, kind, value, members FROM visit_day_bits \
-                     WHERE {on_day} = ? AND url_map_id IN ({}) AND kind IN ({on_kinds}){on_values}",
-                    vec!["?"; chunk.len()].join(", ")
+                let sql = per_link(
+                    backend,
+                    "url_map_id, kind, value, members",
+                    "visit_day_bits",
+                    chunk.len(),
+                    &format!("{on_day} = ? AND kind IN ({on_kinds}){on_values}"),
                 );
-                let mut params = vec![Value::from(day)];
-                params.extend(chunk.iter().map(|id| Value::from(*id)));
+                let mut params: Vec<Value> = chunk.iter().map(|id| Value::from(*id)).collect();
+                params.push(Value::from(day));
                 params.extend(kinds.iter().map(|kind| Value::from(*kind)));
                 params.extend(values.iter().map(|value| Value::from(*value)));
                 for row in txn.query_all_raw(statement(backend, &sql, params)).await? {

@@ -6,7 +6,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::statement;
+use crate::db::sql::{per_link, statement};
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::{ADDRESSES, DaySets, NewNumbers, SetKey, VISITORS};
 use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
@@ -386,15 +386,19 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
     for (day, links) in keys {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
-            let sql = format!(
-                "SELECT url_map_id, dimension, value FROM visit_statistics_breakdown \
-                 WHERE stat_date = ? AND dimension IN ({}) AND url_map_id IN ({})",
-                vec!["?"; dimensions.len()].join(", "),
-                vec!["?"; chunk.len()].join(", ")
+            let sql = per_link(
+                backend,
+                "url_map_id, dimension, value",
+                "visit_statistics_breakdown",
+                chunk.len(),
+                &format!(
+                    "stat_date = ? AND dimension IN ({})",
+                    vec!["?"; dimensions.len()].join(", ")
+                ),
             );
-            let mut values = vec![Value::from(day)];
+            let mut values: Vec<Value> = chunk.iter().map(|id| Value::from(*id)).collect();
+            values.push(Value::from(day));
             values.extend(dimensions.iter().map(|d| Value::from(d.name())));
-            values.extend(chunk.iter().map(|id| Value::from(*id)));
             for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
                 let link: i64 = row.try_get("", "url_map_id")?;
                 let dimension: String = row.try_get("", "dimension")?;
