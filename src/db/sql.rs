@@ -31,8 +31,8 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
     Statement::from_sql_and_values(backend, numbered, values)
 }
 
-/// `SELECT {columns} FROM {table} WHERE url_map_id IN (…links…) AND {rest}`, whose
-/// placeholders take the links first, then those of `rest`.
+/// `SELECT {columns} FROM {table} WHERE {rest} AND url_map_id IN (…links…)`, `values` bound
+/// to the placeholders of `rest`.
 ///
 /// On PostgreSQL it is phrased as one look-up per link (a lateral subquery the planner may
 /// not merge), so that each is a seek of an index holding the link and the day: as a single
@@ -43,17 +43,27 @@ pub fn per_link(
     backend: DbBackend,
     columns: &str,
     table: &str,
-    links: usize,
+    links: &[i64],
     rest: &str,
-) -> String {
-    let links = vec!["?"; links].join(", ");
+    values: Vec<Value>,
+) -> Statement {
+    let marks = vec!["?"; links.len()].join(", ");
+    let links = links.iter().map(|link| Value::from(*link));
     match backend {
-        DbBackend::Postgres => format!(
-            "SELECT {columns} FROM unnest(ARRAY[{links}]::bigint[]) AS wanted(link) \
-             CROSS JOIN LATERAL (SELECT {columns} FROM {table} \
-             WHERE url_map_id = wanted.link AND {rest} OFFSET 0) found"
+        DbBackend::Postgres => statement(
+            backend,
+            &format!(
+                "SELECT {columns} FROM unnest(ARRAY[{marks}]::bigint[]) AS wanted(link) \
+                 CROSS JOIN LATERAL (SELECT {columns} FROM {table} \
+                 WHERE url_map_id = wanted.link AND {rest} OFFSET 0) found"
+            ),
+            links.chain(values).collect(),
         ),
-        _ => format!("SELECT {columns} FROM {table} WHERE url_map_id IN ({links}) AND {rest}"),
+        _ => statement(
+            backend,
+            &format!("SELECT {columns} FROM {table} WHERE {rest} AND url_map_id IN ({marks})"),
+            values.into_iter().chain(links).collect(),
+        ),
     }
 }
 

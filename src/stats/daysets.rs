@@ -216,18 +216,18 @@ impl DaySets {
             };
             let on_kinds = vec!["?"; kinds.len()].join(", ");
             for chunk in scopes.chunks(500) {
+                let mut params = vec![Value::from(day)];
+                params.extend(kinds.iter().map(|kind| Value::from(*kind)));
+                params.extend(values.iter().map(|value| Value::from(*value)));
                 let sql = per_link(
                     backend,
                     "url_map_id, kind, value, members",
                     "visit_day_bits",
-                    chunk.len(),
+                    chunk,
                     &format!("{on_day} = ? AND kind IN ({on_kinds}){on_values}"),
+                    params,
                 );
-                let mut params: Vec<Value> = chunk.iter().map(|id| Value::from(*id)).collect();
-                params.push(Value::from(day));
-                params.extend(kinds.iter().map(|kind| Value::from(*kind)));
-                params.extend(values.iter().map(|value| Value::from(*value)));
-                for row in txn.query_all_raw(statement(backend, &sql, params)).await? {
+                for row in txn.query_all_raw(sql).await? {
                     let scope: i64 = row.try_get("", "url_map_id")?;
                     let kind: String = row.try_get("", "kind")?;
                     let value: String = row.try_get("", "value")?;

@@ -386,20 +386,20 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
     for (day, links) in keys {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
+            let mut values = vec![Value::from(day)];
+            values.extend(dimensions.iter().map(|d| Value::from(d.name())));
             let sql = per_link(
                 backend,
                 "url_map_id, dimension, value",
                 "visit_statistics_breakdown",
-                chunk.len(),
+                chunk,
                 &format!(
                     "stat_date = ? AND dimension IN ({})",
                     vec!["?"; dimensions.len()].join(", ")
                 ),
+                values,
             );
-            let mut values: Vec<Value> = chunk.iter().map(|id| Value::from(*id)).collect();
-            values.push(Value::from(day));
-            values.extend(dimensions.iter().map(|d| Value::from(d.name())));
-            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+            for row in txn.query_all_raw(sql).await? {
                 let link: i64 = row.try_get("", "url_map_id")?;
                 let dimension: String = row.try_get("", "dimension")?;
                 let Some(dimension) = Dimension::from_name(&dimension) else {
