@@ -23,49 +23,36 @@ impl MigrationTrait for Migration {
     }
 
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        if manager.get_database_backend() != DbBackend::Postgres {
-            return Ok(());
-        }
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_visit_day_bits_day_link")
-                    .table(TABLE)
-                    .col("stat_date")
-                    .col("url_map_id")
-                    .take(),
-            )
-            .await?;
-        manager
-            .drop_index(
-                Index::drop()
-                    .name("idx_visit_day_bits_day")
-                    .table(TABLE)
-                    .to_owned(),
-            )
-            .await
+        replace_index(manager, DAY, DAY_AND_LINK).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        if manager.get_database_backend() != DbBackend::Postgres {
-            return Ok(());
-        }
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_visit_day_bits_day")
-                    .table(TABLE)
-                    .col("stat_date")
-                    .take(),
-            )
-            .await?;
-        manager
-            .drop_index(
-                Index::drop()
-                    .name("idx_visit_day_bits_day_link")
-                    .table(TABLE)
-                    .to_owned(),
-            )
-            .await
+        replace_index(manager, DAY_AND_LINK, DAY).await
     }
+}
+
+/// An index of the day sets: its name and columns.
+type DaySetIndex = (&'static str, &'static [&'static str]);
+
+const DAY: DaySetIndex = ("idx_visit_day_bits_day", &["stat_date"]);
+const DAY_AND_LINK: DaySetIndex = ("idx_visit_day_bits_day_link", &["stat_date", "url_map_id"]);
+
+/// Builds `new` before dropping `old`, so that no moment is without an index by the day; on
+/// PostgreSQL only (see above).
+async fn replace_index(
+    manager: &SchemaManager<'_>,
+    (old, _): DaySetIndex,
+    (new, columns): DaySetIndex,
+) -> Result<(), DbErr> {
+    if manager.get_database_backend() != DbBackend::Postgres {
+        return Ok(());
+    }
+    let mut index = Index::create().name(new).table(TABLE).to_owned();
+    for column in columns {
+        index.col(*column);
+    }
+    manager.create_index(index).await?;
+    manager
+        .drop_index(Index::drop().name(old).table(TABLE).to_owned())
+        .await
 }
