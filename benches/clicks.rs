@@ -152,7 +152,7 @@ fn thread_cpu_ns() -> u64 {
 /// CPU time the whole machine spent busy (every process; idle, I/O wait and time stolen by
 /// the host left out), in seconds: less this process's, what the database server spent, on a
 /// machine that runs nothing else.
-pub fn machine_busy_seconds() -> f64 {
+fn machine_busy_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let fields: Vec<f64> = stat
         .lines()
