@@ -128,6 +128,12 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 // files (the OS caches them) that costs no heap, which the allocator would
                 // keep long after the query.
                 .pragma("temp_store", "FILE")
+                // Each connection keeps its prepared statements, and the statements that list
+                // hundreds of values (`IN (…)` over a chunk of links, a chunk of rows inserted)
+                // come in as many texts as chunk lengths: at sqlx's 100 a connection, eight
+                // connections held about 15 MB of SQLite's programs under the redirect
+                // benchmark (bench/README.md). The few statements used all the time stay.
+                .statement_cache_capacity(32)
         });
     // Two processes opening one new SQLite file at once both switch it to WAL; SQLite answers
     // the loser "database is locked" at once, without waiting (waiting could deadlock). The
