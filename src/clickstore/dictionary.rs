@@ -151,9 +151,21 @@ fn values<const N: usize>(given: [Option<Text>; N]) -> Values {
 /// The digest of `values` at `probe` (0 first; a collision moves on to the next).
 fn digest(dictionary: &Dictionary, values: &Values, probe: u32) -> i64 {
     let mut hasher = SipHasher13::new_with_keys(0x696e_6b6c_696e_6b00, u64::from(probe));
-    for (i, value) in values[..dictionary.columns.len()].iter().enumerate() {
+    hash_values(
+        &mut hasher,
+        &values[..dictionary.columns.len()],
+        dictionary.first,
+    );
+    // Positive, so that every database sorts and shows it alike.
+    (hasher.finish() >> 1) as i64
+}
+
+/// Feeds `values` to `hasher`, each told apart from its neighbours; a missing value from the
+/// `first`-th on adds nothing.
+fn hash_values(hasher: &mut impl Hasher, values: &[Option<Text>], first: usize) {
+    for (i, value) in values.iter().enumerate() {
         match value {
-            None if i >= dictionary.first => {}
+            None if i >= first => {}
             None => hasher.write_u8(0),
             Some(text) => {
                 hasher.write_u8(1);
@@ -162,8 +174,6 @@ fn digest(dictionary: &Dictionary, values: &Values, probe: u32) -> i64 {
             }
         }
     }
-    // Positive, so that every database sorts and shows it alike.
-    (hasher.finish() >> 1) as i64
 }
 
 /// The day number (UTC, days since 1970) a writer marks the rows it uses with.
@@ -202,16 +212,7 @@ type Fingerprint = u128;
 fn fingerprint(keys: (u64, u64), values: &Values) -> Fingerprint {
     use siphasher::sip128::Hasher128;
     let mut hasher = siphasher::sip128::SipHasher13::new_with_keys(keys.0, keys.1);
-    for value in values {
-        match value {
-            None => hasher.write_u8(0),
-            Some(text) => {
-                hasher.write_u8(1);
-                hasher.write_u64(text.len() as u64);
-                hasher.write(text.as_bytes());
-            }
-        }
-    }
+    hash_values(&mut hasher, values, values.len());
     hasher.finish128().as_u128()
 }
 
