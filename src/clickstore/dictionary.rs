@@ -242,19 +242,24 @@ impl Dictionaries {
                 known.clear();
             }
         }
+        // Each value's fingerprint once: the values not known yet are stored, then every
+        // row's ids are found by the same fingerprints.
         let mut missing: HashMap<&'static str, HashSet<Values>> = HashMap::new();
+        let mut prints: Vec<[Option<Fingerprint>; SLOTS.len()]> = Vec::with_capacity(rows.len());
         for row in rows {
-            for slot in SLOTS {
-                let dictionary = slot.dictionary();
-                if let Some(values) = slot.values(row)
-                    && !self
-                        .known
-                        .get(dictionary.table)
-                        .is_some_and(|known| known.contains_key(&fingerprint(self.keys, &values)))
+            prints.push(SLOTS.map(|slot| {
+                let values = slot.values(row)?;
+                let print = fingerprint(self.keys, &values);
+                let table = slot.dictionary().table;
+                if !self
+                    .known
+                    .get(table)
+                    .is_some_and(|known| known.contains_key(&print))
                 {
-                    missing.entry(dictionary.table).or_default().insert(values);
+                    missing.entry(table).or_default().insert(values);
                 }
-            }
+                Some(print)
+            }));
         }
         for dictionary in ALL {
             if let Some(wanted) = missing.remove(dictionary.table) {
@@ -268,17 +273,14 @@ impl Dictionaries {
             }
         }
         let mut all = Vec::with_capacity(rows.len());
-        for row in rows {
+        for row in prints {
             let mut ids: Ids = [None; SLOTS.len()];
-            for (id, slot) in ids.iter_mut().zip(SLOTS) {
-                let Some(values) = slot.values(row) else {
+            for ((id, slot), print) in ids.iter_mut().zip(SLOTS).zip(row) {
+                let Some(print) = print else {
                     continue;
                 };
                 let table = slot.dictionary().table;
-                let known = self
-                    .known
-                    .get(table)
-                    .and_then(|known| known.get(&fingerprint(self.keys, &values)));
+                let known = self.known.get(table).and_then(|known| known.get(&print));
                 *id =
                     Some(*known.ok_or_else(|| {
                         DbErr::Custom(format!("a value of {table} was not stored"))
