@@ -169,7 +169,7 @@ async fn campaign_answer(
         // without the password, nor without counting the visit.
         let address = match campaign.password_hash.is_some() || campaign.limited {
             true => own_url(req),
-            false => link.target.to_string(),
+            false => link.target().to_string(),
         };
         return (
             pages::in_app(lang, &address),
