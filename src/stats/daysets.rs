@@ -168,7 +168,65 @@ fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
 /// The day sets a batch touches, loaded once, changed in memory, stored once.
 #[derive(Default)]
 pub struct DaySets {
-    sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)>,
+    sets: foldhash::HashMap<SetKey, Set>,
+}
+
+/// A set as a turn holds it, and whether the turn changed it.
+#[derive(Default)]
+struct Set {
+    members: Members,
+    changed: bool,
+}
+
+/// Numbers a set held inline before it becomes a bitmap.
+const FEW: usize = 4;
+
+/// The members of a set. A burst spread over many links makes most of a turn's sets new
+/// ones of a visitor or two: held inline, such a set costs no allocation, where an empty
+/// bitmap given its first member allocates about 150 bytes (bench/README.md, "What the
+/// server holds at full speed").
+enum Members {
+    Few { len: u8, numbers: [u32; FEW] },
+    Many(RoaringBitmap),
+}
+
+impl Default for Members {
+    fn default() -> Self {
+        Members::Few {
+            len: 0,
+            numbers: [0; FEW],
+        }
+    }
+}
+
+impl Members {
+    /// Adds `number`; true when it was not there.
+    fn insert(&mut self, number: u32) -> bool {
+        match self {
+            Members::Few { len, numbers } => {
+                if numbers[..usize::from(*len)].contains(&number) {
+                    return false;
+                }
+                if usize::from(*len) < FEW {
+                    numbers[usize::from(*len)] = number;
+                    *len += 1;
+                } else {
+                    let mut set: RoaringBitmap = numbers.iter().copied().collect();
+                    set.insert(number);
+                    *self = Members::Many(set);
+                }
+                true
+            }
+            Members::Many(set) => set.insert(number),
+        }
+    }
+
+    fn into_bitmap(self) -> RoaringBitmap {
+        match self {
+            Members::Few { len, numbers } => numbers[..usize::from(len)].iter().copied().collect(),
+            Members::Many(set) => set,
+        }
+    }
 }
 
 impl DaySets {
@@ -178,10 +236,8 @@ impl DaySets {
         keys: impl IntoIterator<Item = SetKey>,
     ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
-        let mut sets: foldhash::HashMap<SetKey, (RoaringBitmap, bool)> = keys
-            .into_iter()
-            .map(|key| (key, (RoaringBitmap::new(), false)))
-            .collect();
+        let mut sets: foldhash::HashMap<SetKey, Set> =
+            keys.into_iter().map(|key| (key, Set::default())).collect();
         // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
         // hour and per referrer, and a turn needs a few of them.
         type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
@@ -244,7 +300,13 @@ impl DaySets {
             }
         }
         for (key, set) in found {
-            sets.insert(key, (set, false));
+            sets.insert(
+                key,
+                Set {
+                    members: Members::Many(set),
+                    changed: false,
+                },
+            );
         }
         Ok(Self { sets })
     }
@@ -252,12 +314,12 @@ impl DaySets {
     /// Adds `number` to the set `key`; true when it was not there (a first visit).
     pub fn insert(&mut self, key: &SetKey, number: u32) -> bool {
         // Looked up before it is cloned: nearly every key was loaded.
-        let (set, changed) = match self.sets.get_mut(key) {
-            Some(entry) => entry,
+        let set = match self.sets.get_mut(key) {
+            Some(set) => set,
             None => self.sets.entry(key.clone()).or_default(),
         };
-        let new = set.insert(number);
-        *changed |= new;
+        let new = set.members.insert(number);
+        set.changed |= new;
         new
     }
 
@@ -267,10 +329,11 @@ impl DaySets {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
-        for (key, (mut set, dirty)) in self.sets {
-            if !dirty {
+        for (key, held) in self.sets {
+            if !held.changed {
                 continue;
             }
+            let mut set = held.members.into_bitmap();
             if [VISITORS, ADDRESSES].contains(&key.2) {
                 stamped.insert((key.1, key.0));
             }
@@ -471,4 +534,26 @@ pub async fn adopt_old_day(
     txn.execute_raw(statement(backend, sql, vec![day.into()]))
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_held_inline_answers_as_a_bitmap_would() {
+        let numbers = [7, 3, 7, 1 << 20, 3, 0, 9, 9, 1 << 31, 0, 12];
+        let mut members = Members::default();
+        let mut bitmap = RoaringBitmap::new();
+        for number in numbers {
+            assert_eq!(members.insert(number), bitmap.insert(number), "{number}");
+        }
+        assert!(matches!(members, Members::Many(_)));
+        assert_eq!(members.into_bitmap(), bitmap);
+
+        let mut few = Members::default();
+        assert!(few.insert(5) && few.insert(2) && !few.insert(5));
+        assert!(matches!(few, Members::Few { len: 2, .. }));
+        assert_eq!(few.into_bitmap(), RoaringBitmap::from_iter([2, 5]));
+    }
 }
