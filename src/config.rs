@@ -223,9 +223,9 @@ pub struct Settings {
     #[arg(long, env = "INKLINK_CLICK_QUEUE", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(16..), global = true)]
     pub click_queue: u32,
 
-    /// Clicks kept in memory while the database is unavailable or behind; beyond this they go
-    /// to the spool file
-    #[arg(long, env = "INKLINK_CLICK_BUFFER", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(0..), global = true)]
+    /// Clicks kept in memory while the database is unavailable or behind (about 350 bytes
+    /// each); beyond this they go to the spool file
+    #[arg(long, env = "INKLINK_CLICK_BUFFER", default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(0..), global = true)]
     pub click_buffer: u32,
 
     /// Directory of the spool file (inklink-spool-<port>.jsonl) that holds clicks while the
