@@ -473,6 +473,27 @@ async fn sighup_leaves_the_server_serving_and_sigterm_still_stops_it() {
     assert!(status.success(), "exit status {status}");
 }
 
+/// mimalloc asks for transparent huge pages on its heap, where one small live allocation keeps
+/// 2 MB resident: the server turns them off for itself (the kernel says so in its status file).
+#[cfg(target_os = "linux")]
+#[actix_web::test]
+async fn the_server_runs_without_transparent_huge_pages() {
+    let db = Arc::new(TestDb::create().await);
+    let (mut server, port) =
+        crate::support::serve_binary(&db, &[], std::process::Stdio::null()).await;
+    let health = crate::support::client()
+        .get(format!("http://127.0.0.1:{port}/healthz"))
+        .send()
+        .await;
+    assert!(health.is_ok(), "the server came up");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.id())).unwrap();
+    let thp = status.lines().find(|line| line.starts_with("THP_enabled:"));
+    let _ = server.kill();
+    let _ = server.wait();
+    let thp = thp.expect("the kernel reports THP_enabled (Linux 5.0 and later)");
+    assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
+}
+
 /// A click event the database refuses (here a code longer than its column, which no request
 /// can carry: codes are parsed first) would be refused on every retry and hold up every click
 /// behind it. It is set aside in a file beside the spool; the clicks around it and after it
