@@ -6,23 +6,47 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc asks the kernel for transparent huge pages on its arenas (`madvise`), and then one
-/// live allocation keeps 2 MB resident where it would keep 4 KB: under the redirect benchmark
-/// 94 MB of the heap were huge pages and the peak RSS was 272 MB; without them 218 MB, at the
-/// same CPU per request (bench/README.md). This turns them off for the process before the
-/// heap grows. A failure (a kernel without the call) leaves things as they were.
+/// What mimalloc keeps resident beyond what is live. Under the redirect benchmark (SQLite,
+/// 100,000 links; bench/README.md) the peak RSS was 272–282 MB with its defaults; at the same
+/// CPU a request it is 172–181 MB with these two settings:
+/// - no transparent huge pages: mimalloc asks for them on its arenas (`madvise`), and then a
+///   few live bytes keep 2 MB resident (94 MB of the heap were huge pages; 209–238 MB peak
+///   without them). `prctl(PR_SET_THP_DISABLE)` turns them off for this process whatever the
+///   system's setting, before the heap grows;
+/// - freed pages given back at once instead of after mimalloc 3's default second (a burst
+///   frees and allocates clicks, counting turns and SQLite's pages at a high rate, and a
+///   second of them stayed resident: 40 MB more at the peak).
+///
+/// mimalloc's own variables (`MIMALLOC_ALLOW_THP`, `MIMALLOC_PURGE_DELAY`) still decide when
+/// set. A failure of either call leaves things as they were.
 #[allow(unsafe_code)]
-fn no_transparent_huge_pages() {
+fn allocator_settings() {
+    let unset = |name: &str| std::env::var_os(name).is_none();
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl(2) with PR_SET_THP_DISABLE takes integers only, no pointers; it sets a flag
-    // of this process's address space that the kernel consults on later page faults.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    if unset("MIMALLOC_ALLOW_THP") {
+        // SAFETY: prctl(2) with PR_SET_THP_DISABLE takes integers only, no pointers; it sets
+        // a flag of this process's address space that the kernel consults on page faults.
+        unsafe {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        }
+    }
+    // `mi_option_purge_delay` in the `mi_option_t` enum of mimalloc.h, 3.x (libmimalloc-sys
+    // 0.1.49, pinned in Cargo.lock), which names no constant for it.
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    unsafe extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    if unset("MIMALLOC_PURGE_DELAY") {
+        // SAFETY: integers only; it writes the option's entry in mimalloc's table, here first
+        // thing in `main`, before any other thread of ours exists. 15 is a valid option.
+        unsafe {
+            mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        }
     }
 }
 
 fn main() -> ExitCode {
-    no_transparent_huge_pages();
+    allocator_settings();
     let cli = inklink::cli::parse().unwrap_or_else(|err| err.exit());
     let serving = matches!(cli.command, None | Some(inklink::cli::Command::Serve));
     let filter = cli
