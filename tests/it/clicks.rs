@@ -155,9 +155,17 @@ fn load(
         let (redirected, url) = (redirected.clone(), format!("{base}/{code}"));
         clients.push(actix_web::rt::spawn(async move {
             let client = crate::support::client();
+            // A long referrer makes each journal line about 1,600 bytes, so that a second of
+            // load fills several of the journal's segment files.
+            let referrer = format!("https://example.com/{}", "r".repeat(1500));
             for i in 0.. {
                 let n = format!("n={worker}-{i}");
-                match client.get(format!("{url}?{n}")).send().await {
+                let request = client.get(format!("{url}?{n}"));
+                match request
+                    .insert_header(("referer", referrer.as_str()))
+                    .send()
+                    .await
+                {
                     Ok(response) if response.status().as_u16() == 302 => {
                         redirected.lock().unwrap().push(n)
                     }
@@ -233,6 +241,15 @@ async fn kill_9_under_load_loses_no_answered_click_and_records_none_twice() {
     assert!(
         !journals(&db).is_empty(),
         "the dead process left its journal"
+    );
+    // Files are named …-{generation}-{stripe}-{segment}.journal: the replay below reads a
+    // stripe's clicks from more than one segment.
+    assert!(
+        journals(&db)
+            .iter()
+            .any(|name| !name.ends_with("-0.journal")),
+        "the load filled more than one segment: {:?}",
+        journals(&db)
     );
 
     // The next start on that port writes what the journal holds, then removes it.
