@@ -8,9 +8,9 @@
 //! Resting after each counting turn instead slowed counting whether the cores were needed or
 //! not, and a burst reached the dashboard late (bench/README.md has the figures).
 //!
-//! One of the three modules with `unsafe` code (Cargo.toml denies it everywhere else; the
-//! others are `insert::sqlite` and the journal's `segment`): one
-//! call of `setpriority(2)` on the calling thread, which has no memory safety conditions.
+//! One of the modules with `unsafe` code (Cargo.toml lists them and denies it everywhere
+//! else): one call of `setpriority(2)` on the calling thread, which has no memory safety
+//! conditions.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;

@@ -3,9 +3,9 @@
 //! redirect more than a microsecond (measured with `bench/redirect.sh`); the copy costs a page
 //! fault per few thousand bytes.
 //!
-//! One of the three modules with `unsafe` code (Cargo.toml denies it everywhere else; the
-//! others are `insert::sqlite` and `background`). Its
-//! one invariant: the file stays at least as long as the mapping while the mapping lives.
+//! One of the modules with `unsafe` code (Cargo.toml lists them and denies it everywhere
+//! else). Its one invariant: the file stays at least as long as the mapping while the mapping
+//! lives.
 //! [`Segment`] carries it: it creates the file itself (`create_new`, under a name that holds
 //! this process's random instance id, in the spool directory, which is the server's own),
 //! sets its length once, and never truncates it; deleting the file (as the journal does once

@@ -1,6 +1,6 @@
-//! Click events into SQLite through the connection's own handle, below sqlx. One of the three
-//! modules with `unsafe` code (Cargo.toml denies it everywhere else; the others are the click
-//! journal's `segment` and `background`); its invariants are carried by types:
+//! Click events into SQLite through the connection's own handle, below sqlx. One of the modules
+//! with `unsafe` code (Cargo.toml lists them and denies it everywhere else); its invariants are
+//! carried by types:
 //! - [`Connection`] borrows the handle from sqlx's [`LockedSqliteHandle`], which keeps sqlx's
 //!   own worker thread off the connection, so it cannot outlive that lock;
 //! - a [`Statement`] borrows its connection, and the bytes bound to it (which SQLite reads in
