@@ -30,13 +30,17 @@ fn allocator_settings() {
             libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
         }
     }
-    // `mi_option_purge_delay` in the `mi_option_t` enum of mimalloc.h, 3.x (libmimalloc-sys
-    // 0.1.49, pinned in Cargo.lock), which names no constant for it.
+    // `mi_option_purge_delay` in the `mi_option_t` enum of mimalloc.h, where it has been the
+    // 16th since 2.1 (libmimalloc-sys, which names no constant for it, builds 3.3 here): set
+    // only by a mimalloc whose version says so, so that an upgrade cannot set another option.
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     unsafe extern "C" {
+        fn mi_version() -> std::ffi::c_int;
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    if unset("MIMALLOC_PURGE_DELAY") {
+    // SAFETY: no arguments; it returns a constant.
+    let version = unsafe { mi_version() };
+    if unset("MIMALLOC_PURGE_DELAY") && (201..400).contains(&(version / 100)) {
         // SAFETY: integers only; it writes the option's entry in mimalloc's table, here first
         // thing in `main`, before any other thread of ours exists. 15 is a valid option.
         unsafe {
