@@ -235,6 +235,18 @@ async fn kill_9_under_load_loses_no_answered_click_and_records_none_twice() {
     let base = format!("http://127.0.0.1:{port}");
     let (redirected, clients) = load(&base, "kill9");
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Files are named …-{generation}-{stripe}-{segment}.journal. The load goes on until a
+    // stripe is past its first segment (a slow machine takes longer than the 1.5 s), so that
+    // the replay below reads clicks from more than one segment.
+    let past_first_segment = |db: &TestDb| {
+        journals(db)
+            .iter()
+            .any(|name| !name.ends_with("-0.journal"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !past_first_segment(&db) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     crate::support::signal(&server, "-KILL");
     let redirected = finished(redirected, clients).await;
     assert!(!crate::support::exit_of(&mut server).await.success());
@@ -242,12 +254,8 @@ async fn kill_9_under_load_loses_no_answered_click_and_records_none_twice() {
         !journals(&db).is_empty(),
         "the dead process left its journal"
     );
-    // Files are named …-{generation}-{stripe}-{segment}.journal: the replay below reads a
-    // stripe's clicks from more than one segment.
     assert!(
-        journals(&db)
-            .iter()
-            .any(|name| !name.ends_with("-0.journal")),
+        past_first_segment(&db),
         "the load filled more than one segment: {:?}",
         journals(&db)
     );
