@@ -345,11 +345,22 @@ cpu_ticks() {
     "$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)"
 }
 
+# CPU ticks spent so far by nginx: its master and its workers (which live as long as it does).
+nginx_ticks() {
+  local total=0 p
+  for p in "$NGINX_PID" $(pgrep -P "$NGINX_PID"); do
+    total=$((total + $(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
 declare -A RESULT
 for args in "-t1 -c32" "-t2 -c128"; do
   : > "$WORK/ink" ; : > "$WORK/ngx" ; : > "$WORK/bare"
   for round in $(seq 1 "$ROUNDS"); do
+    before=$(nginx_ticks)
     measure "$args" "$NGINX_PORT" >> "$WORK/ngx"
+    echo "$before $(nginx_ticks) $(tail -1 "$WORK/ngx" | awk '{ print $5 }')" >> "$WORK/nginx cpu $args"
     [ -n "$CEILING" ] && measure "$args" "$CEILING_PORT" >> "$WORK/bare"
     before=$(cpu_ticks)
     measure "$args" "$INKLINK_PORT" >> "$WORK/ink"
@@ -387,6 +398,10 @@ done
 awk '{ p += $4 - $1; s += $5 - $2; m += $6 - $3; n += $7 }
   END { if (n) printf "CPU per request at -t2 -c128: inklink %.1f us (HTTP workers %.1f, click pipeline and background %.1f); whole machine %.1f us, wrk included\n",
     p * 1e4 / n, s * 1e4 / n, (p - s) * 1e4 / n, m * 1e4 / n }' "$WORK/cpu -t2 -c128"
+# nginx's for the same load, and inklink's against it (issue 44 asks for at most 1.4x).
+awk 'NR == FNR { p += $4 - $1; n += $7; next } { q += $2 - $1; m += $3 }
+  END { if (n && m && q) printf "CPU per request at -t2 -c128: nginx %.1f us; inklink %.2fx nginx\n",
+    q * 1e4 / m, (p / n) / (q / m) }' "$WORK/cpu -t2 -c128" "$WORK/nginx cpu -t2 -c128"
 echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
 if [ -n "$WEBHOOK" ]; then

@@ -282,51 +282,108 @@ const NOT_PRODUCTS: &[&str] = &[
     "core",
     "pixel",
     "scale",
+    "appversion",
+    "time",
+    "ubuntu",
+    "fedora",
+    "debian",
+    "centos",
 ];
 
-/// A product token (`Name/1.2`) outside the parentheses of a WebKit or Blink user agent that
-/// no rule above knows: desktop and mobile browsers built on Chromium name themselves this way
-/// (Herring/95.5, LikeWise/94.6, Atom/1.6), and their name is a better answer than Chrome.
+/// A product token (`Name/1.2`) outside the parentheses of a WebKit, Blink or Gecko user agent
+/// that no rule above knows: browsers built on Chromium or Firefox name themselves this way
+/// (Herring/95.5, LikeWise/94.6, Atom/1.6, Mypal/74.1), and their name is a better answer than
+/// Chrome or Firefox. When there are several, the last: an app embedding a framework names the
+/// framework first (`CEF/128 … R2Client/1.0`).
 fn product_token<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
-    if !lower.starts_with("mozilla/5.0") || !lower.contains("applewebkit/") {
+    if !lower.starts_with("mozilla/5.0")
+        || !(lower.contains("applewebkit/") || lower.contains(" firefox/"))
+    {
         return None;
     }
+    let words = top_level_words(ua);
+    let mut found = None;
+    for (index, word) in words.iter().enumerate() {
+        if let Some((name, version)) = product(word) {
+            // "ZTE Browser/73.4": a browser's name may have two words.
+            let name = match index.checked_sub(1).map(|before| words[before]) {
+                Some(before) if name.eq_ignore_ascii_case("browser") && !before.contains('/') => {
+                    let at = before.as_ptr() as usize - ua.as_ptr() as usize;
+                    &ua[at..at + before.len() + 1 + name.len()]
+                }
+                _ => name,
+            };
+            found = Some((name, version));
+        }
+    }
+    // Apps that show pages in Android's web view add a bare word as often as a browser does,
+    // and the page is the web view's.
+    found.or_else(|| {
+        (!lower.contains("; wv)"))
+            .then(|| bare_name(ua, &words))
+            .flatten()
+    })
+}
+
+/// Words without a version that only engines' user agents have, and that name no product.
+const NOT_NAMES: &[&str] = &["mobile", "safari", "vr", "tablet", "like", "gecko", "u"];
+
+/// A name alone at the end of a Chromium or WebKit user agent, where other browsers put a
+/// product token: `… Safari/537.36 Sparrow`, `… Mobile/15E148 TopBuzz com.alex.NewsMaster/8.2.1`.
+fn bare_name<'a>(ua: &'a str, words: &[&'a str]) -> Option<(&'a str, Option<&'a str>)> {
+    let engine = words
+        .iter()
+        .position(|word| word.to_ascii_lowercase().starts_with("applewebkit/"))?;
+    let after = &words[engine + 1..];
+    let at = after.iter().rposition(|word| {
+        (3..=32).contains(&word.len())
+            && word.starts_with(|c: char| c.is_ascii_alphabetic())
+            && word.bytes().all(|byte| byte.is_ascii_alphanumeric())
+            && !NOT_NAMES
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(word))
+            && !NOT_PRODUCTS
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(word))
+    })?;
+    let word = after[at];
+    // "360 Alitephone Browser": the word before names which browser.
+    if word.eq_ignore_ascii_case("browser") {
+        let before = at.checked_sub(1).map(|before| after[before])?;
+        let start = before.as_ptr() as usize - ua.as_ptr() as usize;
+        return Some((&ua[start..start + before.len() + 1 + word.len()], None));
+    }
+    Some((word, None))
+}
+
+/// The space-separated words of `ua` outside parentheses.
+fn top_level_words(ua: &str) -> Vec<&str> {
+    let mut words = Vec::new();
     let mut depth = 0u32;
     let mut start = 0;
-    let mut word_before = 0;
     for (at, byte) in ua.bytes().enumerate().chain([(ua.len(), b' ')]) {
         match byte {
             b'(' => depth += 1,
             b')' => depth = depth.saturating_sub(1),
-            b' ' if depth == 0 => {
-                if let Some((name, version)) = product(&ua[start..at]) {
-                    // "ZTE Browser/73.4": a browser's name may have two words.
-                    let two_words = &ua[word_before..start + name.len()];
-                    let name = if name.eq_ignore_ascii_case("browser") && word_before < start {
-                        two_words
-                    } else {
-                        name
-                    };
-                    return Some((name, version));
-                }
-                word_before = start;
-                start = at + 1;
-            }
+            b' ' if depth == 0 && start < at => words.push(&ua[start..at]),
             _ => {}
         }
-        if depth > 0 {
+        // A word starts after a space or a closing parenthesis at the top level.
+        if depth > 0 || matches!(byte, b' ' | b')') {
             start = at + 1;
         }
     }
-    None
+    words
 }
 
 fn product(token: &str) -> Option<(&str, Option<&str>)> {
     let (name, version) = token.split_once('/')?;
     let digits = version.trim_start_matches(['v', 'V']);
+    // Names may start with a digit ("115Browser", "2345Explorer"), never be one.
     let plausible = name.len() >= 3
         && name.len() <= 32
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.bytes().any(|byte| byte.is_ascii_alphabetic())
         && name
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_'))
