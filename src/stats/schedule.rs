@@ -1,35 +1,10 @@
 //! When counting runs: every `INKLINK_STATS_INTERVAL`, and in larger turns with short rests
 //! while a burst waits.
 
-use super::tally::{BATCH, Counted, tally_counted};
+use super::tally::{BATCH, burst_turn, tally_counted};
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
 use std::time::Duration;
-
-/// Events counted per turn while more are waiting (a burst): the rows a turn writes hardly
-/// grow with its clicks (a link's day, its values, its sets are written once a turn), so a
-/// backlog is counted in fewer, larger turns. On SQLite a turn holds the write lock the click
-/// writer needs, so its turns stay shorter.
-fn burst_batch(backend: DbBackend) -> u64 {
-    match backend {
-        DbBackend::Sqlite => 50_000,
-        _ => 100_000,
-    }
-}
-
-/// Links' days a turn of a burst may touch, about: with clicks spread over many links (every
-/// click another link's day), a turn of 50,000 held 120 MB or more while it worked them out
-/// (bench/README.md, "Where the memory goes"), for no gain, as each link's day is written for
-/// few clicks anyway. Clicks on fewer links than this keep the whole turn.
-const BURST_LINK_DAYS: u64 = 10_000;
-
-/// The next turn of a burst, after one that counted `last`: as many clicks as fall on about
-/// [`BURST_LINK_DAYS`] links' days at the last turn's rate, between a quiet turn's
-/// [`BATCH`] and [`burst_batch`].
-fn burst_turn(backend: DbBackend, last: Counted) -> u64 {
-    let per_link_day = last.clicks as f64 / last.link_days.max(1) as f64;
-    ((per_link_day * BURST_LINK_DAYS as f64) as u64).clamp(BATCH, burst_batch(backend))
-}
 
 /// The rest after a turn of a burst. On SQLite a quarter of the turn's length, and at least
 /// [`MIN_REST`] (SQLite's busy wait polls every 100 ms at most), so that the writer gets the
@@ -92,24 +67,5 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             }
             Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_burst_spread_over_many_links_is_counted_in_smaller_turns() {
-        let turn = |clicks, link_days| Counted { clicks, link_days };
-        // Every click another link's day: turns of about 10,000 links' days.
-        assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 50_000)), 10_000);
-        assert_eq!(burst_turn(DbBackend::Sqlite, turn(20_000, 10_000)), 20_000);
-        // Clicks on a few links: the whole turn.
-        assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 1_000)), 50_000);
-        assert_eq!(burst_turn(DbBackend::Postgres, turn(100_000, 30)), 100_000);
-        assert_eq!(burst_turn(DbBackend::MySql, turn(100_000, 0)), 100_000);
-        // Never below a quiet turn.
-        assert_eq!(burst_turn(DbBackend::Sqlite, turn(10_000, 90_000)), BATCH);
     }
 }
