@@ -346,9 +346,22 @@ fn remembered_parses_give_what_a_parse_gives() {
 #[test]
 fn browsers_without_a_rule_are_named_by_what_they_add() {
     let chromium = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0";
+    // Names are kept to 64 bytes.
+    let long_name = "Long".repeat(16);
     let cases = [
         (format!("{chromium} Safari/537.36 Kestrel"), Some("Kestrel"), None),
         (format!("{chromium} Safari/537.36 Harbor Browser"), Some("Harbor Browser"), None),
+        // Words apart by two spaces, letters outside ASCII, a word too long for a name.
+        (
+            format!("{chromium} Safari/537.36 Ünïcorn  Browser/2.0"),
+            Some("Ünïcorn  Browser"),
+            Some("2.0"),
+        ),
+        (
+            format!("{chromium} Safari/537.36 {} Browser/2.0", "Long".repeat(100)),
+            Some(long_name.as_str()),
+            Some("2.0"),
+        ),
         (format!("{chromium} Safari/537.36 7Star/2.1.0"), Some("7Star"), Some("2.1.0")),
         (
             "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) CEF/120.1.10 Chrome/120.0.6099.225 Lodestar/3.2.1 Safari/537.36".to_string(),

@@ -308,8 +308,7 @@ fn product_token<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a st
             // "ZTE Browser/73.4": a browser's name may have two words.
             let name = match index.checked_sub(1).map(|before| words[before]) {
                 Some(before) if name.eq_ignore_ascii_case("browser") && !before.contains('/') => {
-                    let at = before.as_ptr() as usize - ua.as_ptr() as usize;
-                    &ua[at..at + before.len() + 1 + name.len()]
+                    span(ua, before, name)
                 }
                 _ => name,
             };
@@ -350,10 +349,15 @@ fn bare_name<'a>(ua: &'a str, words: &[&'a str]) -> Option<(&'a str, Option<&'a 
     // "360 Alitephone Browser": the word before names which browser.
     if word.eq_ignore_ascii_case("browser") {
         let before = at.checked_sub(1).map(|before| after[before])?;
-        let start = before.as_ptr() as usize - ua.as_ptr() as usize;
-        return Some((&ua[start..start + before.len() + 1 + word.len()], None));
+        return Some((span(ua, before, word), None));
     }
     Some((word, None))
+}
+
+/// The part of `ua` from the start of `first` to the end of `last`, both slices of it.
+fn span<'a>(ua: &'a str, first: &str, last: &str) -> &'a str {
+    let offset = |part: &str| part.as_ptr() as usize - ua.as_ptr() as usize;
+    &ua[offset(first)..offset(last) + last.len()]
 }
 
 /// The space-separated words of `ua` outside parentheses.

@@ -63,7 +63,10 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
     let woothee_os = parsed.as_ref().map_or("", |p| p.os);
     let os = os_of(&lower, woothee_os);
     let (browser, browser_version) = match in_app(ua, &lower) {
-        Some((name, version)) => (Some(Text::from(name)), version.map(Text::from)),
+        Some((name, version)) => (
+            Some(Text::from(clip(name, MAX_NAME))),
+            version.map(Text::from),
+        ),
         None => match &parsed {
             // An app's own web view on iOS, which names neither Safari nor the app.
             Some(parsed) if parsed.name == "Webview" && os == Some("iOS") => {
@@ -74,7 +77,10 @@ pub fn parse_agent(user_agent: Option<&str>) -> Agent {
             }
             // woothee knows nothing of it: an app that names itself, or an engine's token.
             _ => match app_name(ua, &lower).or_else(|| engine_browser(ua, &lower)) {
-                Some((name, version)) => (Some(Text::from(name)), version.map(Text::from)),
+                Some((name, version)) => (
+                    Some(Text::from(clip(name, MAX_NAME))),
+                    version.map(Text::from),
+                ),
                 None => (None, None),
             },
         },
