@@ -16,10 +16,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(pages::home))
         .route("/healthz", read().to(health::healthz))
         .route("/metrics", read().to(health::metrics))
-        // A scope is matched by its prefix, a `/static/{file}` route by a regular expression
-        // that every redirect would run first.
+        // A scope is matched by its prefix, a `/static/{file}` or `/lang/{tag}` route by a
+        // regular expression that every redirect would run first (`/lang/{tag}` was 0.8 % of
+        // the server's CPU under the redirect benchmark). A path a scope has no route for
+        // (`/lang` alone: a link's code) goes on to the redirect.
         .service(web::scope("/static").route("/{file}", read().to(assets::serve)))
-        .route("/lang/{tag}", web::get().to(pages::switch_language))
+        .service(web::scope("/lang").route("/{tag}", web::get().to(pages::switch_language)))
         .route("/robots.txt", read().to(assets::robots))
         .route("/favicon.ico", read().to(assets::favicon));
 }

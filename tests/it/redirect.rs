@@ -251,6 +251,29 @@ async fn codes_are_case_sensitive() {
     assert_eq!(app.fetch("/Abc").await.0, 404);
 }
 
+/// Codes may be the first segment of a fixed route's path (`/lang/{tag}`): the code still
+/// redirects, and the route still answers.
+#[actix_web::test]
+async fn a_code_named_like_a_fixed_routes_prefix_redirects() {
+    let app = spawn_app().await;
+    let target = inklink::services::links::parse_target(&app.core, "https://example.com/lang")
+        .await
+        .unwrap();
+    let new = NewLink {
+        custom_code: Some(ShortCode::parse("lang").unwrap()),
+        ..NewLink::to(target)
+    };
+    links::create(&app.core, new, &Actor::Cli).await.unwrap();
+    let (status, location, _) = app.fetch("/lang").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (302, Some("https://example.com/lang"))
+    );
+    let switched = app.get("/lang/en").await;
+    assert_eq!(switched.status().as_u16(), 303, "{switched:?}");
+    assert_eq!(app.get("/lang/").await.status().as_u16(), 404);
+}
+
 /// The redirect answers any path no other route claims, so it must claim only `GET` and
 /// `HEAD` of exactly one segment; the fixed routes beside it keep working.
 #[actix_web::test]
