@@ -379,6 +379,12 @@ fn browsers_without_a_rule_are_named_by_what_they_add() {
             None,
         ),
         // What engines and web views send alone names no product.
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:102.0) Gecko/20100101 Goanna/6.5 Firefox/102.0".to_string(),
+            Some("Firefox"),
+            Some("102.0"),
+        ),
+        (format!("{chromium} Safari/537.36 Browser"), Some("Chrome"), Some("124.0.0.0")),
         (format!("{chromium} Safari/537.36"), Some("Chrome"), Some("124.0.0.0")),
         (
             "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36".to_string(),

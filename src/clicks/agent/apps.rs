@@ -190,8 +190,7 @@ pub(super) fn in_app<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'
     // Android's system web view, inside any other app ("; wv)", the X5 engine's TBS, or the
     // "Version/4.0 Chrome/" that only web views send).
     if android
-        && (lower.contains("; wv)")
-            || lower.contains("; wv ")
+        && (in_web_view(lower)
             || lower.contains(" tbs/")
             || (lower.contains("version/4.0 chrome/")))
     {
@@ -288,7 +287,21 @@ const NOT_PRODUCTS: &[&str] = &[
     "fedora",
     "debian",
     "centos",
+    // Pale Moon's and Basilisk's engine, named before the browser's own token.
+    "goanna",
 ];
+
+/// Whether `word` is one of [`NOT_PRODUCTS`].
+fn names_no_product(word: &str) -> bool {
+    NOT_PRODUCTS
+        .iter()
+        .any(|known| known.eq_ignore_ascii_case(word))
+}
+
+/// Android's web view marks itself in the user agent's platform: `(Linux; Android 14; …; wv)`.
+fn in_web_view(lower: &str) -> bool {
+    lower.contains("; wv)") || lower.contains("; wv ")
+}
 
 /// A product token (`Name/1.2`) outside the parentheses of a WebKit, Blink or Gecko user agent
 /// that no rule above knows: browsers built on Chromium or Firefox name themselves this way
@@ -302,26 +315,31 @@ fn product_token<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a st
         return None;
     }
     let words = top_level_words(ua);
-    let mut found = None;
-    for (index, word) in words.iter().enumerate() {
-        if let Some((name, version)) = product(word) {
-            // "ZTE Browser/73.4": a browser's name may have two words.
-            let name = match index.checked_sub(1).map(|before| words[before]) {
-                Some(before) if name.eq_ignore_ascii_case("browser") && !before.contains('/') => {
-                    span(ua, before, name)
-                }
-                _ => name,
-            };
-            found = Some((name, version));
-        }
+    let last = words
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(at, word)| product(word).map(|(name, version)| (at, name, version)));
+    if let Some((at, name, version)) = last {
+        return Some((two_word_name(ua, &words, at, name), version));
     }
     // Apps that show pages in Android's web view add a bare word as often as a browser does,
     // and the page is the web view's.
-    found.or_else(|| {
-        (!lower.contains("; wv)"))
-            .then(|| bare_name(ua, &words))
-            .flatten()
-    })
+    if in_web_view(lower) {
+        return None;
+    }
+    bare_name(ua, &words)
+}
+
+/// `name`, the start of `words[at]`, with the word before when it is the generic "Browser":
+/// "ZTE Browser/73.4", "360 Alitephone Browser".
+fn two_word_name<'a>(ua: &'a str, words: &[&'a str], at: usize, name: &'a str) -> &'a str {
+    match at.checked_sub(1).map(|before| words[before]) {
+        Some(before) if name.eq_ignore_ascii_case("browser") && !before.contains('/') => {
+            span(ua, before, name)
+        }
+        _ => name,
+    }
 }
 
 /// Words without a version that only engines' user agents have, and that name no product.
@@ -330,9 +348,10 @@ const NOT_NAMES: &[&str] = &["mobile", "safari", "vr", "tablet", "like", "gecko"
 /// A name alone at the end of a Chromium or WebKit user agent, where other browsers put a
 /// product token: `… Safari/537.36 Sparrow`, `… Mobile/15E148 TopBuzz com.alex.NewsMaster/8.2.1`.
 fn bare_name<'a>(ua: &'a str, words: &[&'a str]) -> Option<(&'a str, Option<&'a str>)> {
-    let engine = words
-        .iter()
-        .position(|word| word.to_ascii_lowercase().starts_with("applewebkit/"))?;
+    let engine = words.iter().position(|word| {
+        word.get(..12)
+            .is_some_and(|start| start.eq_ignore_ascii_case("applewebkit/"))
+    })?;
     let after = &words[engine + 1..];
     let at = after.iter().rposition(|word| {
         (3..=32).contains(&word.len())
@@ -341,17 +360,11 @@ fn bare_name<'a>(ua: &'a str, words: &[&'a str]) -> Option<(&'a str, Option<&'a 
             && !NOT_NAMES
                 .iter()
                 .any(|known| known.eq_ignore_ascii_case(word))
-            && !NOT_PRODUCTS
-                .iter()
-                .any(|known| known.eq_ignore_ascii_case(word))
+            && !names_no_product(word)
     })?;
-    let word = after[at];
-    // "360 Alitephone Browser": the word before names which browser.
-    if word.eq_ignore_ascii_case("browser") {
-        let before = at.checked_sub(1).map(|before| after[before])?;
-        return Some((span(ua, before, word), None));
-    }
-    Some((word, None))
+    let name = two_word_name(ua, after, at, after[at]);
+    // "Browser" alone names nothing.
+    (!name.eq_ignore_ascii_case("browser")).then_some((name, None))
 }
 
 /// The part of `ua` from the start of `first` to the end of `last`, both slices of it.
@@ -392,9 +405,7 @@ fn product(token: &str) -> Option<(&str, Option<&str>)> {
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_'))
         && digits.starts_with(|c: char| c.is_ascii_digit())
-        && !NOT_PRODUCTS
-            .iter()
-            .any(|known| known.eq_ignore_ascii_case(name));
+        && !names_no_product(name);
     if !plausible {
         return None;
     }
