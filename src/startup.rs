@@ -261,7 +261,7 @@ impl Application {
             core.visitor_key,
             port,
         )?);
-        let stats = Statistics::start(&settings, core.db.clone())?;
+        let stats = Statistics::start(&settings, core.db.clone(), clicks.shared_metrics())?;
         // Recipients' phone numbers are deleted when their retention period ends.
         tokio::spawn(crate::services::batches::retention::run(
             core.db.clone(),

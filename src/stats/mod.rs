@@ -18,7 +18,9 @@ pub mod tally;
 pub mod visits;
 
 use crate::config::Settings;
+use crate::metrics::Metrics;
 use sea_orm::DatabaseConnection;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -31,13 +33,19 @@ pub struct Statistics {
 
 impl Statistics {
     /// Starts counting on a thread of its own (see [`Counting`]) and, with
-    /// `INKLINK_EVENT_RETENTION_DAYS`, the hourly purge on the current runtime.
-    pub fn start(settings: &Settings, db: DatabaseConnection) -> std::io::Result<Self> {
+    /// `INKLINK_EVENT_RETENTION_DAYS`, the hourly purge on the current runtime. What the
+    /// schedule counts is added to `metrics`.
+    pub fn start(
+        settings: &Settings,
+        db: DatabaseConnection,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Self> {
         let counting = Counting::start(
             db.clone(),
             settings.database_url.clone(),
             settings.timezone,
             Duration::from_secs(settings.stats_interval),
+            metrics,
         )?;
         let retention = settings
             .event_retention_days
@@ -68,13 +76,14 @@ impl Counting {
         url: String,
         tz: chrono_tz::Tz,
         every: Duration,
+        metrics: Arc<Metrics>,
     ) -> std::io::Result<Self> {
         let (ready, started) = std::sync::mpsc::channel();
         let work = crate::background::start(
             "inklink-count",
             crate::background::Priority::Lower,
             move || async move {
-                count(db, &url, tz, every, ready).await;
+                count(db, &url, tz, every, metrics, ready).await;
             },
         )?;
         // The server starts once counting has connected and caught up (the recount after an
@@ -102,6 +111,7 @@ async fn count(
     url: &str,
     tz: chrono_tz::Tz,
     every: Duration,
+    metrics: Arc<Metrics>,
     ready: std::sync::mpsc::Sender<()>,
 ) {
     let db = loop {
@@ -116,5 +126,5 @@ async fn count(
     drop(shared);
     schedule::catch_up(&db, tz).await;
     let _ = ready.send(());
-    schedule::run_schedule(db, tz, every).await
+    schedule::run_schedule(db, tz, every, &metrics).await
 }

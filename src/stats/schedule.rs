@@ -2,17 +2,22 @@
 //! while a burst waits.
 
 use super::tally::{BATCH, burst_turn, tally_counted};
+use crate::metrics::Metrics;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-/// The rest after a turn of a burst. On SQLite a quarter of the turn's length, and at least
-/// [`MIN_REST`] (SQLite's busy wait polls every 100 ms at most), so that the writer gets the
-/// write lock in between. PostgreSQL and MySQL let the writer store while counting runs, and
-/// a longer rest there only keeps a burst longer off the dashboard (bench/README.md).
-fn burst_rest(backend: DbBackend, turn: Duration) -> Duration {
+/// The rest after a turn of a burst. On SQLite, while this server's click writer has clicks
+/// to store, a quarter of the turn's length, and at least [`MIN_REST`] (SQLite's busy wait
+/// polls every 100 ms at most), so that the writer gets the write lock in between; once it
+/// has stored everything (after a burst), only [`MIN_REST`]: resting longer then only kept the
+/// burst off the dashboards a fifth longer (bench/README.md). PostgreSQL and MySQL let the
+/// writer store while counting runs, and a longer rest there only keeps a burst longer off
+/// the dashboard.
+fn burst_rest(backend: DbBackend, turn: Duration, writer_busy: bool) -> Duration {
     match backend {
-        DbBackend::Sqlite => (turn / 4).max(MIN_REST),
+        DbBackend::Sqlite if writer_busy => (turn / 4).max(MIN_REST),
         _ => MIN_REST,
     }
 }
@@ -40,8 +45,9 @@ pub async fn catch_up(db: &DatabaseConnection, tz: Tz) {
 }
 
 /// Keeps the statistics current: every `every`, the clicks stored since are counted (none
-/// waiting costs one indexed look); the first count is `every` after the start.
-pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
+/// waiting costs one indexed look); the first count is `every` after the start. The clicks
+/// counted are added to `metrics` as each turn commits.
+pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metrics: &Metrics) {
     let backend = db.get_database_backend();
     let mut limit = BATCH;
     let mut pause = every;
@@ -52,11 +58,16 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();
-                match tally_counted(&db, tz, limit).await {
+                let turn = tally_counted(&db, tz, limit).await;
+                if let Ok(counted) = &turn {
+                    metrics.events_counted.fetch_add(counted.clicks, Relaxed);
+                }
+                match turn {
                     // A burst: count on in larger turns, with a short rest after each (see
                     // `burst_rest`).
                     Ok(counted) if in_burst(backend, counted.clicks, limit) => {
-                        pause = burst_rest(backend, started.elapsed());
+                        let writer_busy = metrics.clicks_unstored() > 0;
+                        pause = burst_rest(backend, started.elapsed(), writer_busy);
                         limit = burst_turn(backend, counted);
                     }
                     Ok(_) => limit = BATCH,
@@ -67,5 +78,24 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration) {
             }
             Err(err) => tracing::debug!(error = %err, "cannot look for clicks to count"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_rests_longer_only_while_the_writer_has_clicks_to_store() {
+        let turn = Duration::from_secs(2);
+        assert_eq!(
+            burst_rest(DbBackend::Sqlite, turn, true),
+            Duration::from_millis(500)
+        );
+        assert_eq!(burst_rest(DbBackend::Sqlite, turn, false), MIN_REST);
+        let short = Duration::from_millis(40);
+        assert_eq!(burst_rest(DbBackend::Sqlite, short, true), MIN_REST);
+        assert_eq!(burst_rest(DbBackend::Postgres, turn, true), MIN_REST);
+        assert_eq!(burst_rest(DbBackend::MySql, turn, true), MIN_REST);
     }
 }

@@ -710,6 +710,18 @@ async fn a_backlog_of_several_turns_is_counted_by_the_schedule_exactly() {
         "visit_statistics rows, counted by the schedule"
     );
     assert_eq!(stored_breakdown(&app).await, expected_breakdown(&clicks));
+    // /metrics tells how many the schedule counted (the turn's commit comes just before).
+    let counted = format!("inklink_click_events_counted_total {}\n", clicks.len());
+    let mut metrics = String::new();
+    for _ in 0..50 {
+        let body = app.get("/metrics").await.body().await.unwrap();
+        metrics = String::from_utf8_lossy(&body).into_owned();
+        if metrics.contains(&counted) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(metrics.contains(&counted), "{counted} in {metrics}");
 
     // Counting runs on its own thread at a lower priority (nice 10), and so do the SQLite
     // connection threads it started.
