@@ -14,6 +14,8 @@
 # BURST_RATE clicks a second (40000) for BURST_SECONDS (30), paced, after which it reports how
 # long until every recorded click had reached the receiver (each once); then the rounds, and
 # the same after the last.
+# After the rounds, a burst at full speed (`-t2 -c128` for LAG_SECONDS, 30; 0 skips it): how far
+# the dashboards were behind at its end, and how long until every click was counted.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
@@ -383,6 +385,38 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 
+# Issue 44's burst at full speed: once every click so far is counted, LAG_SECONDS of
+# `-t2 -c128` unpaced; then how many clicks were not on the dashboards yet at its end, and how
+# long after it every click was stored and counted. (Counted: what the counting schedule added
+# to the statistics, `inklink_click_events_counted_total`.)
+LAG_SECONDS=${LAG_SECONDS:-30}
+# Clicks queued (not dropped) and not counted yet.
+uncounted() {
+  local m
+  m=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics") || { echo -1; return; }
+  printf '%s\n' "$m" | awk '$1 == "inklink_click_events_queued_total" { q = $2 }
+    $1 == "inklink_click_events_dropped_total" { d = $2 }
+    $1 == "inklink_click_events_counted_total" { c = $2 } END { print q - d - c }'
+}
+# Waits until every click is counted (or $1 seconds); prints the seconds it took.
+until_counted() {
+  local start; start=$(date +%s.%N)
+  for _ in $(seq 1 $(($1 * 10))); do
+    [ "$(uncounted)" = 0 ] && break
+    sleep 0.1
+  done
+  python3 -c "import time; print(f'{time.time() - $start:.1f}')"
+}
+if [ "$LAG_SECONDS" != 0 ]; then
+  ROUNDS_COUNTED=$(until_counted 600)
+  wrk -t2 -c128 -d"${LAG_SECONDS}s" -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" > "$WORK/full.txt"
+  BURST_END=$(date +%s.%N)
+  behind=$(uncounted)
+  lag=$(until_counted 600)
+  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" \
+    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet; every click counted %s s after it ended (the rounds'"'"' %s s after the last round)", s, $2, behind, behind / $2, lag, rounds }' "$WORK/full.txt")
+fi
+
 echo
 echo "inklink redirect benchmark — $BACKEND, $LINKS links, $ROUNDS rounds of $DURATION, medians"
 printf '%-12s %-8s %12s %10s %10s %10s\n' "wrk" "server" "requests/s" "p50 ms" "p99 ms" "not 3xx"
@@ -404,8 +438,9 @@ awk 'NR == FNR { p += $4 - $1; n += $7; next } { q += $2 - $1; m += $3 }
     q * 1e4 / m, (p / n) / (q / m) }' "$WORK/cpu -t2 -c128" "$WORK/nginx cpu -t2 -c128"
 echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
+[ -n "${LAG_REPORT:-}" ] && echo "$LAG_REPORT"
 if [ -n "$WEBHOOK" ]; then
   echo "$BURST_REPORT"
   read -r got messages < <(receiver_caught_up)
-  echo "link.clicked webhook: $got of $(metric_now inklink_click_events_written_total) recorded clicks at the receiver, in $messages messages, $(python3 -c "import time; print(f'{time.time() - $BURST_END:.1f}')") s after the last round ended"
+  echo "link.clicked webhook: $got of $(metric_now inklink_click_events_written_total) recorded clicks at the receiver, in $messages messages, $(python3 -c "import time; print(f'{time.time() - $BURST_END:.1f}')") s after the last load ended"
 fi
