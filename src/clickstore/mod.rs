@@ -18,3 +18,14 @@ pub mod stored;
 pub mod traffic;
 pub mod upgrade;
 pub mod waiting;
+
+use insert::{OUTGOING, TABLE, WAITING};
+use sea_orm::{ConnectionTrait, DbErr};
+
+/// Fresh planner statistics of the click table, and the two lists (waiting to be counted,
+/// on their way to webhooks) vacuumed, on PostgreSQL (see
+/// [`crate::db::sql::refresh_statistics`]): counting calls it as the clicks it has counted
+/// grow.
+pub async fn refresh_statistics(db: &impl ConnectionTrait) -> Result<(), DbErr> {
+    crate::db::sql::refresh_statistics(db, &[TABLE], &[WAITING, OUTGOING]).await
+}

@@ -138,6 +138,18 @@ pub fn burst_turn(backend: DbBackend, last: Counted) -> u64 {
     ((per_link_day * BURST_LINK_DAYS as f64) as u64).clamp(BATCH, burst_batch(backend))
 }
 
+/// Fresh planner statistics of the tables a turn reads and writes, on PostgreSQL (see
+/// [`crate::db::sql::refresh_statistics`]).
+pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
+    let tables = [
+        "visit_key",
+        "visit_day_bits",
+        "visit_statistics",
+        "visit_statistics_breakdown",
+    ];
+    crate::db::sql::refresh_statistics(db, &tables, &[]).await
+}
+
 /// Takes the lock row: one instance counts at a time (on SQLite this also takes the write
 /// lock first, so the transaction never has to upgrade a read). Returns the turn's number,
 /// counted up with every turn taken: what it changes is stamped with it (see `kept`).
