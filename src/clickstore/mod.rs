@@ -27,5 +27,5 @@ use sea_orm::{ConnectionTrait, DbErr};
 /// [`crate::db::sql::refresh_statistics`]): counting calls it as the clicks it has counted
 /// grow.
 pub async fn refresh_statistics(db: &impl ConnectionTrait) -> Result<(), DbErr> {
-    crate::db::sql::refresh_statistics(db, &[TABLE], &[WAITING, OUTGOING]).await
+    crate::db::sql::refresh_statistics(db, &[TABLE], &[WAITING, OUTGOING], &[]).await
 }

@@ -8,6 +8,7 @@ use crate::api::Api;
 use crate::support::{TestDb, serve_binary, spawn_on};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use inklink::rules::Role;
+use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -1022,6 +1023,39 @@ async fn replay_sends_a_range_again_with_the_same_ids() {
     let bad = crate::cli::inklink_live(&db, &["webhooks", "replay", "--from", "yesterday"]).await;
     assert_eq!(bad.code, 1);
     assert!(bad.stderr.contains("neither a day"), "{}", bad.stderr);
+
+    // Delivered messages are forgotten after INKLINK_WEBHOOK_KEEP_DAYS; on PostgreSQL without
+    // autovacuum the table is vacuumed then, or it would keep every version of its rows.
+    let backend = app.core.db.get_database_backend();
+    let age = "UPDATE webhook_message SET created_at = created_at - 8 * 86400000";
+    app.core
+        .db
+        .execute_raw(Statement::from_string(backend, age))
+        .await
+        .unwrap();
+    use inklink::services::webhooks::deliver::prune;
+    let mut forgotten = 0;
+    for _ in 0..100 {
+        // The receiver may have the replay before its delivery is written down.
+        forgotten += prune(&app.core.db, 7).await.unwrap();
+        if forgotten == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(forgotten, 3);
+    if backend == sea_orm::DbBackend::Postgres {
+        let sql = "SELECT current_setting('autovacuum') = 'on' OR last_vacuum IS NOT NULL AS done \
+                   FROM pg_stat_user_tables WHERE relname = 'webhook_message'";
+        let row = app
+            .core
+            .db
+            .query_one_raw(Statement::from_string(backend, sql))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(row.try_get::<bool>("", "done").unwrap());
+    }
 }
 
 #[actix_web::test]

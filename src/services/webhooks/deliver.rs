@@ -626,6 +626,9 @@ async fn record(
 }
 
 /// Forgets delivered, failed and dropped messages older than `keep_days`.
+///
+/// Every message is written again as it is attempted and delivered: on PostgreSQL without
+/// autovacuum the table is vacuumed here too, or it would keep every version of every row.
 pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
     let before = outbox::now_ms() - i64::from(keep_days) * 86_400_000;
@@ -633,5 +636,6 @@ pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr
     let done = db
         .execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
         .await?;
+    crate::db::sql::refresh_statistics(db, &[], &[], &["webhook_message"]).await?;
     Ok(done.rows_affected())
 }

@@ -141,13 +141,13 @@ pub fn burst_turn(backend: DbBackend, last: Counted) -> u64 {
 /// Fresh planner statistics of the tables a turn reads and writes, on PostgreSQL (see
 /// [`crate::db::sql::refresh_statistics`]).
 pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
-    let tables = [
-        "visit_key",
+    // Each turn rewrites the day sets and totals it touches; keys are only ever added.
+    let rewritten = [
         "visit_day_bits",
         "visit_statistics",
         "visit_statistics_breakdown",
     ];
-    crate::db::sql::refresh_statistics(db, &tables, &[]).await
+    crate::db::sql::refresh_statistics(db, &["visit_key"], &[], &rewritten).await
 }
 
 /// Takes the lock row: one instance counts at a time (on SQLite this also takes the write
