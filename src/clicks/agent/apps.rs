@@ -57,16 +57,27 @@ const APPS: &[AppRule] = &[
     app("lark/", "Lark"),
     app("bdhonorbrowser", "Honor Browser"),
     app("baiduboxapp/", "Baidu"),
-    app("baidubrowser/", "Baidu Browser"),
+    // Old Baidu Browser says it inside Internet Explorer's parentheses: `baidubrowser 1.x`.
+    app("baidubrowser", "Baidu Browser"),
+    app("bidubrowser/", "Baidu Browser"),
+    app("bdbrowser/", "Baidu Browser"),
+    app("baiduhd/", "Baidu Browser"),
+    app("bdspark/", "Baidu Browser"),
     app("quark/", "Quark"),
+    // The desktop editions of Quark, UC and Huawei's browsers.
+    app("quarkpc/", "Quark"),
+    app("ucpc/", "UC Browser"),
+    app("hbpc/", "Huawei Browser"),
     app("ucturbo/", "UC Browser Turbo"),
     app("ucbrowser/", "UC Browser"),
     app("ubrowser/", "UC Browser"),
     app("ucmobile/", "UC Browser"),
-    app("ucweb/", "UC Browser"),
+    // Feature phones' UC says UCWEB7.9 or "UCBrowser8.2/…/UCWEB Mobile".
+    app("ucweb", "UC Browser"),
     app_at("pr(ucbrowser", "UC Browser", "pr(ucbrowser/"),
     app("mqqbrowser/", "QQ Browser"),
     app("qqbrowser/", "QQ Browser"),
+    // Outside the parentheses only: Huawei Browser names HMS Core in its platform.
     app("hmscore/", "Huawei Mobile Services"),
     app("huaweibrowser/", "Huawei Browser"),
     app("honorbrowser/", "Honor Browser"),
@@ -85,6 +96,10 @@ const APPS: &[AppRule] = &[
     app("metasr", "Sogou Browser"),
     app("2345browser/", "2345 Browser"),
     app("2345explorer/", "2345 Browser"),
+    app("2345chrome", "2345 Browser"),
+    app("mxbrowser/", "Maxthon"),
+    app("mxios/", "Maxthon"),
+    app("maxthon", "Maxthon"),
     app("zhihuhybrid", "Zhihu"),
     app("smzdm", "smzdm"),
     app("slbrowser/", "Smart Lenovo Browser"),
@@ -116,6 +131,13 @@ const APPS: &[AppRule] = &[
     app("instabridge/", "Instabridge"),
     app("viber/", "Viber"),
     app("flipboard", "Flipboard"),
+    app("bingsapphire/", "Microsoft Bing"),
+    app("bingweb/", "Microsoft Bing"),
+    // Valve's Steam client, overlay and Big Picture, in the platform part.
+    app("valve steam", "Steam"),
+    // Headsets' browsers name Samsung's too, and Pico's Oculus's.
+    app("picobrowser/", "Pico Browser"),
+    app("oculusbrowser/", "Oculus Browser"),
     // Browsers that say Chrome, Safari or Firefox as well.
     app("samsungbrowser/", "Samsung Internet"),
     app("brave/", "Brave"),
@@ -135,6 +157,10 @@ const APPS: &[AppRule] = &[
     app("avast/", "Avast Secure Browser"),
     app("avastsecurebrowser", "Avast Secure Browser"),
     app("avg/", "AVG Secure Browser"),
+    app("qwantmobile/", "Qwant"),
+    app("qwantios/", "Qwant"),
+    app("qwantbrowser/", "Qwant"),
+    app("qtcarbrowser", "Tesla Browser"),
     app("alohabrowser/", "Aloha Browser"),
     app("aloha/", "Aloha Browser"),
     app("phx/", "Phoenix Browser"),
@@ -146,19 +172,22 @@ const APPS: &[AppRule] = &[
     app("vivaldi/", "Vivaldi"),
     app("whale/", "Whale"),
     app("silk/", "Silk"),
-    app("qtwebengine/", "Qt Web Engine"),
     app("focus/", "Firefox Focus"),
     app("klar/", "Firefox Klar"),
     app("edg/", "Edge"),
     app("edga/", "Edge"),
     app("edgios/", "Edge"),
+    app("edgw/", "Edge WebView2"),
     app("edge/", "Edge"),
     app("opx/", "Opera GX"),
+    app("oprgx/", "Opera GX"),
     app("opr/", "Opera"),
     app("opt/", "Opera"),
     app("opios/", "Opera"),
     app("opera mini/", "Opera Mini"),
+    app("coast/", "Opera Coast"),
     app("crios/", "Chrome"),
+    app("crmo/", "Chrome"),
     app("fxios/", "Firefox"),
 ];
 
@@ -169,8 +198,8 @@ pub(super) fn in_app<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'
     // The first rule of the list that applies, wherever its token is.
     let first = TOKENS
         .found_in(lower)
+        .filter(|&(index, at)| applies(&APPS[index], lower, at))
         .map(|(index, _)| index)
-        .filter(|&index| applies(&APPS[index], lower))
         .min();
     if let Some(rule) = first.map(|index| &APPS[index]) {
         let version = rule
@@ -182,9 +211,12 @@ pub(super) fn in_app<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'
     if let Some(found) = product_token(ua, lower) {
         return Some(found);
     }
-    // An app built on Electron that did not name itself.
+    // An app built on Electron or Qt's web engine that did not name itself.
     if lower.contains("electron/") {
         return Some(("Electron", version_after(ua, lower, "electron/")));
+    }
+    if lower.contains("qtwebengine/") {
+        return Some(("Qt Web Engine", version_after(ua, lower, "qtwebengine/")));
     }
     let android = lower.contains("android");
     // Android's system web view, inside any other app ("; wv)", the X5 engine's TBS, or the
@@ -205,9 +237,24 @@ pub(super) fn in_app<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'
     None
 }
 
-fn applies(rule: &AppRule, lower: &str) -> bool {
-    // Tencent's X5 web view says MQQBrowser/6.2 TBS/… inside other apps; QQ Browser does not.
-    !(rule.name == "QQ Browser" && lower.contains(" tbs/"))
+fn applies(rule: &AppRule, lower: &str, at: usize) -> bool {
+    match rule.token {
+        // Tencent's X5 web view says MQQBrowser/6.2 TBS/… inside other apps; QQ Browser
+        // does not.
+        "mqqbrowser/" | "qqbrowser/" => !lower.contains(" tbs/"),
+        // An app on HMS Core's web view names it after the engine; Huawei Browser names it
+        // in its platform, `(Linux; Android 10; LYA-AL00; HMSCore/4.0.0)`.
+        "hmscore/" => !in_parentheses(lower, at),
+        _ => true,
+    }
+}
+
+/// Whether the byte at `at` lies inside parentheses.
+fn in_parentheses(lower: &str, at: usize) -> bool {
+    let before = &lower.as_bytes()[..at];
+    let opened = before.iter().filter(|&&byte| byte == b'(').count();
+    let closed = before.iter().filter(|&&byte| byte == b')').count();
+    opened > closed
 }
 
 /// Tokens every engine's user agent is made of, and tokens apps add that name no product:
@@ -274,6 +321,7 @@ const NOT_PRODUCTS: &[&str] = &[
     "webview",
     "wkwebview",
     "electron",
+    "qtwebengine",
     "mqqbrowser",
     "tbs",
     "statusbarheightdp",
@@ -289,6 +337,8 @@ const NOT_PRODUCTS: &[&str] = &[
     "centos",
     // Pale Moon's and Basilisk's engine, named before the browser's own token.
     "goanna",
+    // Cobalt's (YouTube on televisions) porting layer, named after it.
+    "starboard",
 ];
 
 /// Whether `word` is one of [`NOT_PRODUCTS`].
@@ -303,15 +353,14 @@ fn in_web_view(lower: &str) -> bool {
     lower.contains("; wv)") || lower.contains("; wv ")
 }
 
-/// A product token (`Name/1.2`) outside the parentheses of a WebKit, Blink or Gecko user agent
-/// that no rule above knows: browsers built on Chromium or Firefox name themselves this way
-/// (Herring/95.5, LikeWise/94.6, Atom/1.6, Mypal/74.1), and their name is a better answer than
-/// Chrome or Firefox. When there are several, the last: an app embedding a framework names the
+/// A product token (`Name/1.2`) outside the parentheses of a `Mozilla/5.0` user agent that no
+/// rule above knows: browsers built on Chromium or Firefox name themselves this way
+/// (Herring/95.5, LikeWise/94.6, Atom/1.6, Mypal/74.1, and on Gecko alone SeaMonkey/2.53,
+/// K-Meleon/76.4), as do engines of their own (Ladybird/1.0, Cobalt/25), and their name is a
+/// better answer than Chrome, Firefox or nothing. When there are several, the last: an app embedding a framework names the
 /// framework first (`CEF/128 … R2Client/1.0`).
 fn product_token<'a>(ua: &'a str, lower: &str) -> Option<(&'a str, Option<&'a str>)> {
-    if !lower.starts_with("mozilla/5.0")
-        || !(lower.contains("applewebkit/") || lower.contains(" firefox/"))
-    {
+    if !lower.starts_with("mozilla/5.0") {
         return None;
     }
     let words = top_level_words(ua);

@@ -441,6 +441,8 @@ fn no_platform(lower: &str) -> Option<usize> {
         "palm",
         "risc os",
         "inferno",
+        "plan9",
+        "netsurf",
         "lynx",
         "dillo",
         "hotjava",
