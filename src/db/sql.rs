@@ -165,6 +165,45 @@ pub async fn refresh_statistics(
     Ok(())
 }
 
+/// Rows after which a task that adds them first refreshes the database's statistics of the
+/// tables it reads (PostgreSQL; see [`refresh_statistics`]), and the most it adds between two
+/// refreshes: in between, each refresh waits for as many rows again as were added before it,
+/// so that the refreshes follow the tables' growth (as autovacuum's rule of a tenth of a table
+/// does) and cost nothing worth naming once they are large.
+const FIRST_REFRESH: u64 = 20_000;
+const MOST_BETWEEN_REFRESHES: u64 = 1_000_000;
+
+/// When a task (counting, handing clicks on to webhooks) next refreshes the statistics.
+pub struct Refresh {
+    added: u64,
+    next: u64,
+}
+
+impl Refresh {
+    pub fn new() -> Self {
+        Self {
+            added: 0,
+            next: FIRST_REFRESH,
+        }
+    }
+
+    /// Adds a turn's rows; true when a refresh is due (the next is then planned).
+    pub fn due(&mut self, rows: u64) -> bool {
+        self.added += rows;
+        if self.added < self.next {
+            return false;
+        }
+        self.next = self.added + self.added.min(MOST_BETWEEN_REFRESHES);
+        true
+    }
+}
+
+impl Default for Refresh {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Whether PostgreSQL's autovacuum runs (it is off on some test and bench machines).
 async fn autovacuum(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
     let sql = "SELECT current_setting('autovacuum') AS setting";
@@ -175,4 +214,25 @@ async fn autovacuum(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
         .map(|row| row.try_get::<String>("", "setting"))
         .transpose()?
         .is_none_or(|on| on == "on"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_are_refreshed_as_the_added_rows_double_then_every_million() {
+        let mut refresh = Refresh::new();
+        assert!(!refresh.due(10_000));
+        assert!(refresh.due(10_000));
+        assert!(!refresh.due(19_999));
+        assert!(refresh.due(1));
+        assert_eq!(refresh.next, 80_000);
+        for _ in 0..30 {
+            refresh.due(100_000);
+        }
+        assert_eq!(refresh.added, 3_040_000);
+        assert!(refresh.next - refresh.added <= MOST_BETWEEN_REFRESHES);
+        assert!(refresh.due(MOST_BETWEEN_REFRESHES));
+    }
 }

@@ -36,40 +36,6 @@ fn in_burst(backend: DbBackend, counted: u64, limit: u64) -> bool {
     }
 }
 
-/// Counted clicks after which counting first refreshes the database's statistics of the click
-/// and statistics tables (PostgreSQL; see [`crate::db::sql::refresh_statistics`]), and the
-/// most it counts between two refreshes: in between, each refresh waits for as many clicks
-/// again as were counted before it, so that the refreshes follow the tables' growth (as
-/// autovacuum's rule of a tenth of a table does) and cost nothing worth naming once they
-/// are large.
-const FIRST_REFRESH: u64 = 20_000;
-const MOST_BETWEEN_REFRESHES: u64 = 1_000_000;
-
-/// When counting next refreshes the statistics.
-struct Refresh {
-    counted: u64,
-    next: u64,
-}
-
-impl Refresh {
-    fn new() -> Self {
-        Self {
-            counted: 0,
-            next: FIRST_REFRESH,
-        }
-    }
-
-    /// Adds a turn's clicks; true when a refresh is due (the next is then planned).
-    fn due(&mut self, clicks: u64) -> bool {
-        self.counted += clicks;
-        if self.counted < self.next {
-            return false;
-        }
-        self.next = self.counted + self.counted.min(MOST_BETWEEN_REFRESHES);
-        true
-    }
-}
-
 /// The statistics of the tables counting reads and writes, refreshed (PostgreSQL only).
 async fn refresh_statistics(db: &DatabaseConnection) {
     let refreshed = async {
@@ -96,7 +62,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
     let backend = db.get_database_backend();
     let mut limit = BATCH;
     let mut pause = every;
-    let mut refresh = Refresh::new();
+    let mut refresh = crate::db::sql::Refresh::new();
     loop {
         tokio::time::sleep(pause).await;
         pause = every;
@@ -133,22 +99,6 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statistics_are_refreshed_as_the_counted_clicks_double_then_every_million() {
-        let mut refresh = Refresh::new();
-        assert!(!refresh.due(10_000));
-        assert!(refresh.due(10_000));
-        assert!(!refresh.due(19_999));
-        assert!(refresh.due(1));
-        assert_eq!(refresh.next, 80_000);
-        for _ in 0..30 {
-            refresh.due(100_000);
-        }
-        assert_eq!(refresh.counted, 3_040_000);
-        assert!(refresh.next - refresh.counted <= MOST_BETWEEN_REFRESHES);
-        assert!(refresh.due(MOST_BETWEEN_REFRESHES));
-    }
 
     #[test]
     fn sqlite_rests_longer_only_while_the_writer_has_clicks_to_store() {

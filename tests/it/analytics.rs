@@ -174,8 +174,8 @@ impl Lcg {
 }
 
 /// One synthetic click and everything the test expects of it.
-struct Click {
-    event: ClickEvent,
+pub struct Click {
+    pub event: ClickEvent,
     /// Day in Asia/Shanghai, computed with the fixed +08:00 offset (no DST there).
     day: NaiveDate,
     link: i64,
@@ -228,7 +228,7 @@ impl Expected {
     }
 }
 
-fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
+pub fn synthesize(links: &[(i64, String)], count: usize) -> Vec<Click> {
     let mut rng = Lcg(20261121);
     // Local midnights of 2026-11-02 and 2026-11-03 in Shanghai are 16:00 UTC the day before.
     let first_day = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap();
