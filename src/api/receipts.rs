@@ -104,14 +104,17 @@ pub async fn batch_receipts(
         )
     } else {
         let body = read_body(payload, RECEIPTS_LIMIT).await?;
-        let list: Vec<Value> = parse_json(&body)?;
+        // A list of objects, or the request is malformed; an object's fields are checked
+        // row by row, so that one bad receipt does not refuse the others.
+        let list: Vec<serde_json::Map<String, Value>> = parse_json(&body)?;
         let incoming = list
             .into_iter()
             .map(|value| {
-                let plain: PlainReceipt = serde_json::from_value(value).map_err(|err| {
-                    crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
-                        .data("err", err)
-                })?;
+                let plain: PlainReceipt =
+                    serde_json::from_value(Value::Object(value)).map_err(|err| {
+                        crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
+                            .data("err", err)
+                    })?;
                 let at = match plain.at.as_deref().map(receipts::provider_time) {
                     Some(None) => {
                         return Err(crate::i18n::Message::new(t!("'{}' is not a time"))
@@ -178,11 +181,12 @@ async fn provider_receipts<T: serde::de::DeserializeOwned + Into<Incoming>>(
 ) -> Result<ReceiptReport, ApiError> {
     let (batch, actor) = provider_scope(&state, &req, &query).await?;
     let body = read_body(payload, RECEIPTS_LIMIT).await?;
-    let list: Vec<Value> = parse_json(&body)?;
+    // As for a batch's receipts: a list of objects, each checked on its own.
+    let list: Vec<serde_json::Map<String, Value>> = parse_json(&body)?;
     let incoming: Vec<Result<Incoming, crate::i18n::Message>> = list
         .into_iter()
         .map(|value| {
-            serde_json::from_value::<T>(value)
+            serde_json::from_value::<T>(Value::Object(value))
                 .map(Into::into)
                 .map_err(|err| {
                     crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
