@@ -4,7 +4,7 @@ use super::auth::ApiCaller;
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::links::{all_domains_of, view};
-use super::model::{SmsCountView, SmsRequest, SmsResult};
+use super::model::{SmsCountRequest, SmsCountView, SmsRequest, SmsResult};
 use crate::rules::TargetUrl;
 use crate::rules::sms::{self, CountRule, SmsCount};
 use crate::services::links;
@@ -121,16 +121,18 @@ pub async fn compose(
     post,
     path = "/api/v1/sms/count",
     tag = "sms",
-    request_body = SmsRequest,
+    request_body = SmsCountRequest,
     responses(
         (status = 200, description = "The count of `message` as given (no link put in)", body = SmsCountView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing, unknown, expired or revoked key", body = ErrorBody),
+        (status = 422, description = "A counting rule other than standard or china", body = ErrorBody),
+        (status = 429, description = "Over the key's rate limit", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
 pub async fn count(_caller: ApiCaller, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    let input: super::model::SmsCountRequest = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
+    let input: SmsCountRequest = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
     let rule = rule(input.rule.as_deref())?;
     Ok(HttpResponse::Ok().json(count_view(sms::count(&input.message, rule))))
 }

@@ -894,6 +894,27 @@ async fn the_openapi_document_describes_every_path_and_error() {
         }
     }
     assert!(paths["/api/v1/links"]["post"]["responses"]["422"].is_object());
+    // Every operation a key may call says what a missing key and the rate limit answer.
+    let mut undocumented = Vec::new();
+    for (path, methods) in paths {
+        for (method, op) in methods.as_object().unwrap() {
+            let keyed = op["security"]
+                .as_array()
+                .is_some_and(|ways| ways.iter().any(|way| way.get("api_key").is_some()));
+            for status in ["401", "429"] {
+                if keyed && !op["responses"][status].is_object() {
+                    undocumented.push(format!("{method} {path}: {status}"));
+                }
+            }
+        }
+    }
+    assert!(undocumented.is_empty(), "{undocumented:#?}");
+    // Counting an SMS needs only its text.
+    assert_eq!(
+        paths["/api/v1/sms/count"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+            ["$ref"],
+        "#/components/schemas/SmsCountRequest"
+    );
     assert!(doc["components"]["securitySchemes"]["api_key"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 }

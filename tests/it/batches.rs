@@ -720,9 +720,15 @@ async fn bad_batches_and_receipts_get_clear_errors_and_operators_see_only_their_
     );
     // A list of anything but receipt objects is not what a provider sends: refused whole.
     for path in ["/api/v1/receipts/aliyun", "/api/v1/receipts/tencent"] {
-        let reply = admin.raw("POST", path, "[{\"success\": true}, \"x\"]").await;
+        let reply = admin
+            .raw("POST", path, "[{\"success\": true}, \"x\"]")
+            .await;
         assert_eq!(reply.status, 400, "{path}: {}", reply.body);
-        assert_eq!(reply.body["error"]["field"], "[1]", "{path}: {}", reply.body);
+        assert_eq!(
+            reply.body["error"]["field"], "[1]",
+            "{path}: {}",
+            reply.body
+        );
     }
     let reply = admin
         .call("POST", "/api/v1/batches/999/receipts", Some(json!([])))
