@@ -206,6 +206,12 @@ print(len(data["cases"]))
     );
 }
 
+/// A subscription of `receiver`'s `/clicks` to `link.clicked`.
+async fn subscribe_to_clicks_at(api: &Api<'_>, receiver: &Receiver) -> Value {
+    let url = receiver.url("/clicks");
+    subscribe(api, json!({"url": url, "events": ["link.clicked"]})).await
+}
+
 async fn subscribe(api: &Api<'_>, body: Value) -> Value {
     let made = api.call("POST", "/api/v1/webhooks", Some(body)).await;
     assert_eq!(made.status, 201, "{}", made.body);
@@ -376,11 +382,7 @@ async fn clicks_arrive_in_batches_equal_to_the_stored_clicks() {
     let app = spawn_on(db.clone(), &LOCAL).await;
     let receiver = Receiver::start().await;
     let admin = Api::with_role(&app, "bi", Role::Admin).await;
-    subscribe(
-        &admin,
-        json!({"url": receiver.url("/clicks"), "events": ["link.clicked"]}),
-    )
-    .await;
+    subscribe_to_clicks_at(&admin, &receiver).await;
     for code in ["one", "two"] {
         let made = admin
             .call(
@@ -1387,11 +1389,7 @@ async fn a_burst_of_clicks_reaches_the_receiver_and_refreshes_the_planners_stati
     let app = spawn_on(db, &args).await;
     let receiver = Receiver::start().await;
     let admin = Api::with_role(&app, "bi", Role::Admin).await;
-    subscribe(
-        &admin,
-        json!({"url": receiver.url("/clicks"), "events": ["link.clicked"]}),
-    )
-    .await;
+    subscribe_to_clicks_at(&admin, &receiver).await;
     let mut links = Vec::new();
     for n in 0..4 {
         let saved = create_link(&app, &format!("https://example.com/burst/{n}")).await;
