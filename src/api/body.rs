@@ -2,6 +2,7 @@
 //! the body is read, the size limit answers 413, and a bad field is named in the error.
 
 use super::error::ApiError;
+use super::strict::Strict;
 use actix_web::web::{self, Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -24,22 +25,14 @@ fn field_of(path: &serde_path_to_error::Path) -> Option<String> {
     (path != ".").then_some(path)
 }
 
-/// [`parse_json`] for a body that must be a JSON object: serde would also read a struct from
-/// an array of its fields in order (`[null, null]`), which no client means.
-pub fn parse_object<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value = parse_json(body)?;
-    if !value.is_object() {
-        return Err(ApiError::bad("the JSON body must be an object", None));
-    }
-    parse_json(body)
-}
-
+/// The body as `T`, a struct read only from a JSON object at any depth (see [`Strict`]), the
+/// field at fault named in the error.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad("the request needs a JSON body", None));
     }
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+    serde_path_to_error::deserialize(Strict(deserializer)).map_err(|err| {
         ApiError::bad(
             format!("the JSON body is not valid: {}", err.inner()),
             field_of(err.path()).as_deref(),
@@ -49,7 +42,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 
 /// One item of a batch, its errors named from the top of the request (`items[3].url`).
 pub fn from_value<T: DeserializeOwned>(value: serde_json::Value, at: &str) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
+    serde_path_to_error::deserialize(Strict(value)).map_err(|err| {
         let field = match field_of(err.path()) {
             Some(inner) => format!("{at}.{inner}"),
             None => at.to_owned(),

@@ -1,7 +1,7 @@
 //! `/api/v1/domains`: the hosts links can be made for, their health, standbys and fail-over.
 
 use super::auth::ApiCaller;
-use super::body::{parse_object, read_body};
+use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::model::{Domain, DomainHealth, PatchDomain};
 use crate::db::entities::domain_conf::{self, DomainStatus};
@@ -94,7 +94,7 @@ pub async fn update(
             "only an admin key may change domains".into(),
         ));
     }
-    let body: PatchDomain = parse_object(&read_body(payload, 32 * 1024).await?)?;
+    let body: PatchDomain = parse_json(&read_body(payload, 32 * 1024).await?)?;
     let failover = body
         .failover
         .as_deref()

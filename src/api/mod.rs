@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod receipts;
 pub mod sms;
 pub mod stats;
+mod strict;
 pub mod webhooks;
 
 use crate::net::hosts::AdminHosts;

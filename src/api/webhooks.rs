@@ -2,7 +2,7 @@
 //! message and re-sending.
 
 use super::auth::ApiCaller;
-use super::body::{parse_object, read_body};
+use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use crate::rules::webhook::{Events, WebhookError, WebhookUrl};
 use crate::services::outbox::Subscription;
@@ -186,7 +186,7 @@ pub async fn create(
     state: web::Data<AppState>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body: CreateWebhook = parse_object(&read_body(payload, BODY_LIMIT).await?)?;
+    let body: CreateWebhook = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
     let new = NewWebhook::parse(
         &body.url,
         body.format.as_deref(),
@@ -276,7 +276,7 @@ pub async fn update(
     id: web::Path<i64>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body: PatchWebhook = parse_object(&read_body(payload, BODY_LIMIT).await?)?;
+    let body: PatchWebhook = parse_json(&read_body(payload, BODY_LIMIT).await?)?;
     let change = WebhookChange {
         url: body.url.as_deref().map(WebhookUrl::parse).transpose()?,
         events: body

@@ -425,6 +425,34 @@ async fn every_error_is_json_with_its_status() {
         "bad_request",
         Some("strategy"),
     );
+    // serde reads a struct from an array of its fields in order too; the API reads objects.
+    let positional = api
+        .raw(
+            "POST",
+            "/api/v1/links",
+            "[\"https://example.com/by-position\"]",
+        )
+        .await;
+    assert_error(&positional, 400, "bad_request", None);
+    assert!(
+        positional.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expected a JSON object"),
+        "{}",
+        positional.body
+    );
+    assert_error(
+        &api.call(
+            "POST",
+            "/api/v1/links/bulk",
+            Some(json!({"action": "disable", "filter": ["x"]})),
+        )
+        .await,
+        400,
+        "bad_request",
+        Some("filter"),
+    );
     assert_error(
         &api.call("GET", "/api/v1/links?per_page=500", None).await,
         400,
