@@ -92,14 +92,19 @@ fn matching(backend: DbBackend, prefix: &str, keys: &[(i64, Vec<u8>)]) -> (Strin
     let mut times: Vec<i64> = keys.iter().map(|(at, _)| *at).collect();
     times.sort_unstable();
     times.dedup();
+    let (first, last) = (times[0], times[times.len() - 1]);
     let marks = |n: usize| vec!["?"; n].join(", ");
+    // The range says nothing the lists do not, but it is what lets PostgreSQL's planner see
+    // how few rows a chunk is: from the lists alone it read the whole list table for every
+    // chunk of every hand-over (92.7 million rows in one webhook burst, bench/README.md).
     let filter = format!(
-        "{prefix}at IN ({}) AND {prefix}event_key IN ({})",
+        "{prefix}at BETWEEN ? AND ? AND {prefix}at IN ({}) AND {prefix}event_key IN ({})",
         marks(times.len()),
         marks(keys.len())
     );
-    let values = times
+    let values = [first, last]
         .into_iter()
+        .chain(times)
         .map(Value::from)
         .chain(keys.iter().map(|(_, key)| Value::from(key.clone())))
         .collect();
