@@ -15,7 +15,6 @@ pub mod openapi;
 pub mod receipts;
 pub mod sms;
 pub mod stats;
-mod strict;
 pub mod webhooks;
 
 use crate::net::hosts::AdminHosts;

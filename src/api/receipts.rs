@@ -111,7 +111,7 @@ pub async fn batch_receipts(
             .into_iter()
             .map(|value| {
                 let plain: PlainReceipt =
-                    super::strict::read_value(Value::Object(value)).map_err(|err| {
+                    super::body::read_value(Value::Object(value)).map_err(|err| {
                         crate::i18n::Message::new(t!("the receipt is not valid: {err}"))
                             .data("err", err)
                     })?;
@@ -186,7 +186,7 @@ async fn provider_receipts<T: serde::de::DeserializeOwned + Into<Incoming>>(
     let incoming: Vec<Result<Incoming, crate::i18n::Message>> = list
         .into_iter()
         .map(|value| {
-            super::strict::read_value::<T>(Value::Object(value))
+            super::body::read_value::<T>(Value::Object(value))
                 .map(Into::into)
                 .map_err(|err| {
                     crate::i18n::Message::new(t!("the receipt is not valid: {err}"))

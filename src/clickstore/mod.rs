@@ -27,5 +27,10 @@ use sea_orm::{ConnectionTrait, DbErr};
 /// [`crate::db::sql::refresh_statistics`]): counting calls it as the clicks it has counted
 /// grow.
 pub async fn refresh_statistics(db: &impl ConnectionTrait) -> Result<(), DbErr> {
-    crate::db::sql::refresh_statistics(db, &[TABLE], &[WAITING, OUTGOING], &[]).await
+    let upkeep = crate::db::sql::Upkeep {
+        analyze: &[TABLE],
+        vacuum: &[WAITING, OUTGOING],
+        ..Default::default()
+    };
+    crate::db::sql::refresh_statistics(db, upkeep).await
 }

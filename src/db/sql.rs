@@ -122,10 +122,18 @@ pub fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&s
     }
 }
 
-/// On PostgreSQL, takes the planner's statistics of `analyze` afresh and vacuums `vacuum`
-/// (tables whose rows are deleted as fast as they are added); `rewritten` (tables whose rows
-/// are updated in place) are analysed, and vacuumed too where autovacuum is off; elsewhere
-/// nothing.
+/// The tables [`refresh_statistics`] keeps, by what is done to each.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Upkeep<'a> {
+    /// Statistics taken afresh.
+    pub analyze: &'a [&'a str],
+    /// Rows deleted as fast as they are added (queues): always vacuumed.
+    pub vacuum: &'a [&'a str],
+    /// Rows updated in place: analysed, and vacuumed too where autovacuum is off.
+    pub rewritten: &'a [&'a str],
+}
+
+/// On PostgreSQL, keeps the tables of `upkeep` as it says; elsewhere nothing.
 ///
 /// Statements are prepared once a connection, and PostgreSQL keeps the plan it made then
 /// until a table's statistics change: where autovacuum is off, a plan made while the click
@@ -137,20 +145,18 @@ pub fn add_on_conflict(backend: DbBackend, table: &str, key: &str, columns: &[&s
 /// 600,000 clicks).
 pub async fn refresh_statistics(
     db: &impl ConnectionTrait,
-    analyze: &[&str],
-    vacuum: &[&str],
-    rewritten: &[&str],
+    upkeep: Upkeep<'_>,
 ) -> Result<(), DbErr> {
     if db.get_database_backend() != DbBackend::Postgres {
         return Ok(());
     }
-    let mut analyze = analyze.to_vec();
-    let mut vacuum = vacuum.to_vec();
-    if !rewritten.is_empty() {
+    let mut analyze = upkeep.analyze.to_vec();
+    let mut vacuum = upkeep.vacuum.to_vec();
+    if !upkeep.rewritten.is_empty() {
         if autovacuum(db).await? {
-            analyze.extend_from_slice(rewritten);
+            analyze.extend_from_slice(upkeep.rewritten);
         } else {
-            vacuum.extend_from_slice(rewritten);
+            vacuum.extend_from_slice(upkeep.rewritten);
         }
     }
     // Neither runs inside a transaction block, nor as a prepared statement.

@@ -97,11 +97,17 @@ async fn hand_on_forever(db: &DatabaseConnection, policy: &Policy, metrics: &Met
     }
 }
 
-/// The statistics of the tables handing on and delivery read (PostgreSQL only).
+/// The statistics of the tables handing on and delivery read, and the outbox vacuumed where
+/// autovacuum is off: every message is written again as it is attempted and delivered
+/// (PostgreSQL only). A failure only costs speed, so it is logged, not returned.
 async fn refresh_statistics(db: &DatabaseConnection) {
+    let outbox = crate::db::sql::Upkeep {
+        rewritten: &["webhook_message"],
+        ..Default::default()
+    };
     let refreshed = async {
         crate::clickstore::refresh_statistics(db).await?;
-        crate::db::sql::refresh_statistics(db, &[], &[], &["webhook_message"]).await
+        crate::db::sql::refresh_statistics(db, outbox).await
     };
     if let Err(err) = refreshed.await {
         tracing::warn!(error = %err, "cannot refresh the database's statistics of the webhook tables");
@@ -646,10 +652,9 @@ async fn record(
     }
 }
 
-/// Forgets delivered, failed and dropped messages older than `keep_days`.
-///
-/// Every message is written again as it is attempted and delivered: on PostgreSQL without
-/// autovacuum the table is vacuumed here too, or it would keep every version of every row.
+/// Forgets delivered, failed and dropped messages older than `keep_days`, then refreshes the
+/// statistics handing on and delivery read (see [`refresh_statistics`]: on PostgreSQL without
+/// autovacuum the outbox would otherwise keep every version of every row).
 pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
     let before = outbox::now_ms() - i64::from(keep_days) * 86_400_000;
@@ -657,6 +662,6 @@ pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr
     let done = db
         .execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
         .await?;
-    crate::db::sql::refresh_statistics(db, &[], &[], &["webhook_message"]).await?;
+    refresh_statistics(db).await;
     Ok(done.rows_affected())
 }

@@ -147,7 +147,12 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
         "visit_statistics",
         "visit_statistics_breakdown",
     ];
-    crate::db::sql::refresh_statistics(db, &["visit_key"], &[], &rewritten).await
+    let upkeep = crate::db::sql::Upkeep {
+        analyze: &["visit_key"],
+        rewritten: &rewritten,
+        ..Default::default()
+    };
+    crate::db::sql::refresh_statistics(db, upkeep).await
 }
 
 /// Takes the lock row: one instance counts at a time (on SQLite this also takes the write

@@ -1,11 +1,14 @@
 //! Reading JSON bodies ourselves (rather than with actix's `Json`): the key is checked before
 //! the body is read, the size limit answers 413, and a bad field is named in the error.
 
+mod strict;
+
 use super::error::ApiError;
-use super::strict::Strict;
 use actix_web::web::{self, Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
+use strict::Strict;
+pub use strict::read_value;
 
 pub async fn read_body(mut payload: web::Payload, limit: usize) -> Result<Bytes, ApiError> {
     let mut body = BytesMut::new();
