@@ -181,26 +181,52 @@ impl ClickStore {
         if rows.is_empty() {
             return Ok(());
         }
-        let ids = self.dictionaries.lock().await.ids(db, rows).await?;
-        let clicks: Arc<[Click]> = rows
-            .iter()
-            .zip(ids)
-            .enumerate()
-            .map(|(i, (row, ids))| Click {
-                counted: counted.get(i).copied().unwrap_or(false),
-                ..Click::of(row, ids)
-            })
-            .collect();
-        let inserted = match db.get_database_backend() {
-            DbBackend::Sqlite => {
-                return sqlite::insert(db.get_sqlite_connection_pool(), clicks).await;
-            }
-            DbBackend::MySql => mysql::insert(db.get_mysql_connection_pool(), &clicks).await,
-            DbBackend::Postgres => postgres::copy(db.get_postgres_connection_pool(), &clicks).await,
-            other => return Err(DbErr::Custom(format!("no click writer for {other:?}"))),
-        };
-        inserted.map_err(from_sqlx)
+        let batch = self.prepare(db, rows, counted).await?;
+        write(db, &batch).await
     }
+
+    /// `rows` as they are stored, their texts looked up in (or added to) the dictionaries, and
+    /// those at the same index in `counted` that are `true` marked counted: what [`write`]
+    /// stores.
+    pub async fn prepare(
+        &self,
+        db: &DatabaseConnection,
+        rows: &[EventRow],
+        counted: &[bool],
+    ) -> Result<Prepared, DbErr> {
+        let ids = self.dictionaries.lock().await.ids(db, rows).await?;
+        Ok(Prepared(
+            rows.iter()
+                .zip(ids)
+                .enumerate()
+                .map(|(i, (row, ids))| Click {
+                    counted: counted.get(i).copied().unwrap_or(false),
+                    ..Click::of(row, ids)
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// A batch of clicks ready to store (see [`ClickStore::prepare`]).
+#[derive(Clone)]
+pub struct Prepared(Arc<[Click]>);
+
+/// Stores `batch` in one transaction; clicks already stored are skipped.
+pub async fn write(db: &DatabaseConnection, batch: &Prepared) -> Result<(), DbErr> {
+    let clicks = &batch.0;
+    if clicks.is_empty() {
+        return Ok(());
+    }
+    let inserted = match db.get_database_backend() {
+        DbBackend::Sqlite => {
+            return sqlite::insert(db.get_sqlite_connection_pool(), Arc::clone(clicks)).await;
+        }
+        DbBackend::MySql => mysql::insert(db.get_mysql_connection_pool(), clicks).await,
+        DbBackend::Postgres => postgres::copy(db.get_postgres_connection_pool(), clicks).await,
+        other => return Err(DbErr::Custom(format!("no click writer for {other:?}"))),
+    };
+    inserted.map_err(from_sqlx)
 }
 
 /// Stores `rows` with a store of its own (for one-off writes; a writer keeps its

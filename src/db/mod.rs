@@ -3,6 +3,7 @@
 pub mod allocator;
 pub mod entities;
 pub mod sql;
+pub mod turns;
 pub mod values;
 
 use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
@@ -15,6 +16,10 @@ use sea_orm::{
 use std::time::Duration;
 
 pub use sea_orm::DatabaseConnection as Db;
+pub use turns::{WriteTurn, write_turn};
+
+/// How long a SQLite connection waits for another's write lock before it fails.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The file of a SQLite database URL (`sqlite://inklink.db?mode=rwc` → `inklink.db`); `None`
 /// for other databases and in-memory ones.
@@ -122,7 +127,7 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
             // across application crashes, which is what WAL mode promises.
             o.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(10))
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
                 .foreign_keys(true)
                 // Counting a busy day's distinct visitors sorts a million rows; in temporary
                 // files (the OS caches them) that costs no heap, which the allocator would
@@ -337,8 +342,11 @@ fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseErro
 /// IMMEDIATE`), waiting up to the busy timeout for another writer: a transaction that reads
 /// first and writes later cannot wait, since a writer that committed in between makes its
 /// reads stale, and SQLite answers it "database is locked" at once. Clicks are written all the
-/// time, so an operator's change would fail at random. Other databases begin as usual.
+/// time, so an operator's change would fail at random. It waits its turn among this process's
+/// writers first ([`turns`]), so that the click writer cannot starve it. Other databases begin
+/// as usual.
 pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    let _turn = write_turn(db).await;
     db.begin_with_options(TransactionOptions {
         sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
         ..TransactionOptions::default()

@@ -159,6 +159,7 @@ pub async fn touch(db: &DatabaseConnection, key: &api_keys::Model) -> Result<(),
     {
         return Ok(());
     }
+    let _turn = db::write_turn(db).await;
     api_keys::Entity::update_many()
         .col_expr(
             api_keys::Column::LastUsedAt,

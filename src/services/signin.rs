@@ -127,6 +127,7 @@ pub(crate) async fn reserve(
     bucket: &str,
     limit: i32,
 ) -> Result<bool, DbErr> {
+    let _turn = crate::db::write_turn(db).await;
     let now = crate::db::now();
     let window_over = Expr::col(login_throttle::Column::WindowStart).lte(now - WINDOW);
     let row = login_throttle::ActiveModel {
@@ -175,6 +176,7 @@ pub(crate) async fn reserve(
 
 /// Gives one reserved try back to each of `buckets` (after a right answer).
 pub(crate) async fn release(db: &DatabaseConnection, buckets: &[String]) -> Result<(), DbErr> {
+    let _turn = crate::db::write_turn(db).await;
     login_throttle::Entity::update_many()
         .col_expr(
             login_throttle::Column::Attempts,
@@ -195,6 +197,7 @@ async fn give_back(
     ip: &str,
     reserved: &[(String, i32)],
 ) -> Result<(), DbErr> {
+    let _turn = crate::db::write_turn(db).await;
     let pair = pair_bucket(name, ip);
     login_throttle::Entity::update_many()
         .col_expr(

@@ -1,5 +1,8 @@
 //! actix-session's store, in the database: a session survives a restart, works on every
 //! instance, and sign-out deletes it for good (a cookie-only session could not be revoked).
+//! Each write waits its turn among this process's writers ([`crate::db::turns`]): an operator
+//! watching a campaign's dashboard must not wait out SQLite's busy timeout behind the click
+//! writer.
 
 use crate::db::entities::admin_sessions;
 use crate::services::secret::random_hex;
@@ -57,6 +60,7 @@ impl SessionStore for DbSessionStore {
             serde_json::to_string(&state).map_err(|err| SaveError::Serialization(err.into()))?;
         let key =
             SessionKey::try_from(random_hex(32)).map_err(|err| SaveError::Other(err.into()))?;
+        let _turn = crate::db::write_turn(&self.db).await;
         admin_sessions::ActiveModel {
             key_hash: Set(key_hash(&key)),
             state: Set(text),
@@ -77,6 +81,7 @@ impl SessionStore for DbSessionStore {
     ) -> Result<SessionKey, UpdateError> {
         let text =
             serde_json::to_string(&state).map_err(|err| UpdateError::Serialization(err.into()))?;
+        let _turn = crate::db::write_turn(&self.db).await;
         let updated = admin_sessions::Entity::update_many()
             .col_expr(admin_sessions::Column::State, Expr::value(text))
             .col_expr(admin_sessions::Column::ExpiresAt, Expr::value(expiry(ttl)))
@@ -94,6 +99,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn update_ttl(&self, key: &SessionKey, ttl: &Duration) -> Result<(), anyhow::Error> {
+        let _turn = crate::db::write_turn(&self.db).await;
         admin_sessions::Entity::update_many()
             .col_expr(admin_sessions::Column::ExpiresAt, Expr::value(expiry(ttl)))
             .filter(admin_sessions::Column::KeyHash.eq(key_hash(key)))
@@ -103,6 +109,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<(), anyhow::Error> {
+        let _turn = crate::db::write_turn(&self.db).await;
         admin_sessions::Entity::delete_by_id(key_hash(key))
             .exec(&self.db)
             .await?;

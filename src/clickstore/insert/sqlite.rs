@@ -68,9 +68,13 @@ static WANTED_NOW: LazyLock<CString> = LazyLock::new(|| {
 
 /// Inserts `rows` in one transaction; rows whose event key is stored are skipped.
 pub async fn insert(pool: &SqlitePool, rows: Arc<[Click]>) -> Result<(), DbErr> {
+    // Kept until the transaction ends: the writer's next batch queues behind anyone who came
+    // to write meanwhile, instead of taking the lock again before their busy handler looks.
+    let turn = crate::db::turns::sqlite_turn(pool).await;
     let mut conn = pool.acquire().await.map_err(from_sqlx)?;
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
+        let _turn = turn;
         let written = {
             // Waits only for sqlx's worker thread to let go of the handle: no I/O, no timers.
             let mut locked = runtime.block_on(conn.lock_handle()).map_err(from_sqlx)?;
