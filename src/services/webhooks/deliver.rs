@@ -435,30 +435,31 @@ async fn send_all(
 ) -> Result<(), DbErr> {
     let Some(subscription) = subscription.filter(|s| s.enabled) else {
         // Disabled (or deleted) meanwhile: the messages wait, unclaimed, until it is enabled.
-        let later = outbox::now_ms() + LEASE_MS;
-        for message in &messages {
-            postpone(db, message.id, later).await?;
-        }
-        return Ok(());
+        let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+        return store(
+            db,
+            policy,
+            metrics,
+            Vec::new(),
+            &ids,
+            outbox::now_ms() + LEASE_MS,
+        )
+        .await;
     };
     let Ok(url) = url::Url::parse(&subscription.url) else {
-        for message in &messages {
-            record(
-                db,
-                policy,
-                metrics,
-                message,
-                Err((None, DeliveryError::Url)),
-            )
-            .await?;
-        }
-        return Ok(());
+        let attempts = messages
+            .into_iter()
+            .map(|m| (m, Err((None, DeliveryError::Url))))
+            .collect();
+        return store(db, policy, metrics, attempts, &[], 0).await;
     };
     if subscription.format.is_robot() {
         return send_to_robot(db, outbound, policy, metrics, subscription, &url, messages).await;
     }
     let mut pending = messages.into_iter();
-    while let Some(message) = pending.next() {
+    let mut attempted: Vec<(Claimed, Outcome)> = Vec::new();
+    let mut oldest = std::time::Instant::now();
+    while let Some(mut message) = pending.next() {
         let timestamp = chrono::Utc::now().timestamp();
         let headers = [
             ("webhook-id", message.msg_id.clone()),
@@ -470,19 +471,60 @@ async fn send_all(
                     .sign(&message.msg_id, timestamp, message.body.as_bytes()),
             ),
         ];
-        let answer = outbound
-            .post_json(&url, &headers, message.body.clone().into_bytes())
-            .await;
+        // The body is not needed after it is sent (and is up to a megabyte).
+        let body = std::mem::take(&mut message.body).into_bytes();
+        let answer = outbound.post_json(&url, &headers, body).await;
         let outcome = judge(Format::Standard, answer);
-        let failed = outcome.is_err();
-        let next = record(db, policy, metrics, &message, outcome).await?;
-        if failed {
-            for rest in pending.by_ref() {
-                postpone(db, rest.id, next).await?;
-            }
+        if outcome.is_err() {
+            // The rest wait as long as this one, without an attempt counted.
+            let retry = retry_at(policy, &message, outbox::now_ms());
+            attempted.push((message, outcome));
+            let rest: Vec<i64> = pending.map(|m| m.id).collect();
+            return store(db, policy, metrics, attempted, &rest, retry).await;
+        }
+        if attempted.is_empty() {
+            oldest = std::time::Instant::now();
+        }
+        attempted.push((message, outcome));
+        if oldest.elapsed() >= STORE_EVERY {
+            store(db, policy, metrics, std::mem::take(&mut attempted), &[], 0).await?;
         }
     }
-    Ok(())
+    store(db, policy, metrics, attempted, &[], 0).await
+}
+
+/// The longest a delivered message waits to be stored as delivered: well within its lease, so
+/// that no other round claims it meanwhile.
+const STORE_EVERY: Duration = Duration::from_secs(1);
+
+/// Stores the outcomes of `attempts`, and puts the messages `put_back` back (due at `at`,
+/// without an attempt counted), in one write transaction: while clicks pour in, SQLite's write
+/// lock is taken once for a round's deliveries instead of once a message (the lock is shared
+/// with the click writer, counting and the hand-over, and each wait for it held delivery
+/// back).
+async fn store(
+    db: &DatabaseConnection,
+    policy: &Policy,
+    metrics: &Metrics,
+    attempts: Vec<(Claimed, Outcome)>,
+    put_back: &[i64],
+    at: i64,
+) -> Result<(), DbErr> {
+    if attempts.is_empty() && put_back.is_empty() {
+        return Ok(());
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let stored = async {
+        for (message, outcome) in attempts {
+            record(&txn, policy, metrics, &message, outcome).await?;
+        }
+        for id in put_back {
+            postpone(&txn, *id, at).await?;
+        }
+        Ok(())
+    }
+    .await;
+    crate::db::finish(txn, stored).await
 }
 
 /// A robot's messages, summed into one, at most one every [`ROBOT_SPACING_MS`].
@@ -510,10 +552,8 @@ async fn send_to_robot(
         != 1
     {
         let turn = subscription.robot_next_at.max(now + 500);
-        for message in &messages {
-            postpone(db, message.id, turn).await?;
-        }
-        return Ok(());
+        let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+        return store(db, policy, metrics, Vec::new(), &ids, turn).await;
     }
     let items: Vec<(&str, &str)> = messages
         .iter()
@@ -522,10 +562,8 @@ async fn send_to_robot(
     let body = robot::message(subscription.format, &subscription.language, &items);
     let answer = outbound.post_json(url, &[], body).await;
     let outcome = judge(subscription.format, answer);
-    for message in &messages {
-        record(db, policy, metrics, message, outcome.clone()).await?;
-    }
-    Ok(())
+    let attempts = messages.into_iter().map(|m| (m, outcome.clone())).collect();
+    store(db, policy, metrics, attempts, &[], 0).await
 }
 
 /// Why an attempt failed: the English is kept for the API (`last_error`), the message for the
@@ -577,7 +615,7 @@ fn judge(format: Format, answer: Result<Answer, OutboundError>) -> Outcome {
 }
 
 /// Puts a claimed message back, due at `at`, without counting an attempt.
-async fn postpone(db: &DatabaseConnection, id: i64, at: i64) -> Result<(), DbErr> {
+async fn postpone(db: &impl ConnectionTrait, id: i64, at: i64) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
     let sql = "UPDATE webhook_message SET next_at = ?, lease_until = 0 WHERE id = ? AND state = ?";
     db.execute_raw(statement(
@@ -595,14 +633,19 @@ pub fn backoff(first_ms: i64, attempts: i32) -> i64 {
     doubled.min(LONGEST_WAIT_MS)
 }
 
-/// Stores an attempt's outcome; returns when the message is next due (if it is).
+/// When a message whose attempt failed at `now` is next due.
+fn retry_at(policy: &Policy, message: &Claimed, now: i64) -> i64 {
+    now + backoff(policy.first_retry_ms, message.attempts + 1)
+}
+
+/// Stores an attempt's outcome (see [`store`]).
 async fn record(
-    db: &DatabaseConnection,
+    db: &impl ConnectionTrait,
     policy: &Policy,
     metrics: &Metrics,
     message: &Claimed,
     outcome: Outcome,
-) -> Result<i64, DbErr> {
+) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
     let now = outbox::now_ms();
     let attempts = message.attempts + 1;
@@ -620,11 +663,11 @@ async fn record(
                 message.id.into(),
             ];
             db.execute_raw(statement(backend, sql, values)).await?;
-            Ok(now)
+            Ok(())
         }
         Err((status, error)) => {
             metrics.webhook_attempts_failed.fetch_add(1, Relaxed);
-            let next = now + backoff(policy.first_retry_ms, attempts);
+            let next = retry_at(policy, message, now);
             let state = match next - message.created_at > RETRY_FOR_MS {
                 true => FAILED,
                 false => WAITING,
@@ -647,7 +690,7 @@ async fn record(
                 message.id.into(),
             ];
             db.execute_raw(statement(backend, sql, values)).await?;
-            Ok(next)
+            Ok(())
         }
     }
 }
