@@ -16,7 +16,8 @@
 # the same after the last.
 # After the rounds, a burst at full speed (`-t2 -c128` for LAG_SECONDS, 30; 0 skips it): how far
 # the dashboards were behind at its end, and how long until every click was counted.
-# Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), INKLINK_BIN (bench this inklink binary
+# Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), ONLY_BURST and BURST_TRACE (--webhook's
+# burst alone; where its clicks are each second after it), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -268,12 +269,18 @@ metric_now() {
   curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
 # Waits until the receiver holds every recorded click (or 120 s); prints "clicks messages".
+# BURST_TRACE=1 prints, each second on stderr, where the clicks are: queued in memory, in the
+# spool, recorded, at the receiver (which stage holds the rest back).
 receiver_caught_up() {
-  local got=0 messages=0 written
+  local got=0 messages=0 written shown=$SECONDS start=$SECONDS
   for _ in $(seq 1 1200); do
     written=$(metric_now inklink_click_events_written_total)
     # (`read` fails on a last line without its newline: under `set -e` that ended the run.)
     read -r got messages < <(curl -sf "http://127.0.0.1:$RECEIVER_PORT/") || true
+    if [ -n "${BURST_TRACE:-}" ] && [ "$SECONDS" != "$shown" ]; then
+      shown=$SECONDS
+      echo "  +$((SECONDS - start)) s: queued $(metric_now inklink_click_queue_depth), spooled $(metric_now inklink_click_backlog), recorded $written, at the receiver $got" >&2
+    fi
     [ "$(metric_now inklink_click_queue_depth)" = 0 ] && [ "$(metric_now inklink_click_backlog)" = 0 ] \
       && [ "$got" -ge "$written" ] && break
     sleep 0.1
@@ -316,6 +323,8 @@ LUA
   after=$(metric_now inklink_click_events_written_total)
   BURST_REPORT="paced burst: $(awk '/Requests\/sec/ { printf "%.0f requests/s", $2 }' "$WORK/burst.txt") for ${BURST_SECONDS} s ($((after - before)) clicks recorded); every recorded click ($got) at the receiver $(python3 -c "import time; print(f'{time.time() - $PACED_END:.1f}')") s after the burst ended"
   echo "$BURST_REPORT"
+  # ONLY_BURST=1: the burst alone, for comparing changes to the hand-over and delivery.
+  [ -n "${ONLY_BURST:-}" ] && exit 0
 fi
 
 # One wrk run: "requests/s p50_ms p99_ms non2xx3xx requests".
