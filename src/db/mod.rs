@@ -354,6 +354,21 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction,
     .await
 }
 
+/// Runs `read` (which only reads) in a transaction that looks rows up by index on PostgreSQL
+/// (see [`sql::by_index`]). On SQLite the transaction holds no lock a writer waits for.
+pub async fn read_by_index<T>(
+    db: &DatabaseConnection,
+    read: impl AsyncFnOnce(&DatabaseTransaction) -> Result<T, DbErr>,
+) -> Result<T, DbErr> {
+    #[expect(clippy::disallowed_methods, reason = "it only reads")]
+    let txn = db.begin().await?;
+    let result = match sql::by_index(&txn).await {
+        Ok(()) => read(&txn).await,
+        Err(err) => Err(err),
+    };
+    finish(txn, result).await
+}
+
 /// Ends `txn` by `result`: commit on success, rollback on failure, both at once. A transaction
 /// that is merely dropped stays open on the server until its pooled connection is next used,
 /// holding locks that block other sessions (MySQL's metadata locks block DDL, for instance).

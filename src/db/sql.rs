@@ -31,6 +31,21 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
     Statement::from_sql_and_values(backend, numbered, values)
 }
 
+/// Within the transaction `txn`, has PostgreSQL look rows up by their index whatever it
+/// estimates (nothing elsewhere). For statements that name the rows they want by a list of
+/// keys, on tables that are queues (the clicks on their way to webhooks, the outbox): their
+/// size swings from nothing to hundreds of thousands of rows within a campaign burst, and at
+/// a few tens of thousands the planner judged reading the whole table cheaper than two
+/// thousand index look-ups. It was not: 20–70 ms for each chunk of keys instead of 2–4 ms
+/// (auto_explain, bench/README.md), several times a second.
+pub async fn by_index(txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        txn.execute_unprepared("SET LOCAL enable_seqscan = off")
+            .await?;
+    }
+    Ok(())
+}
+
 /// `SELECT {columns} FROM {table} WHERE {rest} AND url_map_id IN (…links…)`, `values` bound
 /// to the placeholders of `rest`.
 ///

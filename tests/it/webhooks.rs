@@ -1380,7 +1380,8 @@ async fn a_server_dropped_with_its_runtime_mid_work_does_not_abort_the_process()
 
 /// A burst's clicks reach the receiver each once; on PostgreSQL the hand-over refreshed the
 /// planner's statistics of the clicks on its own (counting is an hour away here: it refreshes
-/// them too, but falls behind in a burst), and without autovacuum vacuumed the outbox.
+/// them too, but falls behind in a burst), without autovacuum vacuumed the outbox, and never
+/// read the list of clicks on their way whole.
 #[actix_web::test]
 async fn a_burst_of_clicks_reaches_the_receiver_and_refreshes_the_planners_statistics() {
     let db = Arc::new(TestDb::create().await);
@@ -1436,5 +1437,24 @@ async fn a_burst_of_clicks_reaches_the_receiver_and_refreshes_the_planners_stati
             .map(|row| row.try_get::<String>("", "relname").unwrap())
             .collect();
         assert_eq!(refreshed, ["click", "webhook_message"]);
+        // The list of clicks on their way was read and emptied by key, through its index: at
+        // the burst's tens of thousands of rows the planner read it whole for each chunk of
+        // keys. (A backend reports its counts within a second or so of its transactions.)
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let sql = "SELECT COALESCE(seq_tup_read, 0) AS n FROM pg_stat_user_tables \
+                   WHERE relname = 'click_outgoing'";
+        let read_whole: i64 = app
+            .core
+            .db
+            .query_one_raw(Statement::from_string(backend, sql))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get("", "n")
+            .unwrap();
+        assert_eq!(
+            read_whole, 0,
+            "rows of click_outgoing read by sequential scans"
+        );
     }
 }

@@ -149,7 +149,9 @@ pub async fn hand_on_clicks(
     metrics: &Metrics,
 ) -> Result<u64, DbErr> {
     use crate::clickstore::outgoing;
-    let listed = outgoing::peek(db, CLICKS_PER_TURN).await?;
+    let listed =
+        crate::db::read_by_index(db, async |txn| outgoing::peek(txn, CLICKS_PER_TURN).await)
+            .await?;
     if listed.keys.is_empty() {
         return Ok(0);
     }
@@ -194,6 +196,7 @@ pub async fn hand_on_clicks(
     let txn = crate::db::begin_write(db).await?;
     let result = async {
         let backend = txn.get_database_backend();
+        crate::db::sql::by_index(&txn).await?;
         txn.execute_raw(statement(
             backend,
             "UPDATE webhook_turn SET taken = taken + 1 WHERE id = 1",
@@ -383,8 +386,10 @@ pub async fn deliver_due(
          WHERE id IN ({marks}) ORDER BY id"
     );
     let values = claimed.iter().map(|id| Value::from(*id)).collect();
+    let read = statement(backend, &sql, values);
+    let rows = crate::db::read_by_index(db, async |txn| txn.query_all_raw(read).await).await?;
     let mut per_hook: HashMap<i64, Vec<Claimed>> = HashMap::new();
-    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+    for row in rows {
         let message = Claimed {
             id: row.try_get("", "id")?,
             webhook: row.try_get("", "webhook_id")?,
