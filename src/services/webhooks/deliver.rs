@@ -498,15 +498,15 @@ async fn send_all(
     store(db, policy, metrics, attempted, &[], 0).await
 }
 
-/// The longest a delivered message waits to be stored as delivered: well within its lease, so
-/// that no other round claims it meanwhile.
+/// Delivered messages are stored as delivered once the first of them has waited this long (at
+/// the end of the attempt then running): well within their lease, so that no other round
+/// claims them meanwhile.
 const STORE_EVERY: Duration = Duration::from_secs(1);
 
 /// Stores the outcomes of `attempts`, and puts the messages `put_back` back (due at `at`,
-/// without an attempt counted), in one write transaction: while clicks pour in, SQLite's write
-/// lock is taken once for a round's deliveries instead of once a message (the lock is shared
-/// with the click writer, counting and the hand-over, and each wait for it held delivery
-/// back).
+/// without an attempt counted), in one write transaction: SQLite's write lock, which the click
+/// writer, counting and the hand-over also need, is taken once for a round's deliveries instead
+/// of once a message.
 async fn store(
     db: &DatabaseConnection,
     policy: &Policy,
