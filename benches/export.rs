@@ -157,7 +157,7 @@ async fn hand_on_while_stored(
     seeding: actix_web::rt::task::JoinHandle<f64>,
     total: u64,
 ) {
-    use inklink::services::webhooks::deliver;
+    use inklink::services::webhooks::{deliver, hand_on};
     let policy = deliver::Policy {
         allow_private: true,
         first_retry_ms: 1_000,
@@ -170,7 +170,7 @@ async fn hand_on_while_stored(
     let (mut taken, mut stored) = (0, None);
     // As the dispatcher does it, while the clicks are being stored.
     loop {
-        let turn = deliver::hand_on_clicks(&core.db, &policy, &metrics)
+        let turn = hand_on::hand_on_clicks(&core.db, policy.outbox_limit, &metrics)
             .await
             .unwrap();
         taken += turn;

@@ -409,8 +409,10 @@ async fn clicks_arrive_in_batches_equal_to_the_stored_clicks() {
                 let metrics = inklink::metrics::Metrics::default();
                 let mut taken = 0;
                 while visiting.load(std::sync::atomic::Ordering::Relaxed) {
-                    use inklink::services::webhooks::deliver::hand_on_clicks;
-                    taken += hand_on_clicks(&db, &policy, &metrics).await.unwrap();
+                    use inklink::services::webhooks::hand_on::hand_on_clicks;
+                    taken += hand_on_clicks(&db, policy.outbox_limit, &metrics)
+                        .await
+                        .unwrap();
                     actix_web::rt::time::sleep(std::time::Duration::from_millis(5)).await;
                 }
                 taken
@@ -1238,7 +1240,7 @@ fn clicks_from() -> chrono::NaiveDateTime {
 async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() {
     use crate::event_insert::{core_with_link_and, rows, rows_in};
     use inklink::clickstore::insert::insert_rows;
-    use inklink::services::webhooks::deliver;
+    use inklink::services::webhooks::{deliver, hand_on};
     use sea_orm::ConnectionTrait;
     let db = TestDb::create().await;
     // The core alone: no dispatcher and no counting run beside the test.
@@ -1263,7 +1265,7 @@ async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() 
     let metrics = inklink::metrics::Metrics::default();
     let mut handed = 0;
     loop {
-        let taken = deliver::hand_on_clicks(&core.db, &policy, &metrics)
+        let taken = hand_on::hand_on_clicks(&core.db, policy.outbox_limit, &metrics)
             .await
             .unwrap();
         if taken == 0 {
@@ -1311,7 +1313,7 @@ async fn clicks_are_handed_on_as_they_are_stored_without_waiting_for_counting() 
         1_500
     );
     assert_eq!(
-        deliver::hand_on_clicks(&core.db, &policy, &metrics)
+        hand_on::hand_on_clicks(&core.db, policy.outbox_limit, &metrics)
             .await
             .unwrap(),
         0
@@ -1422,34 +1424,32 @@ async fn a_burst_of_clicks_reaches_the_receiver_and_refreshes_the_planners_stati
 
     let backend = app.core.db.get_database_backend();
     if backend == sea_orm::DbBackend::Postgres {
-        let sql = "SELECT relname FROM pg_stat_user_tables WHERE \
-                   (relname = 'click' AND last_analyze IS NOT NULL) OR \
-                   (relname = 'webhook_message' AND (last_vacuum IS NOT NULL OR \
-                   (current_setting('autovacuum') = 'on' AND last_analyze IS NOT NULL))) \
-                   ORDER BY relname";
-        let refreshed: Vec<String> = app
-            .core
-            .db
-            .query_all_raw(Statement::from_string(backend, sql))
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.try_get::<String>("", "relname").unwrap())
-            .collect();
+        let ask = async |sql: &str| {
+            app.core
+                .db
+                .query_all_raw(Statement::from_string(backend, sql))
+                .await
+                .unwrap()
+        };
+        let refreshed: Vec<String> = ask("SELECT relname FROM pg_stat_user_tables WHERE \
+             (relname = 'click' AND last_analyze IS NOT NULL) OR \
+             (relname = 'webhook_message' AND (last_vacuum IS NOT NULL OR \
+             (current_setting('autovacuum') = 'on' AND last_analyze IS NOT NULL))) \
+             ORDER BY relname")
+        .await
+        .iter()
+        .map(|row| row.try_get::<String>("", "relname").unwrap())
+        .collect();
         assert_eq!(refreshed, ["click", "webhook_message"]);
         // The list of clicks on their way was read and emptied by key, through its index: at
         // the burst's tens of thousands of rows the planner read it whole for each chunk of
         // keys. (A backend reports its counts within a second or so of its transactions.)
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-        let sql = "SELECT COALESCE(seq_tup_read, 0) AS n FROM pg_stat_user_tables \
-                   WHERE relname = 'click_outgoing'";
-        let read_whole: i64 = app
-            .core
-            .db
-            .query_one_raw(Statement::from_string(backend, sql))
-            .await
-            .unwrap()
-            .unwrap()
+        let read_whole: i64 = ask(
+            "SELECT COALESCE(seq_tup_read, 0) AS n FROM pg_stat_user_tables \
+             WHERE relname = 'click_outgoing'",
+        )
+        .await[0]
             .try_get("", "n")
             .unwrap();
         assert_eq!(

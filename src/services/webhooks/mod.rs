@@ -4,6 +4,7 @@
 //! (a user or an API key of the operator role) only of the links and batches they made.
 
 pub mod deliver;
+pub mod hand_on;
 pub mod robot;
 
 use super::audit::{self, Actor, Entry};
