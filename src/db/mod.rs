@@ -362,10 +362,11 @@ pub async fn read_by_index<T>(
 ) -> Result<T, DbErr> {
     #[expect(clippy::disallowed_methods, reason = "it only reads")]
     let txn = db.begin().await?;
-    let result = match sql::by_index(&txn).await {
-        Ok(()) => read(&txn).await,
-        Err(err) => Err(err),
-    };
+    let result = async {
+        sql::by_index(&txn).await?;
+        read(&txn).await
+    }
+    .await;
     finish(txn, result).await
 }
 

@@ -1017,14 +1017,10 @@ async fn an_operators_change_is_not_kept_waiting_by_a_click_writer_writing_back_
         let before = stored.load(SeqCst);
         let txn = inklink::db::begin_write(&core.db).await.unwrap();
         passed.push(stored.load(SeqCst) - before);
-        let backend = txn.get_database_backend();
-        let change = Statement::from_sql_and_values(
-            backend,
-            match backend {
-                sea_orm::DbBackend::Postgres => "UPDATE url_map SET description = $1 WHERE id = $2",
-                _ => "UPDATE url_map SET description = ? WHERE id = ?",
-            },
-            [Value::from(format!("round {round}")), Value::from(link)],
+        let change = inklink::db::sql::statement(
+            txn.get_database_backend(),
+            "UPDATE url_map SET description = ? WHERE id = ?",
+            vec![Value::from(format!("round {round}")), Value::from(link)],
         );
         txn.execute_raw(change).await.unwrap();
         txn.commit().await.unwrap();
