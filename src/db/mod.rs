@@ -275,6 +275,29 @@ pub fn is_retryable(err: &DbErr) -> bool {
         .is_some_and(|code| code == "40001" || code == "40P01")
 }
 
+/// Runs a whole write transaction (`attempt`: begin, work, finish) again while the database
+/// rolls it back as a deadlock's victim or a serialization failure ([`is_retryable`]), up to
+/// ten more times, a little later each time: the database asks for exactly this.
+/// `retryable` says which of the caller's errors is such a failure.
+pub async fn retry_rolled_back<T, E>(
+    mut attempt: impl AsyncFnMut() -> Result<T, E>,
+    retryable: impl Fn(&E) -> bool,
+) -> Result<T, E> {
+    let mut tries = 0;
+    loop {
+        match attempt().await {
+            Err(err) if retryable(&err) && tries < RETRIES => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(5 * tries)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// How many times [`retry_rolled_back`] runs a transaction again.
+const RETRIES: u64 = 10;
+
 /// A refusal of the values themselves (too long for a column, out of range, against a
 /// constraint): the same row sent again is refused again. SQLSTATE classes 22 (data
 /// exception) and 23 (integrity constraint violation), and MySQL's strict-mode refusals that

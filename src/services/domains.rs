@@ -84,15 +84,15 @@ pub async fn add(
 ) -> Result<domain_conf::Model, DomainError> {
     // Instances starting together on a new MySQL database all add the first domain: InnoDB
     // may pick one of them as a deadlock's victim; run again, it finds the domain there.
-    let mut attempt = 0;
-    loop {
-        let txn = db::begin_write(db).await?;
-        let added = add_in(&txn, host, protocol, make_default, actor).await;
-        match db::finish(txn, added).await {
-            Err(DomainError::Db(err)) if db::is_retryable(&err) && attempt < 5 => attempt += 1,
-            done => return done,
-        }
-    }
+    db::retry_rolled_back(
+        async || {
+            let txn = db::begin_write(db).await?;
+            let added = add_in(&txn, host, protocol, make_default, actor).await;
+            db::finish(txn, added).await
+        },
+        |err| matches!(err, DomainError::Db(err) if db::is_retryable(err)),
+    )
+    .await
 }
 
 async fn add_in(

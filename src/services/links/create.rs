@@ -269,19 +269,16 @@ impl Draft<'_> {
         strategy: Strategy,
     ) -> Result<url_map::Model, DbErr> {
         // InnoDB may pick this transaction as a deadlock victim when many inserts race on the
-        // same unique indexes; the database asks for exactly this retry.
-        let mut attempt = 0;
-        loop {
-            let txn = db::begin_write(db).await?;
-            let inserted = self.insert_in(&txn, code, strategy).await;
-            match db::finish(txn, inserted).await {
-                Err(err) if db::is_retryable(&err) && attempt < 10 => {
-                    attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(5 * attempt)).await;
-                }
-                other => return other,
-            }
-        }
+        // same unique indexes.
+        db::retry_rolled_back(
+            async || {
+                let txn = db::begin_write(db).await?;
+                let inserted = self.insert_in(&txn, code, strategy).await;
+                db::finish(txn, inserted).await
+            },
+            db::is_retryable,
+        )
+        .await
     }
 
     async fn insert_in(

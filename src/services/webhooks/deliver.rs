@@ -154,7 +154,7 @@ pub async fn deliver_due(
         "SELECT id FROM webhook_message WHERE state = ? AND next_at <= ? AND lease_until <= ? \
          ORDER BY next_at, id LIMIT {CLAIM}"
     );
-    let due: Vec<i64> = db
+    let mut due: Vec<i64> = db
         .query_all_raw(statement(
             backend,
             &sql,
@@ -167,6 +167,9 @@ pub async fn deliver_due(
     if due.is_empty() {
         return Ok(0);
     }
+    // Every writer of several messages locks them in the order of their ids (claims, outcomes,
+    // a subscription's deletion), so that none waits for another that waits for it.
+    due.sort_unstable();
     // One transaction for the claims: on SQLite each statement on its own would take the
     // write lock the click writer needs, once a message.
     let txn = crate::db::begin_write(db).await?;
@@ -235,6 +238,10 @@ async fn subscriptions(
     db: &DatabaseConnection,
     ids: &[i64],
 ) -> Result<HashMap<i64, Subscription>, DbErr> {
+    // Every message claimed can be gone by now, deleted with its subscription.
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     let backend = db.get_database_backend();
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!("SELECT {COLUMNS} FROM webhook WHERE id IN ({marks})");
@@ -256,19 +263,22 @@ async fn send_all(
     subscription: Option<&Subscription>,
     messages: Vec<Claimed>,
 ) -> Result<(), DbErr> {
-    let Some(subscription) = subscription.filter(|s| s.enabled) else {
-        // Disabled (or deleted) meanwhile: the messages wait, unclaimed, until it is enabled.
-        let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+    let ids = || messages.iter().map(|m| m.id).collect::<Vec<i64>>();
+    let Some(subscription) = subscription else {
+        return forget_orphans(db, &ids()).await;
+    };
+    if !subscription.enabled {
+        // Disabled meanwhile: the messages wait, unclaimed, until it is enabled.
         return store(
             db,
             policy,
             metrics,
             Vec::new(),
-            &ids,
+            &ids(),
             outbox::now_ms() + LEASE_MS,
         )
         .await;
-    };
+    }
     let Ok(url) = url::Url::parse(&subscription.url) else {
         let attempts = messages
             .into_iter()
@@ -316,6 +326,32 @@ async fn send_all(
     store(db, policy, metrics, attempted, &[], 0).await
 }
 
+/// Forgets those of messages `ids` still there, their subscription gone: the messages a
+/// change put for a subscription as it was being deleted (the change read the subscriptions
+/// before the delete committed). Most often the delete took them all after they were claimed,
+/// and then nothing is written.
+async fn forget_orphans(db: &DatabaseConnection, ids: &[i64]) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT id FROM webhook_message WHERE id IN ({marks}) ORDER BY id");
+    let values = ids.iter().map(|id| Value::from(*id)).collect();
+    let left: Vec<i64> = db
+        .query_all_raw(statement(backend, &sql, values))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "id"))
+        .collect::<Result<_, _>>()?;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; left.len()].join(", ");
+    let sql = format!("DELETE FROM webhook_message WHERE id IN ({marks})");
+    let values = left.iter().map(|id| Value::from(*id)).collect();
+    let txn = crate::db::begin_write(db).await?;
+    let forgotten = txn.execute_raw(statement(backend, &sql, values)).await;
+    crate::db::finish(txn, forgotten.map(drop)).await
+}
+
 /// Delivered messages are stored as delivered once the first of them has waited this long (at
 /// the end of the attempt then running): well within their lease, so that no other round
 /// claims them meanwhile.
@@ -336,6 +372,15 @@ async fn store(
     if attempts.is_empty() && put_back.is_empty() {
         return Ok(());
     }
+    // In the order of the messages' ids, as every writer of several messages (see
+    // `deliver_due`): sent in that order, the ones put back come after the ones attempted.
+    debug_assert!(
+        attempts
+            .iter()
+            .map(|(m, _)| m.id)
+            .chain(put_back.iter().copied())
+            .is_sorted()
+    );
     let txn = crate::db::begin_write(db).await?;
     let stored = async {
         for (message, outcome) in attempts {

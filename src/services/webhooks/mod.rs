@@ -16,7 +16,7 @@ use crate::rules::webhook::{
     self, EventType, Events, Format, SigningSecret, WebhookError, WebhookUrl,
 };
 use crate::state::Inklink;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Value};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Value};
 use serde_json::json;
 
 /// Subscriptions one person or key may have.
@@ -365,10 +365,29 @@ pub async fn update(
 
 /// Deletes a subscription and its outbox.
 pub async fn delete(app: &Inklink, id: i64, actor: &Actor) -> Result<(), WebhookServiceError> {
+    // Set-wise changes of the outbox (resending, replays, pruning) lock messages in no
+    // particular order, so a deadlock stays possible: run again, it deletes what is there then.
+    crate::db::retry_rolled_back(
+        async || delete_once(app, id, actor).await,
+        |err| matches!(err, WebhookServiceError::Db(err) if crate::db::is_retryable(err)),
+    )
+    .await
+}
+
+async fn delete_once(app: &Inklink, id: i64, actor: &Actor) -> Result<(), WebhookServiceError> {
     let txn = crate::db::begin_write(&app.db).await?;
     let result = async {
         let before = get(&txn, id, actor).await?;
         let backend = txn.get_database_backend();
+        // Delivery locks messages in the order of their ids (claims and outcomes alike); so
+        // must this, or it could take one while delivery holds another it needs next, each
+        // then waiting for the other. MariaDB's DELETE does (it walks the subscription's
+        // index, or the whole table by key); PostgreSQL's takes rows as they lie in the table.
+        if backend == DbBackend::Postgres {
+            let lock = "SELECT id FROM webhook_message WHERE webhook_id = ? ORDER BY id FOR UPDATE";
+            txn.query_all_raw(statement(backend, lock, vec![id.into()]))
+                .await?;
+        }
         for sql in [
             "DELETE FROM webhook_message WHERE webhook_id = ?",
             "DELETE FROM webhook WHERE id = ?",
