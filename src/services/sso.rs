@@ -252,6 +252,8 @@ fn username_candidates(claims: &Claims) -> Vec<Username> {
 /// whichever instance sees it. States of expired flights are forgotten on the way.
 async fn spend_state(app: &Inklink, flight: &Flight) -> Result<(), SsoError> {
     let backend = app.db.get_database_backend();
+    // Someone is waiting to sign in (SQLite: see `db::write_turn`).
+    let _turn = db::write_turn(&app.db).await;
     let now = db::now();
     app.db
         .execute_raw(statement(

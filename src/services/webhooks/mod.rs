@@ -462,6 +462,7 @@ pub async fn send_test(app: &Inklink, id: i64, actor: &Actor) -> Result<(), Webh
         TEST_EVENT,
         json!({"webhook": found.id, "by": {"kind": actor.kind(), "name": actor.name()}}),
     );
+    let _turn = crate::db::write_turn(&app.db).await;
     outbox::put(&app.db, found.id, TEST_EVENT, &body, 1).await?;
     Ok(())
 }
@@ -484,6 +485,7 @@ pub async fn resend_failed(
         FAILED.into(),
         DROPPED.into(),
     ];
+    let _turn = crate::db::write_turn(&app.db).await;
     let done = app.db.execute_raw(statement(backend, sql, values)).await?;
     Ok(done.rows_affected())
 }
