@@ -312,6 +312,7 @@ pub async fn fail_over(
         domains::rotate_with(db, blocked.id, standby.id, &Actor::System, Some(evidence)).await?;
     let backend = db.get_database_backend();
     let sql = "UPDATE domain_health SET rotated_at = ? WHERE domain_id = ?";
+    let _turn = crate::db::write_turn(db).await;
     db.execute_raw(statement(
         backend,
         sql,
@@ -374,6 +375,7 @@ async fn take_lease(db: &DatabaseConnection, holder: &str, until: i64) -> Result
     let sql =
         "UPDATE probe_lease SET holder = ?, until = ? WHERE id = 1 AND (until < ? OR holder = ?)";
     let values: Vec<Value> = vec![holder.into(), until.into(), now_ms().into(), holder.into()];
+    let _turn = crate::db::write_turn(db).await;
     Ok(db
         .execute_raw(statement(backend, sql, values))
         .await?

@@ -570,9 +570,11 @@ pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr
     let backend = db.get_database_backend();
     let before = outbox::now_ms() - i64::from(keep_days) * 86_400_000;
     let sql = "DELETE FROM webhook_message WHERE created_at < ? AND state <> ?";
-    let done = db
-        .execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
-        .await?;
+    let done = {
+        let _turn = crate::db::write_turn(db).await;
+        db.execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
+            .await?
+    };
     refresh_statistics(db).await;
     Ok(done.rows_affected())
 }
