@@ -155,14 +155,18 @@ fn load(
         let (redirected, url) = (redirected.clone(), format!("{base}/{code}"));
         clients.push(actix_web::rt::spawn(async move {
             let client = crate::support::client();
-            // A long referrer makes each journal line about 1,600 bytes, so that a second of
-            // load fills several of the journal's segment files.
-            let referrer = format!("https://example.com/{}", "r".repeat(1500));
+            // A long referrer and user agent (each near the 2,048 bytes kept) make a journal
+            // line about 4,100 bytes, so that about 500 clicks a second on a worker fill one of
+            // its 2 MB segment files before the generation closes: a debug build beside other
+            // tests on a slow machine still does that (at 1,600 bytes a line, CI once did not).
+            let referrer = format!("https://example.com/{}", "r".repeat(2000));
+            let agent = format!("Mozilla/5.0 (load) {}", "a".repeat(2000));
             for i in 0.. {
                 let n = format!("n={worker}-{i}");
                 let request = client.get(format!("{url}?{n}"));
                 match request
                     .insert_header(("referer", referrer.as_str()))
+                    .insert_header(("user-agent", agent.as_str()))
                     .send()
                     .await
                 {
