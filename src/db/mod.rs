@@ -10,8 +10,8 @@ use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr,
-    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbErr,
+    ExecResult, RuntimeErr, SqliteTransactionMode, Statement, TransactionOptions, TransactionTrait,
 };
 use std::time::Duration;
 
@@ -293,6 +293,17 @@ pub async fn retry_rolled_back<T, E>(
             done => return done,
         }
     }
+}
+
+/// Runs one statement on its own (its own transaction) again while the database rolls it
+/// back ([`retry_rolled_back`]): for a statement that changes many rows in no particular
+/// order (resending, replaying, pruning the webhook outbox), which can meet a writer that locks
+/// the same rows in another order.
+pub async fn execute_retried(
+    db: &impl ConnectionTrait,
+    stmt: Statement,
+) -> Result<ExecResult, DbErr> {
+    retry_rolled_back(async || db.execute_raw(stmt.clone()).await, is_retryable).await
 }
 
 /// How many times [`retry_rolled_back`] runs a transaction again.

@@ -262,6 +262,7 @@ async fn use_code(app: &Inklink, user: &users::Model, code: u32) -> Result<bool,
 
 async fn use_recovery_code(app: &Inklink, user: i64, code: &str) -> Result<bool, DbErr> {
     let backend = app.db.get_database_backend();
+    // Someone is waiting to sign in (SQLite: see `db::write_turn`).
     let _turn = crate::db::write_turn(&app.db).await;
     let taken = app
         .db

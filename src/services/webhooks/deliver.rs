@@ -572,8 +572,11 @@ pub async fn prune(db: &DatabaseConnection, keep_days: u32) -> Result<u64, DbErr
     let sql = "DELETE FROM webhook_message WHERE created_at < ? AND state <> ?";
     let done = {
         let _turn = crate::db::write_turn(db).await;
-        db.execute_raw(statement(backend, sql, vec![before.into(), WAITING.into()]))
-            .await?
+        crate::db::execute_retried(
+            db,
+            statement(backend, sql, vec![before.into(), WAITING.into()]),
+        )
+        .await?
     };
     refresh_statistics(db).await;
     Ok(done.rows_affected())

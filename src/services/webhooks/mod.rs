@@ -366,7 +366,8 @@ pub async fn update(
 /// Deletes a subscription and its outbox.
 pub async fn delete(app: &Inklink, id: i64, actor: &Actor) -> Result<(), WebhookServiceError> {
     // Set-wise changes of the outbox (resending, replays, pruning) lock messages in no
-    // particular order, so a deadlock stays possible: run again, it deletes what is there then.
+    // particular order, so a deadlock stays possible: run again, it deletes what is there then
+    // (those changes are run again too: `db::execute_retried`).
     crate::db::retry_rolled_back(
         async || delete_once(app, id, actor).await,
         |err| matches!(err, WebhookServiceError::Db(err) if crate::db::is_retryable(err)),
@@ -486,7 +487,7 @@ pub async fn resend_failed(
         DROPPED.into(),
     ];
     let _turn = crate::db::write_turn(&app.db).await;
-    let done = app.db.execute_raw(statement(backend, sql, values)).await?;
+    let done = crate::db::execute_retried(&app.db, statement(backend, sql, values)).await?;
     Ok(done.rows_affected())
 }
 
@@ -514,7 +515,7 @@ pub async fn replay(
         sql.push_str(" AND webhook_id = ?");
         values.push(id.into());
     }
-    let done = db.execute_raw(statement(backend, &sql, values)).await?;
+    let done = crate::db::execute_retried(db, statement(backend, &sql, values)).await?;
     Ok(done.rows_affected())
 }
 
