@@ -24,12 +24,12 @@ pub enum AdminError {
     /// The signed-in person may not do this to this thing; the message says why.
     #[error("{0}")]
     Denied(Message),
-    #[error("the database could not be reached; please try again")]
+    #[error("the database is busy or could not be reached; please try again")]
     Db(#[from] sea_orm::DbErr),
     #[error("the session could not be read or saved; please sign in again")]
     Session(String),
     /// Something below the page (the session store) failed: the database is away.
-    #[error("the database could not be reached; please try again in a moment")]
+    #[error("the database is busy or could not be reached; please try again in a moment")]
     Unavailable,
     /// The address or form could not be read (a hand-edited URL, a broken client).
     #[error("{0}")]

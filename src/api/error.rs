@@ -62,7 +62,7 @@ pub enum ApiError {
     RateLimited(u64),
     #[error("this endpoint does not accept {method}; use {allow}")]
     MethodNotAllowed { method: String, allow: &'static str },
-    #[error("the database could not be reached; try again shortly")]
+    #[error("the database is busy or could not be reached; try again shortly")]
     Unavailable(#[source] sea_orm::DbErr),
 }
 

@@ -1400,15 +1400,15 @@ pub(super) const CHINESE: &[(&str, &str)] = &[
         "the code is {len} characters long; at most {MAX_CODE_LEN} are allowed",
         "短码长度为 {len} 个字符；最多允许 {MAX_CODE_LEN} 个",
     ),
-    (
-        "the database could not be reached; please try again",
-        "无法连接数据库；请重试",
-    ),
-    (
-        "the database could not be reached; please try again in a moment",
-        "无法连接数据库；请稍后重试",
-    ),
     ("the database failed", "数据库出错"),
+    (
+        "the database is busy or could not be reached; please try again",
+        "数据库繁忙或无法连接；请重试",
+    ),
+    (
+        "the database is busy or could not be reached; please try again in a moment",
+        "数据库繁忙或无法连接；请稍后重试",
+    ),
     (
         "the description is longer than {MAX_DESCRIPTION} characters",
         "描述超过 {MAX_DESCRIPTION} 个字符",

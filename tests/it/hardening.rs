@@ -472,7 +472,8 @@ async fn during_a_database_outage_admin_pages_are_the_503_page() {
 
     assert_eq!(page.status, 503);
     assert!(
-        page.body.contains("database could not be reached"),
+        page.body
+            .contains("database is busy or could not be reached"),
         "{}",
         page.body
     );
