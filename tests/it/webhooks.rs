@@ -1568,3 +1568,101 @@ async fn a_subscription_is_deleted_while_its_messages_are_being_delivered() {
         assert_eq!(deadlocks, 0, "deadlocks");
     }
 }
+
+/// `inklink webhooks replay` changes many messages in the order PostgreSQL finds them in the
+/// table, while another writer may lock the same messages in another order; when PostgreSQL
+/// picks the replay as the deadlock's victim, the replay runs again instead of failing.
+/// (PostgreSQL only: SQLite has one writer; MariaDB picks the victim by the size of each
+/// transaction, so which side loses is not this test's to choose.)
+#[actix_web::test]
+async fn a_replay_picked_as_a_deadlocks_victim_runs_again() {
+    use crate::event_insert::core_with_link_and;
+    use inklink::services::audit::Actor;
+    use inklink::services::outbox;
+    use inklink::services::webhooks::{self, NewWebhook};
+    let db = TestDb::create().await;
+    let (core, _) = core_with_link_and(&db, "https://example.com/replayed", &LOCAL).await;
+    let backend = core.db.get_database_backend();
+    if backend != sea_orm::DbBackend::Postgres {
+        return;
+    }
+    let new = NewWebhook::parse("http://127.0.0.1:9/", None, ["link.created"], None).unwrap();
+    let hook = webhooks::create(&core, new, &Actor::System, "en")
+        .await
+        .unwrap();
+    for n in 0..2 {
+        let body = outbox::envelope("link.created", json!({"n": n}));
+        outbox::put(&core.db, hook.id, "link.created", &body, 1)
+            .await
+            .unwrap();
+    }
+    // Delivered (state 1): a replay sends them again.
+    core.db
+        .execute_raw(Statement::from_string(
+            backend,
+            "UPDATE webhook_message SET state = 1",
+        ))
+        .await
+        .unwrap();
+    let ids: Vec<i64> = core
+        .db
+        .query_all_raw(Statement::from_string(
+            backend,
+            "SELECT id FROM webhook_message ORDER BY id",
+        ))
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.try_get_by_index(0).unwrap())
+        .collect();
+    let (first, second) = (ids[0], ids[1]);
+
+    // Another writer holds the second message, the replay takes the first and waits for
+    // the second, then the other writer asks for the first: each waits for the other.
+    let other = inklink::db::begin_write(&core.db).await.unwrap();
+    let lock = |id: i64| {
+        Statement::from_string(
+            backend,
+            format!("UPDATE webhook_message SET attempts = attempts WHERE id = {id}"),
+        )
+    };
+    other.execute_raw(lock(second)).await.unwrap();
+    let replaying = webhooks::replay(&core.db, 0, i64::MAX, None);
+    let crossing = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        other.execute_raw(lock(first)).await.unwrap();
+        other.commit().await.unwrap();
+    };
+    let (replayed, ()) = futures_util::future::join(replaying, crossing).await;
+
+    assert_eq!(replayed.unwrap(), 2, "both messages are sent again");
+    let waiting: i64 = core
+        .db
+        .query_one_raw(Statement::from_string(
+            backend,
+            "SELECT COUNT(*) FROM webhook_message WHERE state = 0",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index(0)
+        .unwrap();
+    assert_eq!(waiting, 2);
+    // The deadlock did happen (a backend reports its counts within a second or so).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let deadlocks: i64 = core
+        .db
+        .query_one_raw(Statement::from_string(
+            backend,
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index(0)
+        .unwrap();
+    assert!(
+        deadlocks >= 1,
+        "no deadlock happened: the test proves nothing"
+    );
+}
