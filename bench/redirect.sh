@@ -18,7 +18,9 @@
 # the dashboards were behind at its end, and how long until every click was counted.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), ONLY_BURST and BURST_TRACE (--webhook's
 # burst alone; where its clicks are each second after it), INKLINK_BIN (bench this inklink binary
-# instead of building the working tree: e.g. an earlier commit's, to compare).
+# instead of building the working tree: e.g. an earlier commit's, to compare), INKLINK_LOG (the
+# server's log filter, warn: `warn,inklink::stats=debug` logs each counting turn, its clicks and
+# how long it held the database).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SERVER_URL="" CEILING="" RECIPIENTS="" WEBHOOK=""
@@ -76,7 +78,7 @@ case $SERVER_URL in
           DB_URL="${SERVER_URL%/*}/$BENCH_DB"; BACKEND=MariaDB ;;
   *) echo "--db takes a postgres:// or mysql:// URL" >&2; exit 2 ;;
 esac
-export INKLINK_DATABASE_URL="$DB_URL" INKLINK_LISTEN="127.0.0.1:$INKLINK_PORT" INKLINK_LOG=warn
+export INKLINK_DATABASE_URL="$DB_URL" INKLINK_LISTEN="127.0.0.1:$INKLINK_PORT" INKLINK_LOG=${INKLINK_LOG:-warn}
 [ -n "$WEBHOOK" ] && export INKLINK_WEBHOOK_ALLOW_PRIVATE=true
 export INKLINK_TRUSTED_PROXIES=127.0.0.1
 # Clicks are recorded and enriched as in production: GeoIP from the test fixture's networks.

@@ -1,7 +1,7 @@
 //! When counting runs: every `INKLINK_STATS_INTERVAL`, and in larger turns with short rests
 //! while a burst waits.
 
-use super::tally::{BATCH, burst_turn, tally_counted};
+use super::tally::{BATCH, burst_turn, quiet_turn, tally_counted};
 use crate::metrics::Metrics;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
@@ -72,6 +72,13 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
                 let started = std::time::Instant::now();
                 let turn = tally_counted(&db, tz, limit).await;
                 if let Ok(counted) = &turn {
+                    tracing::debug!(
+                        clicks = counted.clicks,
+                        link_days = counted.link_days,
+                        held_ms = counted.held.as_millis() as u64,
+                        limit,
+                        "counting turn"
+                    );
                     metrics.events_counted.fetch_add(counted.clicks, Relaxed);
                     if refresh.due(counted.clicks) {
                         refresh_statistics(&db).await;
@@ -85,7 +92,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
                         pause = burst_rest(backend, started.elapsed(), writer_busy);
                         limit = burst_turn(backend, counted);
                     }
-                    Ok(_) => limit = BATCH,
+                    Ok(counted) => limit = quiet_turn(backend, counted),
                     Err(err) => {
                         tracing::warn!(error = %err, "cannot update daily statistics; will retry")
                     }

@@ -673,7 +673,7 @@ async fn a_counting_turn_reads_the_waiting_clicks_page_after_page_each_once() {
 /// turn by it (clicks spread over many links are counted in smaller turns).
 #[actix_web::test]
 async fn a_counting_turn_tells_the_links_days_it_touched() {
-    use inklink::stats::tally::{self, Counted};
+    use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/days").await;
     let target = inklink::services::links::parse_target(&core, "https://example.com/other")
@@ -705,17 +705,11 @@ async fn a_counting_turn_tells_the_links_days_it_touched() {
             }),
     );
     insert_rows(&core.db, &batch).await.unwrap();
-    assert_eq!(
-        tally::tally_counted(&core.db, utc, 50_000).await.unwrap(),
-        Counted {
-            clicks: 200,
-            link_days: 4
-        }
-    );
-    assert_eq!(
-        tally::tally_counted(&core.db, utc, 50_000).await.unwrap(),
-        Counted::default()
-    );
+    let counted = tally::tally_counted(&core.db, utc, 50_000).await.unwrap();
+    assert_eq!((counted.clicks, counted.link_days), (200, 4));
+    assert!(counted.held > std::time::Duration::ZERO);
+    let none = tally::tally_counted(&core.db, utc, 50_000).await.unwrap();
+    assert_eq!((none.clicks, none.link_days), (0, 0));
 }
 
 /// A counting turn that fails after taking its clicks off the waiting list (on PostgreSQL
