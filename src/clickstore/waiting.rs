@@ -115,6 +115,48 @@ pub async fn take_front(db: &impl ConnectionTrait, keys: &[(i64, Vec<u8>)]) -> R
     Ok(true)
 }
 
+/// Takes the clicks `keys` off the waiting list when every one of them is still on it; false,
+/// taking nothing, when any was taken since they were read. For a turn worked out ahead whose
+/// clicks are no longer the list's front ([`take_front`]) because earlier clicks were stored
+/// meanwhile (the writer's spool, written after the newer clicks it held in memory, as after
+/// a burst): those wait for the next turn, instead of this turn reading the list again while
+/// it holds SQLite's write lock.
+pub async fn take_listed(
+    db: &impl ConnectionTrait,
+    keys: &[(i64, Vec<u8>)],
+) -> Result<bool, DbErr> {
+    let backend = db.get_database_backend();
+    let chunks = || {
+        keys.chunks(250)
+            .map(|chunk| any_key(chunk.iter().map(|(at, key)| (*at, &key[..]))))
+    };
+    let mut listed = 0;
+    for (terms, values) in chunks() {
+        let sql = format!("SELECT COUNT(*) AS listed FROM {WAITING} WHERE {terms}");
+        if let Some(row) = db.query_one_raw(statement(backend, &sql, values)).await? {
+            listed += row.try_get::<i64>("", "listed")?;
+        }
+    }
+    if keys.is_empty() || listed != keys.len() as i64 {
+        return Ok(false);
+    }
+    for (terms, values) in chunks() {
+        let sql = format!("DELETE FROM {WAITING} WHERE {terms}");
+        db.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(true)
+}
+
+/// The condition on the waiting list for any of the clicks `keys` (time and key), each term
+/// one look in the list's key, and its values.
+fn any_key<'a>(keys: impl ExactSizeIterator<Item = (i64, &'a [u8])>) -> (String, Vec<Value>) {
+    let terms = vec!["(at = ? AND event_key = ?)"; keys.len()].join(" OR ");
+    let values = keys
+        .flat_map(|(at, key)| [Value::from(at), Value::from(key.to_vec())])
+        .collect();
+    (terms, values)
+}
+
 /// Takes every entry up to click `last` (time and key) off the waiting list.
 async fn forget_front(db: &impl ConnectionTrait, last: (i64, &[u8])) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
@@ -267,14 +309,9 @@ pub async fn forget_orphans(db: &impl ConnectionTrait) -> Result<(), DbErr> {
 /// Takes `clicks` off the waiting list, by their keys.
 async fn forget_waiting(db: &impl ConnectionTrait, clicks: &[Waiting]) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
-    // Each term is one look in the list's key.
     for chunk in clicks.chunks(250) {
-        let marks = vec!["(at = ? AND event_key = ?)"; chunk.len()].join(" OR ");
-        let sql = format!("DELETE FROM {WAITING} WHERE {marks}");
-        let values = chunk
-            .iter()
-            .flat_map(|click| [Value::from(click.at), Value::from(click.key.clone())])
-            .collect();
+        let (terms, values) = any_key(chunk.iter().map(|click| (click.at, &click.key[..])));
+        let sql = format!("DELETE FROM {WAITING} WHERE {terms}");
         db.execute_raw(statement(backend, &sql, values)).await?;
     }
     Ok(())

@@ -904,7 +904,8 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
 }
 
 #[actix_web::test]
-async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_has_changed() {
+async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_wait_and_nothing_else_it_read_changed()
+ {
     use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/ahead").await;
@@ -914,7 +915,8 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
     let mut counted = 0;
 
     // Clicks earlier than those read are stored before the turn is taken (a spool written
-    // late): the list's front is no longer what was read.
+    // late): the list's front is no longer what was read, but the clicks read still wait.
+    // The work stands, and the earlier clicks wait for the next turn.
     insert_rows(&core.db, &batch[400..800]).await.unwrap();
     let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
     assert!(ahead.is_some());
@@ -923,6 +925,17 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_nothing_it_read_ha
         .await
         .unwrap()
         .clicks;
+    let waiting = inklink::clickstore::waiting::peek_waiting(&core.db, 1000)
+        .await
+        .unwrap();
+    let waiting: Vec<_> = waiting
+        .iter()
+        .map(|w| inklink::clickstore::insert::from_micros(w.at))
+        .collect();
+    let expected: Vec<_> = (batch[..400].iter().chain(&batch[700..800]))
+        .map(|row| row.record_time)
+        .collect();
+    assert_eq!(waiting, expected, "the clicks left waiting");
 
     // Another turn is taken between: both read the same front, which only the first counts.
     let first = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();

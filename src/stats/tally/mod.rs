@@ -265,13 +265,18 @@ async fn tally_in(
     let frozen = purged_before(txn).await?;
     if let Some(ahead) = ahead {
         // Everything a turn reads besides the waiting list is written only by turns (and a
-        // purge's boundary): when no turn came between, and the list's front is still the
-        // clicks read, the work stands.
-        if ahead.taken + 1 == turn
-            && ahead.frozen == frozen
-            && crate::clickstore::waiting::take_front(txn, &ahead.keys).await?
-        {
-            return apply(txn, turn, ahead.work).await;
+        // purge's boundary): when no turn came between, and the clicks read are still
+        // waiting, the work stands. Usually they are still the list's front, taken in one
+        // range; clicks stored since that are earlier than some of them (a spool written
+        // late) wait for the next turn.
+        use crate::clickstore::waiting::{take_front, take_listed};
+        if ahead.taken + 1 == turn && ahead.frozen == frozen {
+            if take_front(txn, &ahead.keys).await? || take_listed(txn, &ahead.keys).await? {
+                return apply(txn, turn, ahead.work).await;
+            }
+            tracing::debug!(
+                "the clicks a counting turn worked out ahead were taken since; it reads the list again"
+            );
         }
     }
     let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
