@@ -125,6 +125,9 @@ pub async fn take_listed(
     db: &impl ConnectionTrait,
     keys: &[(i64, Vec<u8>)],
 ) -> Result<bool, DbErr> {
+    if keys.is_empty() {
+        return Ok(false);
+    }
     let backend = db.get_database_backend();
     let chunks = || {
         keys.chunks(250)
@@ -137,7 +140,7 @@ pub async fn take_listed(
             listed += row.try_get::<i64>("", "listed")?;
         }
     }
-    if keys.is_empty() || listed != keys.len() as i64 {
+    if listed != keys.len() as i64 {
         return Ok(false);
     }
     for (terms, values) in chunks() {

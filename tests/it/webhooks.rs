@@ -1468,6 +1468,24 @@ async fn a_burst_of_clicks_reaches_the_receiver_and_refreshes_the_planners_stati
     }
 }
 
+/// A new `link.created` subscription to `url` with `n` messages in its outbox; its id.
+async fn subscription_with_messages(core: &inklink::state::Inklink, url: &str, n: usize) -> i64 {
+    use inklink::services::audit::Actor;
+    use inklink::services::outbox;
+    use inklink::services::webhooks::{self, NewWebhook};
+    let new = NewWebhook::parse(url, None, ["link.created"], None).unwrap();
+    let made = webhooks::create(core, new, &Actor::System, "en")
+        .await
+        .unwrap();
+    for n in 0..n {
+        let body = outbox::envelope("link.created", json!({"n": n}));
+        outbox::put(&core.db, made.id, "link.created", &body, 1)
+            .await
+            .unwrap();
+    }
+    made.id
+}
+
 /// A subscription deleted while instances claim, attempt and put back its messages: each
 /// delete succeeds, and neither waits for the other. (PostgreSQL once picked the delete as a deadlock's victim, the
 /// two transactions having locked the same messages in different orders, and the API
@@ -1477,7 +1495,7 @@ async fn a_subscription_is_deleted_while_its_messages_are_being_delivered() {
     use crate::event_insert::core_with_link_and;
     use inklink::services::audit::Actor;
     use inklink::services::outbox;
-    use inklink::services::webhooks::{self, NewWebhook, deliver};
+    use inklink::services::webhooks::{self, deliver};
     use std::cell::Cell;
     let db = TestDb::create().await;
     let (core, _) = core_with_link_and(&db, "https://example.com/gone", &LOCAL).await;
@@ -1497,17 +1515,7 @@ async fn a_subscription_is_deleted_while_its_messages_are_being_delivered() {
         let mut hooks = Vec::new();
         for n in 0..3 {
             let url = receiver.url(&format!("/{round}/{n}"));
-            let new = NewWebhook::parse(&url, None, ["link.created"], None).unwrap();
-            let made = webhooks::create(&core, new, &Actor::System, "en")
-                .await
-                .unwrap();
-            for _ in 0..150 {
-                let body = outbox::envelope("link.created", json!({"round": round}));
-                outbox::put(&core.db, made.id, "link.created", &body, 1)
-                    .await
-                    .unwrap();
-            }
-            hooks.push(made.id);
+            hooks.push(subscription_with_messages(&core, &url, 150).await);
         }
         let deleted = Cell::new(false);
         let failures = Cell::new(0);
@@ -1577,25 +1585,14 @@ async fn a_subscription_is_deleted_while_its_messages_are_being_delivered() {
 #[actix_web::test]
 async fn a_replay_picked_as_a_deadlocks_victim_runs_again() {
     use crate::event_insert::core_with_link_and;
-    use inklink::services::audit::Actor;
-    use inklink::services::outbox;
-    use inklink::services::webhooks::{self, NewWebhook};
+    use inklink::services::webhooks;
     let db = TestDb::create().await;
     let (core, _) = core_with_link_and(&db, "https://example.com/replayed", &LOCAL).await;
     let backend = core.db.get_database_backend();
     if backend != sea_orm::DbBackend::Postgres {
         return;
     }
-    let new = NewWebhook::parse("http://127.0.0.1:9/", None, ["link.created"], None).unwrap();
-    let hook = webhooks::create(&core, new, &Actor::System, "en")
-        .await
-        .unwrap();
-    for n in 0..2 {
-        let body = outbox::envelope("link.created", json!({"n": n}));
-        outbox::put(&core.db, hook.id, "link.created", &body, 1)
-            .await
-            .unwrap();
-    }
+    subscription_with_messages(&core, "http://127.0.0.1:9/", 2).await;
     // Delivered (state 1): a replay sends them again.
     core.db
         .execute_raw(Statement::from_string(
