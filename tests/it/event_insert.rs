@@ -978,6 +978,49 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_w
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
+/// A turn worked out ahead knows its clicks still wait by how many are listed up to its last
+/// one, when nothing can have taken any of them off. A purge can: it takes off the late clicks
+/// of the days it froze, and clicks stored meanwhile among those read would then make up the
+/// count, and be taken off uncounted.
+#[actix_web::test]
+async fn a_turn_worked_out_ahead_over_a_purged_days_late_clicks_counts_the_clicks_stored_meanwhile()
+{
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/purged").await;
+    let utc = chrono_tz::UTC;
+    let frozen = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+    let after = frozen.succ_opt().unwrap();
+    inklink::stats::retention::purge(&core.db, utc, frozen)
+        .await
+        .unwrap();
+    // Late clicks of a purged day, and clicks of the day after, all waiting.
+    let late = rows(
+        200,
+        frozen.pred_opt().unwrap().and_hms_opt(8, 0, 0).unwrap(),
+        link,
+    );
+    let counted_day = rows(300, after.and_hms_opt(8, 0, 0).unwrap(), link);
+    insert_rows(&core.db, &late).await.unwrap();
+    insert_rows(&core.db, &counted_day).await.unwrap();
+    let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    // The purge's deletes (they follow its counting; the writers go on storing meanwhile)
+    // take the late clicks off the list, and as many clicks of the day after, earlier than
+    // those read, are stored.
+    let spooled = rows(200, after.and_hms_opt(7, 0, 0).unwrap(), link);
+    inklink::clickstore::purge::before(&core.db, frozen.and_hms_opt(0, 0, 0).unwrap())
+        .await
+        .unwrap();
+    insert_rows(&core.db, &spooled).await.unwrap();
+    tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap();
+    tally::drain(&core.db, utc).await.unwrap();
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
+    let all: Vec<EventRow> = spooled.iter().chain(&counted_day).cloned().collect();
+    assert_day_counted(&core.db, after, link, &all).await;
+}
+
 /// SQLite has one write lock, and a connection that finds it taken polls for it with sleeps of
 /// up to 100 ms: a click writer that begins its next batch microseconds after the last could
 /// keep an operator's change waiting out the whole busy timeout. Each change here waits for no

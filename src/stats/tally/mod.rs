@@ -26,6 +26,7 @@
 use super::dimension::ALL_LINKS;
 use super::frozen::purged_before;
 use super::visits::Visits;
+use crate::clickstore::waiting::Since;
 use crate::db::sql::{add_on_conflict, statement};
 use chrono::NaiveDate;
 use chrono_tz::Tz;
@@ -271,7 +272,10 @@ async fn tally_in(
         // late) wait for the next turn.
         use crate::clickstore::waiting::{take_front, take_listed};
         if ahead.taken + 1 == turn && ahead.frozen == frozen {
-            if take_front(txn, &ahead.keys).await? || take_listed(txn, &ahead.keys).await? {
+            let since = changes_since(&ahead);
+            if take_front(txn, &ahead.keys, since).await?
+                || take_listed(txn, &ahead.keys, since).await?
+            {
                 return apply(txn, turn, ahead.work).await;
             }
             tracing::debug!(
@@ -286,6 +290,28 @@ async fn tally_in(
     }
     let work = work_out(txn, tz, frozen, clicks).await?;
     apply(txn, turn, work).await
+}
+
+/// What may have happened to the waiting list since `ahead` read it, when no turn came
+/// between and the purged days are the same. Besides turns, only a purge takes clicks off the
+/// list: those of days before the one it records first, which is `ahead.frozen` still. When
+/// every click read is later than that day begins in any time zone (the day after, in UTC),
+/// none of them can have been purged, and the writers only add.
+fn changes_since(ahead: &Ahead) -> Since {
+    let Some((first, _)) = ahead.keys.first() else {
+        return Since::Anything;
+    };
+    let unpurgeable = match ahead.frozen {
+        None => true,
+        Some(day) => day
+            .succ_opt()
+            .and_then(|after| after.and_hms_opt(0, 0, 0))
+            .is_some_and(|after| *first >= crate::clickstore::insert::micros(after)),
+    };
+    match unpurgeable {
+        true => Since::OnlyAdded,
+        false => Since::Anything,
+    }
 }
 
 /// Writes what a turn worked out, stamped with the turn.
