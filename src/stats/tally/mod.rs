@@ -294,9 +294,9 @@ async fn tally_in(
 
 /// What may have happened to the waiting list since `ahead` read it, when no turn came
 /// between and the purged days are the same. Besides turns, only a purge takes clicks off the
-/// list: those of days before the one it records first, which is `ahead.frozen` still. When
-/// every click read is later than that day begins in any time zone (the day after, in UTC),
-/// none of them can have been purged, and the writers only add.
+/// list: those of days before the one it records first, which is `ahead.frozen` still. That
+/// day begins, in any time zone, before the next day begins in UTC: when every click read is
+/// later than that, none of them can have been purged, and the writers only add.
 fn changes_since(ahead: &Ahead) -> Since {
     let Some((first, _)) = ahead.keys.first() else {
         return Since::Anything;
