@@ -5,8 +5,8 @@
 use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, TEXTS, look_up};
 use super::insert::{TABLE, WAITING, micros};
 use super::row::Text;
-use crate::db::sql::statement;
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, Value};
+use crate::db::sql::{ask_packed, statement, unhex, unhex_optional};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
 /// Waiting clicks read per statement: the list's keys are taken first, at most this many,
@@ -249,7 +249,7 @@ fn read_page(backend: DbBackend, last: Option<&Waiting>, want: u64) -> (String, 
 
 /// Up to `limit` waiting clicks, read a page of at most [`PAGE`] at a time by the statement
 /// `page` gives for the last click read so far and the page's size, until a page comes back
-/// short.
+/// short. SQLite's pages are read packed ([`ask_packed`]).
 async fn pages(
     db: &impl ConnectionTrait,
     limit: u64,
@@ -260,29 +260,83 @@ async fn pages(
     while (clicks.len() as u64) < limit {
         let want = (limit - clicks.len() as u64).min(PAGE);
         let (sql, values) = page(clicks.last(), want);
-        let rows = db.query_all_raw(statement(backend, &sql, values)).await?;
-        let full = rows.len() as u64 == want;
-        for row in &rows {
-            clicks.push(Waiting {
-                at: row.try_get("", "at")?,
-                key: row.try_get("", "event_key")?,
-                link: row.try_get("", "link")?,
-                ip: row.try_get("", "ip")?,
-                visitor: row.try_get("", "visitor")?,
-                bot: row.try_get("", "bot")?,
-                outcome: row.try_get("", "outcome")?,
-                code: row.try_get("", "code")?,
-                agent: row.try_get("", "agent")?,
-                referer: row.try_get("", "referer")?,
-                query: row.try_get("", "query")?,
-                place: row.try_get("", "place")?,
-            });
+        let before = clicks.len();
+        if backend == DbBackend::Sqlite {
+            for bunch in ask_packed(db, PACKED, &sql, values).await? {
+                unpack(&bunch, &mut clicks)?;
+            }
+            clicks[before..].sort_unstable_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
+        } else {
+            for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+                clicks.push(read(&row)?);
+            }
         }
-        if !full {
+        if ((clicks.len() - before) as u64) < want {
             break;
         }
     }
     Ok(clicks)
+}
+
+/// A waiting click read as a row.
+fn read(row: &QueryResult) -> Result<Waiting, DbErr> {
+    Ok(Waiting {
+        at: row.try_get("", "at")?,
+        key: row.try_get("", "event_key")?,
+        link: row.try_get("", "link")?,
+        ip: row.try_get("", "ip")?,
+        visitor: row.try_get("", "visitor")?,
+        bot: row.try_get("", "bot")?,
+        outcome: row.try_get("", "outcome")?,
+        code: row.try_get("", "code")?,
+        agent: row.try_get("", "agent")?,
+        referer: row.try_get("", "referer")?,
+        query: row.try_get("", "query")?,
+        place: row.try_get("", "place")?,
+    })
+}
+
+/// [`ask_packed`]'s columns for a waiting click as [`SELECT_WAITING`] names them.
+const PACKED: &str = "at, hex(event_key), link, hex(ip), hex(visitor), bot, outcome, code, \
+     agent, referer, query, place";
+
+/// Adds the clicks of one of [`ask_packed`]'s bunches to `clicks`.
+fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
+    /// A waiting click as [`PACKED`] spells it; blobs in hex.
+    #[derive(serde::Deserialize)]
+    struct Packed<'a>(
+        i64,
+        &'a str,
+        Option<i64>,
+        &'a str,
+        Option<&'a str>,
+        u8,
+        i32,
+        i32,
+        Option<i32>,
+        Option<i32>,
+        Option<i32>,
+        Option<i32>,
+    );
+    let bunch: Vec<Packed> = serde_json::from_str(text)
+        .map_err(|err| DbErr::Custom(format!("waiting clicks read as JSON: {err}")))?;
+    for p in bunch {
+        clicks.push(Waiting {
+            at: p.0,
+            key: unhex(p.1)?,
+            link: p.2,
+            ip: unhex(p.3)?,
+            visitor: unhex_optional(p.4)?,
+            bot: p.5 != 0,
+            outcome: p.6,
+            code: p.7,
+            agent: p.8,
+            referer: p.9,
+            query: p.10,
+            place: p.11,
+        });
+    }
+    Ok(())
 }
 
 /// What counting needs of the dictionary rows a turn's clicks point to, by id. A row not

@@ -31,6 +31,50 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
     Statement::from_sql_and_values(backend, numbered, values)
 }
 
+/// Rows a text of [`ask_packed`] holds (a click is about 150 bytes of JSON): small enough
+/// that each text is allocated and read while it is in the CPU's cache.
+pub const BUNCH: u64 = 100;
+
+/// The rows `sql` selects, read from SQLite as JSON texts of [`BUNCH`] rows each, in order of
+/// the bunches; each row is the JSON array of `columns` (expressions over `sql`'s columns,
+/// blobs in `hex()`: [`unhex`] and [`unhex_optional`] read them back). The order of rows
+/// within a bunch is `sql`'s in practice, not by promise: callers sort what they parse.
+///
+/// sqlx hands each row from SQLite's thread to ours through a channel, and the two threads
+/// woke each other for every row (a context switch a row, both cores half idle): an export
+/// read row by row used 16–21 µs of CPU a click, against 8–10 µs packed, and counting read
+/// its waiting clicks in 5.5–6.3 µs a click, against 3.3–3.8 packed (bench/README.md).
+pub async fn ask_packed(
+    db: &impl ConnectionTrait,
+    columns: &str,
+    sql: &str,
+    values: Vec<Value>,
+) -> Result<Vec<String>, DbErr> {
+    let packed = format!(
+        "SELECT json_group_array(json_array({columns})) AS bunch \
+         FROM (SELECT *, (ROW_NUMBER() OVER () - 1) / {BUNCH} AS n FROM ({sql})) \
+         GROUP BY n ORDER BY n"
+    );
+    let backend = db.get_database_backend();
+    db.query_all_raw(statement(backend, &packed, values))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "bunch"))
+        .collect()
+}
+
+/// A blob as [`ask_packed`] spells it (`hex()`).
+pub fn unhex(hex: &str) -> Result<Vec<u8>, DbErr> {
+    crate::digest::from_hex(hex.as_bytes())
+        .ok_or_else(|| DbErr::Custom(format!("'{hex}' is not hex")))
+}
+
+/// A blob that may be NULL as [`ask_packed`] spells it: SQLite's `hex(NULL)` is the empty
+/// text, so an empty blob reads as none.
+pub fn unhex_optional(hex: Option<&str>) -> Result<Option<Vec<u8>>, DbErr> {
+    hex.filter(|hex| !hex.is_empty()).map(unhex).transpose()
+}
+
 /// Within the transaction `txn`, has PostgreSQL look rows up by their index whatever it
 /// estimates (nothing elsewhere). For statements that name the rows they want by a list of
 /// keys, on tables that are queues (the clicks on their way to webhooks, the outbox): their
