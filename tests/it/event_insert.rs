@@ -904,6 +904,50 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
 }
 
 #[actix_web::test]
+async fn the_daily_rows_keep_every_count_across_the_migration_that_keys_them_by_day() {
+    use inklink::stats::tally;
+    use migration::{Migrator, MigratorTrait};
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/keyed").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
+    let batch = rows(900, day.and_hms_opt(9, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    let steps = |name: &str| {
+        Migrator::migrations()
+            .iter()
+            .rev()
+            .position(|m| m.name().contains(name))
+            .unwrap() as u32
+            + 1
+    };
+    // Counted before, while down and after: each form of the tables adds to the rows the
+    // other kept.
+    insert_rows(&core.db, &batch[..300]).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+    let before = statistics(&core.db).await;
+    Migrator::down(&core.db, Some(steps("day_rows_keyed_by_day")))
+        .await
+        .unwrap();
+    assert_eq!(
+        statistics(&core.db).await,
+        before,
+        "kept when the tables go back"
+    );
+    insert_rows(&core.db, &batch[300..600]).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+    Migrator::up(&core.db, None).await.unwrap();
+    insert_rows(&core.db, &batch[600..]).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+
+    let counted = assert_day_counted(&core.db, day, link, &batch).await;
+    assert!(
+        counted.iter().any(|row| row.contains(" browser ")),
+        "breakdown rows are kept: {counted:#?}"
+    );
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
+#[actix_web::test]
 async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_wait_and_nothing_else_it_read_changed()
  {
     use inklink::stats::tally;
