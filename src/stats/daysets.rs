@@ -78,8 +78,8 @@ pub async fn look_up_numbers(
     let keys: Vec<i64> = hashes.keys().copied().collect();
     let mut found: HashMap<i64, u32> = HashMap::new();
     if backend == DbBackend::Sqlite {
-        // A turn looks up to two numbers a click up: one statement naming them all, answered
-        // packed, instead of a statement per 500 and a row handed over per number
+        // A turn looks up as many as two numbers a click: one statement naming them all,
+        // answered packed, instead of a statement per 500 and a row handed over per number
         // (bench/README.md).
         let wanted = serde_json::to_string(&keys).map_err(|err| DbErr::Custom(err.to_string()))?;
         let sql = "SELECT hash, id FROM visit_key WHERE hash IN (SELECT value FROM json_each(?))";
