@@ -300,4 +300,18 @@ mod tests {
         assert!(refresh.next - refresh.added <= MOST_BETWEEN_REFRESHES);
         assert!(refresh.due(MOST_BETWEEN_REFRESHES));
     }
+
+    #[test]
+    fn packed_blobs_read_back_as_written_and_damage_is_an_error_not_a_panic() {
+        assert_eq!(unhex("00aFff").unwrap(), vec![0x00, 0xaf, 0xff]);
+        assert_eq!(unhex("").unwrap(), Vec::<u8>::new());
+        // SQLite's hex(NULL) is the empty text: no blob.
+        assert_eq!(unhex_optional(Some("")).unwrap(), None);
+        assert_eq!(unhex_optional(None).unwrap(), None);
+        assert_eq!(unhex_optional(Some("7f")).unwrap(), Some(vec![0x7f]));
+        for damaged in ["abc", "zz", "0g"] {
+            assert!(unhex(damaged).is_err(), "{damaged}");
+            assert!(unhex_optional(Some(damaged)).is_err(), "{damaged}");
+        }
+    }
 }
