@@ -17,7 +17,8 @@
 # After the rounds, a burst at full speed (`-t2 -c128` for LAG_SECONDS, 30; 0 skips it): how far
 # the dashboards were behind at its end, and how long until every click was counted.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), ONLY_BURST and BURST_TRACE (--webhook's
-# burst alone; where its clicks are each second after it), INKLINK_BIN (bench this inklink binary
+# burst alone; where its clicks are each second after it), LAG_TRACE (where the full-speed
+# burst's clicks are each second, and which threads took the CPU), INKLINK_BIN (bench this inklink binary
 # instead of building the working tree: e.g. an earlier commit's, to compare), INKLINK_LOG (the
 # server's log filter, warn: `warn,inklink::stats=debug` logs each counting turn, its clicks and
 # how long it held the database).
@@ -420,12 +421,40 @@ until_counted() {
   done
   echo "more than $1"
 }
+# LAG_TRACE=1: each second of the full-speed burst and after it, on stderr, the clicks queued,
+# held (in memory or the spool), recorded and counted so far, and the CPU (% of one core) that
+# each kind of thread took in that second: which stage holds the dashboards back.
+lag_trace() {
+  local start=$SECONDS m
+  declare -A was
+  while sleep 1; do
+    m=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics") || return 0
+    local line="  +$((SECONDS - start)) s: $(printf '%s\n' "$m" | awk '
+      $1 == "inklink_click_events_queued_total" { q = $2 } $1 == "inklink_click_backlog" { b = $2 }
+      $1 == "inklink_click_events_written_total" { w = $2 } $1 == "inklink_click_events_counted_total" { c = $2 }
+      END { printf "queued %d, held %d, recorded %d, counted %d;", q, b, w, c }')"
+    declare -A now=()
+    local t name
+    for t in /proc/"$INKLINK_PID"/task/*; do
+      name=$(cat "$t/comm" 2>/dev/null) || continue
+      name=${name%%[-_][0-9]*}
+      now[$name]=$(( ${now[$name]:-0} + $(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "$t/stat" 2>/dev/null || echo 0) ))
+    done
+    for name in "${!now[@]}"; do
+      [ -n "${was[$name]:-}" ] && [ $((now[$name] - was[$name])) -gt 0 ] && line+=" $name $((now[$name] - was[$name]))%"
+      was[$name]=${now[$name]}
+    done
+    echo "$line" >&2
+  done
+}
 if [ "$LAG_SECONDS" != 0 ]; then
   ROUNDS_COUNTED=$(until_counted 600)
+  [ -n "${LAG_TRACE:-}" ] && { lag_trace & TRACE_PID=$!; }
   wrk -t2 -c128 -d"${LAG_SECONDS}s" -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" > "$WORK/full.txt"
   BURST_END=$(date +%s.%N)
   behind=$(uncounted)
   lag=$(until_counted 600)
+  [ -n "${TRACE_PID:-}" ] && kill "$TRACE_PID" 2>/dev/null
   LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" \
     '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet; every click counted %s s after it ended (the rounds'"'"' %s s after the last round)", s, $2, behind, behind / $2, lag, rounds }' "$WORK/full.txt")
 fi
