@@ -186,11 +186,15 @@ pub struct DaySets {
     sets: foldhash::HashMap<SetKey, Set>,
 }
 
-/// A set as a turn holds it, and whether the turn changed it.
+/// A set as a turn holds it: what was stored before the turn, and what the turn added.
+/// The stored members are only looked in during the turn and the added ones joined to them
+/// once, when the set is stored: adding each new member to a stored set of thousands, as
+/// it was, moved and regrew its containers member by member, two fifths of working out a
+/// turn once a day's sets had grown (bench/README.md).
 #[derive(Default)]
 struct Set {
-    members: Members,
-    changed: bool,
+    stored: Option<RoaringBitmap>,
+    added: Members,
 }
 
 /// Numbers a set held inline before it becomes a bitmap.
@@ -233,6 +237,13 @@ impl Members {
                 true
             }
             Members::Many(set) => set.insert(number),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Members::Few { len, .. } => *len == 0,
+            Members::Many(set) => set.is_empty(),
         }
     }
 
@@ -318,8 +329,8 @@ impl DaySets {
             sets.insert(
                 key,
                 Set {
-                    members: Members::Many(set),
-                    changed: false,
+                    stored: Some(set),
+                    added: Members::default(),
                 },
             );
         }
@@ -333,9 +344,14 @@ impl DaySets {
             Some(set) => set,
             None => self.sets.entry(key.clone()).or_default(),
         };
-        let new = set.members.insert(number);
-        set.changed |= new;
-        new
+        if set
+            .stored
+            .as_ref()
+            .is_some_and(|stored| stored.contains(number))
+        {
+            return false;
+        }
+        set.added.insert(number)
     }
 
     /// Stores every set that changed, and stamps the days whose visitors or addresses changed
@@ -345,10 +361,13 @@ impl DaySets {
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
         for (key, held) in self.sets {
-            if !held.changed {
+            if held.added.is_empty() {
                 continue;
             }
-            let mut set = held.members.into_bitmap();
+            let mut set = held.added.into_bitmap();
+            if let Some(stored) = held.stored {
+                set |= stored;
+            }
             if [VISITORS, ADDRESSES].contains(&key.2) {
                 stamped.insert((key.1, key.0));
             }
