@@ -180,6 +180,39 @@ fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
         .map_err(|err| DbErr::Custom(format!("a stored visitor set is damaged: {err}")))
 }
 
+/// The day sets a counting turn left, as the database holds them once it has committed, kept
+/// by the counting thread for its next turn: loading them again each turn was a sixth of a
+/// turn once a day's sets had grown (bench/README.md). Only counting turns write the sets
+/// (a recount takes a turn too), so they are still what is stored as long as the turn
+/// number read in the next turn is theirs; any other instance's turn between makes them stale.
+#[derive(Default)]
+pub struct Remembered {
+    turn: Option<i64>,
+    sets: foldhash::HashMap<SetKey, RoaringBitmap>,
+}
+
+/// The most a turn's day sets may take, serialized, for the counting thread to keep them for
+/// the next: beyond it (a day of a big campaign over many links) they are loaded again.
+const REMEMBERED_BYTES: usize = 32 << 20;
+
+impl Remembered {
+    /// Keeps `sets` as turn `turn` left them (committed).
+    pub fn keep(&mut self, turn: i64, sets: foldhash::HashMap<SetKey, RoaringBitmap>) {
+        self.turn = Some(turn);
+        self.sets = sets;
+    }
+
+    /// The sets kept, if they are what the database holds after turn `turn`; forgets them
+    /// either way (a turn changes them, and a failed one leaves them unknown).
+    pub fn take_after(&mut self, turn: i64) -> foldhash::HashMap<SetKey, RoaringBitmap> {
+        let sets = std::mem::take(&mut self.sets);
+        match self.turn.take() == Some(turn) {
+            true => sets,
+            false => foldhash::HashMap::default(),
+        }
+    }
+}
+
 /// The day sets a batch touches, loaded once, changed in memory, stored once.
 #[derive(Default)]
 pub struct DaySets {
@@ -261,9 +294,33 @@ impl DaySets {
         txn: &impl ConnectionTrait,
         keys: impl IntoIterator<Item = SetKey>,
     ) -> Result<Self, DbErr> {
+        Self::load_knowing(txn, keys, foldhash::HashMap::default()).await
+    }
+
+    /// [`Self::load`], taking the sets in `known` (as the database holds them: see
+    /// [`Remembered`]) from there instead.
+    pub async fn load_knowing(
+        txn: &impl ConnectionTrait,
+        keys: impl IntoIterator<Item = SetKey>,
+        mut known: foldhash::HashMap<SetKey, RoaringBitmap>,
+    ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
-        let mut sets: foldhash::HashMap<SetKey, Set> =
-            keys.into_iter().map(|key| (key, Set::default())).collect();
+        let mut held: foldhash::HashMap<SetKey, Set> = foldhash::HashMap::default();
+        let mut sets: foldhash::HashMap<SetKey, Set> = foldhash::HashMap::default();
+        for key in keys {
+            match known.remove(&key) {
+                Some(stored) => {
+                    let set = Set {
+                        stored: Some(stored),
+                        added: Members::default(),
+                    };
+                    held.insert(key, set);
+                }
+                None => {
+                    sets.insert(key, Set::default());
+                }
+            }
+        }
         // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
         // hour and per referrer, and a turn needs a few of them.
         type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
@@ -334,6 +391,7 @@ impl DaySets {
                 },
             );
         }
+        sets.extend(held);
         Ok(Self { sets })
     }
 
@@ -357,11 +415,27 @@ impl DaySets {
     /// Stores every set that changed, and stamps the days whose visitors or addresses changed
     /// with the counting turn (see `kept`).
     pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
+        self.store_leaving(txn, turn).await.map(|_| ())
+    }
+
+    /// [`Self::store`], returning every set as the turn leaves it (those it only looked in
+    /// too; a set that is empty is not stored), or none when they would take more than
+    /// [`REMEMBERED_BYTES`].
+    pub async fn store_leaving(
+        self,
+        txn: &impl ConnectionTrait,
+        turn: i64,
+    ) -> Result<Option<foldhash::HashMap<SetKey, RoaringBitmap>>, DbErr> {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
+        let mut left: foldhash::HashMap<SetKey, RoaringBitmap> = foldhash::HashMap::default();
+        let mut left_bytes = 0;
         for (key, held) in self.sets {
             if held.added.is_empty() {
+                let stored = held.stored.unwrap_or_default();
+                left_bytes += stored.serialized_size();
+                left.insert(key, stored);
                 continue;
             }
             let mut set = held.added.into_bitmap();
@@ -375,6 +449,8 @@ impl DaySets {
             let mut bytes = Vec::with_capacity(set.serialized_size());
             set.serialize_into(&mut bytes)
                 .map_err(|err| DbErr::Custom(err.to_string()))?;
+            left_bytes += bytes.len();
+            left.insert(key.clone(), set);
             changed.push((key, bytes));
         }
         // In key order, so that two writers never wait for each other's rows in a circle.
@@ -414,7 +490,8 @@ impl DaySets {
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
-        stamp(txn, turn, stamped).await
+        stamp(txn, turn, stamped).await?;
+        Ok((left_bytes <= REMEMBERED_BYTES).then_some(left))
     }
 }
 

@@ -1,7 +1,8 @@
 //! When counting runs: every `INKLINK_STATS_INTERVAL`, and in larger turns with short rests
 //! while a burst waits.
 
-use super::tally::{BATCH, burst_turn, quiet_turn, tally_counted};
+use super::daysets::Remembered;
+use super::tally::{BATCH, burst_turn, quiet_turn, tally_remembering};
 use crate::metrics::Metrics;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
@@ -63,6 +64,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
     let mut limit = BATCH;
     let mut pause = every;
     let mut refresh = crate::db::sql::Refresh::new();
+    let mut remembered = Remembered::default();
     loop {
         tokio::time::sleep(pause).await;
         pause = every;
@@ -70,7 +72,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();
-                let turn = tally_counted(&db, tz, limit).await;
+                let turn = tally_remembering(&db, tz, limit, &mut remembered).await;
                 if let Ok(counted) = &turn {
                     tracing::debug!(
                         clicks = counted.clicks,

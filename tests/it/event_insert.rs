@@ -1141,3 +1141,67 @@ async fn an_operators_change_is_not_kept_waiting_by_a_click_writer_writing_back_
         30_000
     );
 }
+
+/// A counting thread keeps the day sets its last turn left for its next turn, and uses them
+/// only while no other turn came between: after another instance's turn, or a recount, it
+/// reads them again, and each visitor is still counted once a day.
+#[actix_web::test]
+async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_came_between() {
+    use inklink::stats::daysets::Remembered;
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/remembered").await;
+    let utc = chrono_tz::UTC;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 3).unwrap();
+    // Each batch an hour later, its clicks numbered from 0: those below the last batch's
+    // length come back (the same address and user agent), the others are new.
+    let batch = |hour: u32, n: usize| -> Vec<EventRow> {
+        rows(n, day.and_hms_opt(hour, 0, 0).unwrap(), link)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut row)| {
+                row.event_key = format!("{hour:02x}{i:030x}").into();
+                row
+            })
+            .collect()
+    };
+    let mut all: Vec<EventRow> = Vec::new();
+    let mut remembered = Remembered::default();
+    let store = async |rows: Vec<EventRow>, all: &mut Vec<EventRow>| {
+        insert_rows(&core.db, &rows).await.unwrap();
+        all.extend(rows);
+    };
+    // Counted by this thread, which keeps the sets.
+    store(batch(8, 300), &mut all).await;
+    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
+        .await
+        .unwrap();
+    assert_day_counted(&core.db, day, link, &all).await;
+    // Another instance's turn adds visitors 300..600 to the stored sets.
+    store(batch(9, 600), &mut all).await;
+    tally::tally_counted(&core.db, utc, 50_000).await.unwrap();
+    assert_day_counted(&core.db, day, link, &all).await;
+    // This thread's sets lack them: it must read the stored ones.
+    store(batch(10, 900), &mut all).await;
+    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
+        .await
+        .unwrap();
+    assert_day_counted(&core.db, day, link, &all).await;
+    // No turn between: its own sets, kept, are the stored ones.
+    store(batch(11, 1200), &mut all).await;
+    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
+        .await
+        .unwrap();
+    assert_day_counted(&core.db, day, link, &all).await;
+    // A recount takes turns and rewrites the sets.
+    inklink::stats::recount::rebuild(&core.db, utc, day, day)
+        .await
+        .unwrap();
+    assert_day_counted(&core.db, day, link, &all).await;
+    store(batch(12, 1500), &mut all).await;
+    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
+        .await
+        .unwrap();
+    let counted = assert_day_counted(&core.db, day, link, &all).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}

@@ -23,6 +23,7 @@
 //! `stats rebuild` forgets a day's rows and lists its events as waiting again; the tally then
 //! counts them again, the same way.
 
+use super::daysets::Remembered;
 use super::dimension::ALL_LINKS;
 use super::frozen::purged_before;
 use super::visits::Visits;
@@ -68,15 +69,26 @@ pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, D
 
 /// [`tally`], telling also how many links' days the turn touched.
 pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<Counted, DbErr> {
+    tally_remembering(db, tz, limit, &mut Remembered::default()).await
+}
+
+/// [`tally_counted`] by a counting thread that keeps the day sets its last turn left in
+/// `remembered`, for the next (see [`Remembered`]).
+pub async fn tally_remembering(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    remembered: &mut Remembered,
+) -> Result<Counted, DbErr> {
     // On SQLite a turn holds the write lock the click writer needs from its first statement
     // on. Its clicks are read and worked out before, in a read transaction (WAL lets the
     // writer store meanwhile); the turn then checks that nothing it read has changed, and
     // only writes. PostgreSQL and MySQL lock rows, and the writer stores while a turn runs.
     let ahead = match db.get_database_backend() {
-        DbBackend::Sqlite => work_out_ahead(db, tz, limit).await?,
+        DbBackend::Sqlite => work_out_ahead_remembering(db, tz, limit, remembered).await?,
         _ => None,
     };
-    tally_worked_out(db, tz, limit, ahead).await
+    tally_worked_out_remembering(db, tz, limit, ahead, remembered).await
 }
 
 /// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
@@ -87,19 +99,35 @@ pub async fn tally_worked_out(
     db: &DatabaseConnection,
     tz: Tz,
     limit: u64,
+    ahead: Option<Ahead>,
+) -> Result<Counted, DbErr> {
+    tally_worked_out_remembering(db, tz, limit, ahead, &mut Remembered::default()).await
+}
+
+async fn tally_worked_out_remembering(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
     mut ahead: Option<Ahead>,
+    remembered: &mut Remembered,
 ) -> Result<Counted, DbErr> {
     let mut attempt = 0;
     loop {
         let txn = crate::db::begin_write(db).await?;
         let taken = Instant::now();
-        let result = tally_in(&txn, tz, limit, ahead.take()).await;
+        let result = tally_in(&txn, tz, limit, ahead.take(), remembered).await;
         match crate::db::finish(txn, result).await {
             Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
             done => {
-                return done.map(|counted| Counted {
-                    held: taken.elapsed(),
-                    ..counted
+                return done.map(|(counted, left)| {
+                    // Committed: the sets are what the database holds after this turn.
+                    if let Some((turn, sets)) = left {
+                        remembered.keep(turn, sets);
+                    }
+                    Counted {
+                        held: taken.elapsed(),
+                        ..counted
+                    }
                 });
             }
         }
@@ -112,8 +140,9 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
     let mut total = 0;
     let mut limit = BATCH;
+    let mut remembered = Remembered::default();
     loop {
-        let counted = tally_counted(db, tz, limit).await?;
+        let counted = tally_remembering(db, tz, limit, &mut remembered).await?;
         total += counted.clicks;
         if counted.clicks < limit {
             return Ok(total);
@@ -231,6 +260,15 @@ pub async fn work_out_ahead(
     tz: Tz,
     limit: u64,
 ) -> Result<Option<Ahead>, DbErr> {
+    work_out_ahead_remembering(db, tz, limit, &mut Remembered::default()).await
+}
+
+async fn work_out_ahead_remembering(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    remembered: &mut Remembered,
+) -> Result<Option<Ahead>, DbErr> {
     #[expect(
         clippy::disallowed_methods,
         reason = "it only reads, and on SQLite must not hold the write lock while it does"
@@ -244,7 +282,8 @@ pub async fn work_out_ahead(
             return Ok(None);
         }
         let keys = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
-        let work = work_out(&txn, tz, frozen, clicks).await?;
+        let known = remembered.take_after(taken);
+        let work = work_out(&txn, tz, frozen, clicks, known).await?;
         Ok(Some(Ahead {
             taken,
             frozen,
@@ -256,12 +295,15 @@ pub async fn work_out_ahead(
     crate::db::finish(txn, result).await
 }
 
+/// A turn: what it counted, and (when they are few enough to keep) the day sets it left, with
+/// its number.
 async fn tally_in(
     txn: &impl ConnectionTrait,
     tz: Tz,
     limit: u64,
     ahead: Option<Ahead>,
-) -> Result<Counted, DbErr> {
+    remembered: &mut Remembered,
+) -> Result<(Counted, Left), DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
     if let Some(ahead) = ahead {
@@ -286,11 +328,18 @@ async fn tally_in(
     let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
     if clicks.is_empty() {
         crate::clickstore::waiting::forget_orphans(txn).await?;
-        return Ok(Counted::default());
+        return Ok((Counted::default(), None));
     }
-    let work = work_out(txn, tz, frozen, clicks).await?;
+    let known = remembered.take_after(turn - 1);
+    let work = work_out(txn, tz, frozen, clicks, known).await?;
     apply(txn, turn, work).await
 }
+
+/// The day sets a turn left, with its number (see [`Remembered`]).
+type Left = Option<(
+    i64,
+    foldhash::HashMap<super::daysets::SetKey, roaring::RoaringBitmap>,
+)>;
 
 /// What may have happened to the waiting list since `ahead` read it, when no turn came
 /// between and the purged days are the same. Besides turns, only a purge takes clicks off the
@@ -315,9 +364,13 @@ fn changes_since(ahead: &Ahead) -> Since {
 }
 
 /// Writes what a turn worked out, stamped with the turn.
-async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<Counted, DbErr> {
+async fn apply(
+    txn: &impl ConnectionTrait,
+    turn: i64,
+    work: Work,
+) -> Result<(Counted, Left), DbErr> {
     work.numbers.store(txn).await?;
-    work.sets.store(txn, turn).await?;
+    let left = work.sets.store_leaving(txn, turn).await?;
     write_stats(txn, &work.stats).await?;
     // Whatever was counted on a day changed its all-links row: dashboards keeping page views
     // per link of finished days look at these stamps.
@@ -334,11 +387,12 @@ async fn apply(txn: &impl ConnectionTrait, turn: i64, work: Work) -> Result<Coun
         .keys()
         .filter(|(_, link)| *link != ALL_LINKS)
         .count() as u64;
-    Ok(Counted {
+    let counted = Counted {
         clicks: work.counted,
         link_days,
         held: Duration::ZERO,
-    })
+    };
+    Ok((counted, left.map(|sets| (turn, sets))))
 }
 
 async fn write_stats(

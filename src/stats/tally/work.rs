@@ -65,6 +65,7 @@ pub(super) async fn work_out(
     tz: Tz,
     frozen: Option<NaiveDate>,
     clicks: Vec<Waiting>,
+    known_sets: foldhash::HashMap<SetKey, roaring::RoaringBitmap>,
 ) -> Result<Work, DbErr> {
     let meanings = crate::clickstore::waiting::meanings(txn, &clicks).await?;
     let hits = crate::stats::funnel::find_hits(txn, &clicks, &meanings).await?;
@@ -84,7 +85,7 @@ pub(super) async fn work_out(
             keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
         }
     }
-    let mut sets = DaySets::load(txn, keys).await?;
+    let mut sets = DaySets::load_knowing(txn, keys, known_sets).await?;
     let (stats, breakdown) = add_up(&seen, &mut sets, &empty);
     Ok(Work {
         counted: total,
