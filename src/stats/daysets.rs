@@ -429,13 +429,22 @@ impl DaySets {
         let backend = txn.get_database_backend();
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
-        let mut left: foldhash::HashMap<SetKey, RoaringBitmap> = foldhash::HashMap::default();
+        // Given up (`None`) as soon as they outgrow the bound, rather than gathered to be dropped.
+        let mut left = Some(foldhash::HashMap::default());
         let mut left_bytes = 0;
+        let mut leave = |key: SetKey, set: RoaringBitmap, bytes: usize| {
+            left_bytes += bytes;
+            if left_bytes > REMEMBERED_BYTES {
+                left = None;
+            } else if let Some(left) = &mut left {
+                left.insert(key, set);
+            }
+        };
         for (key, held) in self.sets {
             if held.added.is_empty() {
                 let stored = held.stored.unwrap_or_default();
-                left_bytes += stored.serialized_size();
-                left.insert(key, stored);
+                let bytes = stored.serialized_size();
+                leave(key, stored, bytes);
                 continue;
             }
             let mut set = held.added.into_bitmap();
@@ -449,8 +458,7 @@ impl DaySets {
             let mut bytes = Vec::with_capacity(set.serialized_size());
             set.serialize_into(&mut bytes)
                 .map_err(|err| DbErr::Custom(err.to_string()))?;
-            left_bytes += bytes.len();
-            left.insert(key.clone(), set);
+            leave(key.clone(), set, bytes.len());
             changed.push((key, bytes));
         }
         // In key order, so that two writers never wait for each other's rows in a circle.
@@ -491,7 +499,7 @@ impl DaySets {
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
         stamp(txn, turn, stamped).await?;
-        Ok((left_bytes <= REMEMBERED_BYTES).then_some(left))
+        Ok(left)
     }
 }
 
