@@ -65,7 +65,11 @@ pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<W
             ),
             vec![],
         ),
-        _ => read_page(backend, last, want),
+        _ => read_page(
+            backend,
+            last.map(|last| (last.at, last.key.as_slice())),
+            want,
+        ),
     })
     .await?;
     match (backend, clicks.last()) {
@@ -84,8 +88,22 @@ pub async fn take_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<W
 /// The oldest `limit` clicks waiting to be counted, left on the list: SQLite's counting
 /// reads them before it takes its turn, and takes them with [`take_front`] in the turn.
 pub async fn peek_waiting(db: &impl ConnectionTrait, limit: u64) -> Result<Vec<Waiting>, DbErr> {
+    peek_waiting_after(db, limit, None).await
+}
+
+/// [`peek_waiting`], of the clicks after `after` (the last click of a turn under way, which
+/// takes those before it).
+pub async fn peek_waiting_after(
+    db: &impl ConnectionTrait,
+    limit: u64,
+    after: Option<(i64, &[u8])>,
+) -> Result<Vec<Waiting>, DbErr> {
     let backend = db.get_database_backend();
-    pages(db, limit, |last, want| read_page(backend, last, want)).await
+    pages(db, limit, |last, want| {
+        let last = last.map(|last| (last.at, last.key.as_slice())).or(after);
+        read_page(backend, last, want)
+    })
+    .await
 }
 
 /// What may have happened to the waiting list since a turn's clicks were read.
@@ -230,11 +248,11 @@ fn key_range(backend: DbBackend, bound: Bound, (at, key): (i64, &[u8])) -> (Stri
 
 /// A page of at most `want` waiting clicks after `last` (from the front without one), read
 /// without taking them off the list.
-fn read_page(backend: DbBackend, last: Option<&Waiting>, want: u64) -> (String, Vec<Value>) {
+fn read_page(backend: DbBackend, last: Option<(i64, &[u8])>, want: u64) -> (String, Vec<Value>) {
     let (range, values) = match last {
         None => (String::new(), vec![]),
         Some(last) => {
-            let (range, values) = key_range(backend, Bound::After, (last.at, &last.key));
+            let (range, values) = key_range(backend, Bound::After, last);
             (format!("WHERE {range}"), values)
         }
     };

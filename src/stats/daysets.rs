@@ -1,31 +1,26 @@
 //! Who visited on each day, kept as compressed bitmaps (`roaring`) of dense numbers.
 //!
-//! Every visitor identity and every client address gets a number the first time it is
-//! counted: per kind, counted up from 0 (`stats_tally.next_visitor`, `next_address`), and
-//! found again through a 64-bit hash of it (`visit_key`). A day's set of one link (or of all
-//! links) is a bitmap of those numbers in `visit_day_bits`; for the dimensions one visitor can
-//! have several values of in a day (referrer, hour, campaign parameters) there is a bitmap of
-//! visitors per value. Numbers handed out together sit together, so a day's new visitors
-//! compress to a few runs, and a range's UV is the size of the union of its days' bitmaps:
-//! a few kilobytes read per day, however many clicks the day had.
+//! Every visitor identity and every client address has a number (`numbers`). A day's set of
+//! one link (or of all links) is a bitmap of those numbers in `visit_day_bits`; for the
+//! dimensions one visitor can have several values of in a day (referrer, hour, campaign
+//! parameters) there is a bitmap of visitors per value. Numbers handed out together sit
+//! together, so a day's new visitors compress to a few runs, and a range's UV is the size of
+//! the union of its days' bitmaps: a few kilobytes read per day, however many clicks the day
+//! had.
 //!
-//! Only counting writes here, holding the `stats_tally` lock row, so numbers are handed out
-//! and bitmaps rewritten by one transaction at a time.
+//! Only counting writes here, holding the `stats_tally` lock row, so bitmaps are rewritten by
+//! one transaction at a time.
 
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::{ask_packed, per_link, statement};
+use crate::db::sql::{per_link, statement};
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-/// The set of visitor identities.
-pub const VISITORS: &str = "v";
-/// The set of client addresses.
-pub const ADDRESSES: &str = "i";
+pub use super::numbers::{ADDRESSES, VISITORS, numbers};
 
 /// A stored kind letter as one of ours (`None`: a kind this version does not know).
 fn known_kind(stored: &str) -> Option<&'static str> {
@@ -42,139 +37,6 @@ const MAX_VALUES_ASKED: usize = 300;
 /// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
 pub type SetKey = (NaiveDate, i64, &'static str, Text);
 
-/// The number of `who` of `kind` (`VISITORS` or `ADDRESSES`) is found by this hash. Two of
-/// 2^64 colliding would count two visitors as one: about one in 37 over a billion visitors.
-fn hash(kind: &str, who: &str) -> i64 {
-    let digest = Sha256::digest(format!("{kind}\n{who}").as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    i64::from_le_bytes(first)
-}
-
-/// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
-pub async fn numbers(
-    txn: &impl ConnectionTrait,
-    wanted: impl IntoIterator<Item = (&'static str, Text)>,
-) -> Result<foldhash::HashMap<(&'static str, Text), u32>, DbErr> {
-    let (numbers, new) = look_up_numbers(txn, wanted).await?;
-    new.store(txn).await?;
-    Ok(numbers)
-}
-
-/// The numbers of `wanted`, with the new ones worked out but not yet handed out: they are
-/// the caller's once it has stored [`NewNumbers`] in a turn that nobody else's came between.
-pub async fn look_up_numbers(
-    txn: &impl ConnectionTrait,
-    wanted: impl IntoIterator<Item = (&'static str, Text)>,
-) -> Result<(foldhash::HashMap<(&'static str, Text), u32>, NewNumbers), DbErr> {
-    let backend = txn.get_database_backend();
-    let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
-    for (kind, who) in wanted {
-        hashes
-            .entry(hash(kind, &who))
-            .or_default()
-            .push((kind, who));
-    }
-    let keys: Vec<i64> = hashes.keys().copied().collect();
-    let mut found: HashMap<i64, u32> = HashMap::new();
-    if backend == DbBackend::Sqlite {
-        // A turn looks up as many as two numbers a click: one statement naming them all,
-        // answered packed, instead of a statement per 500 and a row handed over per number
-        // (bench/README.md).
-        let wanted = serde_json::to_string(&keys).map_err(|err| DbErr::Custom(err.to_string()))?;
-        let sql = "SELECT hash, id FROM visit_key WHERE hash IN (SELECT value FROM json_each(?))";
-        for bunch in ask_packed(txn, "hash, id", sql, vec![wanted.into()]).await? {
-            let pairs: Vec<(i64, i64)> = serde_json::from_str(&bunch)
-                .map_err(|err| DbErr::Custom(format!("visitor numbers read as JSON: {err}")))?;
-            for (hash, id) in pairs {
-                found.insert(hash, number(id)?);
-            }
-        }
-    } else {
-        for chunk in keys.chunks(500) {
-            let sql = format!(
-                "SELECT hash, id FROM visit_key WHERE hash IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            );
-            let values = chunk.iter().map(|h| Value::from(*h)).collect();
-            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-                let id: i64 = row.try_get("", "id")?;
-                found.insert(row.try_get("", "hash")?, number(id)?);
-            }
-        }
-    }
-    let new: Vec<(i64, &'static str)> = hashes
-        .iter()
-        .filter(|(h, _)| !found.contains_key(h))
-        .map(|(h, whos)| (*h, whos[0].0))
-        .collect();
-    let mut handed = NewNumbers::default();
-    if !new.is_empty() {
-        let sql = "SELECT next_visitor, next_address FROM stats_tally WHERE id = 1";
-        let row = txn
-            .query_one_raw(statement(backend, sql, vec![]))
-            .await?
-            .ok_or_else(|| DbErr::Custom("the stats_tally row is missing".into()))?;
-        let mut next: HashMap<&str, i64> = HashMap::from([
-            (VISITORS, row.try_get("", "next_visitor")?),
-            (ADDRESSES, row.try_get("", "next_address")?),
-        ]);
-        for (h, kind) in new {
-            let id = next.get_mut(kind).map_or(0, |n| {
-                *n += 1;
-                *n - 1
-            });
-            found.insert(h, number(id)?);
-            handed.rows.push((h, id));
-        }
-        handed.next = Some((next[VISITORS], next[ADDRESSES]));
-    }
-    let mut out = foldhash::HashMap::default();
-    for (h, whos) in hashes {
-        for who in whos {
-            out.insert(who, found[&h]);
-        }
-    }
-    Ok((out, handed))
-}
-
-/// Numbers worked out for visitors and addresses not seen before, to be stored.
-#[derive(Default)]
-pub struct NewNumbers {
-    /// Hash and number.
-    rows: Vec<(i64, i64)>,
-    /// The next visitor's and address's number afterwards.
-    next: Option<(i64, i64)>,
-}
-
-impl NewNumbers {
-    pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
-        let Some((visitor, address)) = self.next else {
-            return Ok(());
-        };
-        let backend = txn.get_database_backend();
-        for chunk in self.rows.chunks(500) {
-            let sql = format!(
-                "INSERT INTO visit_key (hash, id) VALUES {}",
-                vec!["(?, ?)"; chunk.len()].join(", ")
-            );
-            let values = chunk
-                .iter()
-                .flat_map(|(h, id)| [Value::from(*h), Value::from(*id)])
-                .collect();
-            txn.execute_raw(statement(backend, &sql, values)).await?;
-        }
-        let sql = "UPDATE stats_tally SET next_visitor = ?, next_address = ? WHERE id = 1";
-        let values = vec![visitor.into(), address.into()];
-        txn.execute_raw(statement(backend, sql, values)).await?;
-        Ok(())
-    }
-}
-
-fn number(id: i64) -> Result<u32, DbErr> {
-    u32::try_from(id).map_err(|_| DbErr::Custom(format!("visitor number {id} out of range")))
-}
-
 fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
     RoaringBitmap::deserialize_from(bytes)
         .map_err(|err| DbErr::Custom(format!("a stored visitor set is damaged: {err}")))
@@ -188,7 +50,7 @@ fn decode(bytes: &[u8]) -> Result<RoaringBitmap, DbErr> {
 #[derive(Default)]
 pub struct Remembered {
     turn: Option<i64>,
-    sets: foldhash::HashMap<SetKey, RoaringBitmap>,
+    sets: Left,
 }
 
 /// The most a turn's day sets may take, serialized, for the counting thread to keep them for
@@ -196,15 +58,18 @@ pub struct Remembered {
 const REMEMBERED_BYTES: usize = 32 << 20;
 
 impl Remembered {
-    /// Keeps `sets` as turn `turn` left them (committed).
-    pub fn keep(&mut self, turn: i64, sets: foldhash::HashMap<SetKey, RoaringBitmap>) {
-        self.turn = Some(turn);
-        self.sets = sets;
+    /// Keeps `sets` as turn `turn` left them (committed), if they take no more than
+    /// [`REMEMBERED_BYTES`] serialized (`bytes`).
+    pub fn keep(&mut self, turn: i64, sets: Left, bytes: usize) {
+        if bytes <= REMEMBERED_BYTES {
+            self.turn = Some(turn);
+            self.sets = sets;
+        }
     }
 
     /// The sets kept, if they are what the database holds after turn `turn`; forgets them
     /// either way (a turn changes them, and a failed one leaves them unknown).
-    pub fn take_after(&mut self, turn: i64) -> foldhash::HashMap<SetKey, RoaringBitmap> {
+    pub fn take_after(&mut self, turn: i64) -> Left {
         let sets = std::mem::take(&mut self.sets);
         match self.turn.take() == Some(turn) {
             true => sets,
@@ -302,7 +167,7 @@ impl DaySets {
     pub async fn load_knowing(
         txn: &impl ConnectionTrait,
         keys: impl IntoIterator<Item = SetKey>,
-        mut known: foldhash::HashMap<SetKey, RoaringBitmap>,
+        mut known: Left,
     ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
         let mut held: foldhash::HashMap<SetKey, Set> = foldhash::HashMap::default();
@@ -415,30 +280,20 @@ impl DaySets {
     /// Stores every set that changed, and stamps the days whose visitors or addresses changed
     /// with the counting turn (see `kept`).
     pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
-        self.store_leaving(txn, turn).await.map(|_| ())
+        self.settle()?.rows.store(txn, turn).await
     }
 
-    /// [`Self::store`], returning every set as the turn leaves it (those it only looked in
-    /// too; a set that is empty is not stored), or none when they would take more than
-    /// [`REMEMBERED_BYTES`].
-    pub async fn store_leaving(
-        self,
-        txn: &impl ConnectionTrait,
-        turn: i64,
-    ) -> Result<Option<foldhash::HashMap<SetKey, RoaringBitmap>>, DbErr> {
-        let backend = txn.get_database_backend();
+    /// Joins what the turn added to the stored sets and serializes those that changed:
+    /// everything storing them takes but the writing, which a turn can do before it takes
+    /// the lock it writes under.
+    pub fn settle(self) -> Result<Settled, DbErr> {
         let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
         let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
-        // Given up (`None`) as soon as they outgrow the bound, rather than gathered to be dropped.
-        let mut left = Some(foldhash::HashMap::default());
+        let mut left = Left::default();
         let mut left_bytes = 0;
         let mut leave = |key: SetKey, set: RoaringBitmap, bytes: usize| {
             left_bytes += bytes;
-            if left_bytes > REMEMBERED_BYTES {
-                left = None;
-            } else if let Some(left) = &mut left {
-                left.insert(key, set);
-            }
+            left.insert(key, set);
         };
         for (key, held) in self.sets {
             if held.added.is_empty() {
@@ -463,6 +318,40 @@ impl DaySets {
         }
         // In key order, so that two writers never wait for each other's rows in a circle.
         changed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Settled {
+            rows: Rows { changed, stamped },
+            left,
+            left_bytes,
+        })
+    }
+}
+
+/// Every set a turn leaves, as the database holds them once it has committed.
+pub type Left = foldhash::HashMap<SetKey, RoaringBitmap>;
+
+/// The day sets of a turn, ready to be stored ([`DaySets::settle`]).
+pub struct Settled {
+    pub rows: Rows,
+    /// Every set as the turn leaves it (those it only looked in too; a set that is empty is
+    /// not stored).
+    pub left: Left,
+    /// Their size, serialized.
+    pub left_bytes: usize,
+}
+
+/// The rows of the sets a turn changed.
+pub struct Rows {
+    /// The sets that changed, serialized, in key order.
+    changed: Vec<(SetKey, Vec<u8>)>,
+    /// The days whose visitors or addresses changed.
+    stamped: BTreeSet<(i64, NaiveDate)>,
+}
+
+impl Rows {
+    /// Writes the sets that changed, and stamps the days whose visitors or addresses changed
+    /// with the counting turn (see `kept`).
+    pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
+        let backend = txn.get_database_backend();
         let tail = match backend {
             DbBackend::MySql => "ON DUPLICATE KEY UPDATE members = VALUES(members)",
             _ => {
@@ -470,7 +359,7 @@ impl DaySets {
                  DO UPDATE SET members = excluded.members"
             }
         };
-        let mut rest = changed.as_slice();
+        let mut rest = self.changed.as_slice();
         while !rest.is_empty() {
             // At most 200 sets and about 1 MB a statement (MariaDB's packets are bounded).
             let mut take = 0;
@@ -498,8 +387,7 @@ impl DaySets {
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
-        stamp(txn, turn, stamped).await?;
-        Ok(left)
+        stamp(txn, turn, self.stamped).await
     }
 }
 

@@ -1,8 +1,7 @@
 //! When counting runs: every `INKLINK_STATS_INTERVAL`, and in larger turns with short rests
 //! while a burst waits.
 
-use super::daysets::Remembered;
-use super::tally::{BATCH, burst_turn, quiet_turn, tally_remembering};
+use super::tally::{BATCH, Counted, Counter, burst_turn, quiet_turn};
 use crate::metrics::Metrics;
 use chrono_tz::Tz;
 use sea_orm::{DatabaseConnection, DbBackend};
@@ -24,16 +23,16 @@ fn burst_rest(backend: DbBackend, turn: Duration, writer_busy: bool) -> Duration
 }
 const MIN_REST: Duration = Duration::from_millis(100);
 
-/// Whether a turn that counted `counted` clicks of its `limit` leaves counting in a burst.
+/// Whether a turn that counted `counted` leaves counting in a burst.
 /// On PostgreSQL and MySQL a turn that found more than a quiet second's batch is (the writer
 /// stores the burst as counting goes; falling back to a second's pause and a small turn kept
 /// a burst a second or two longer off the dashboard). On SQLite only a full turn is: a short
 /// one means the writer, waiting for the write lock, is behind, and a second's pause lets it
 /// store (staying in the burst there showed a burst 5.0–5.5 s late instead of 4.2).
-fn in_burst(backend: DbBackend, counted: u64, limit: u64) -> bool {
+fn in_burst(backend: DbBackend, counted: Counted) -> bool {
     match backend {
-        DbBackend::Sqlite => counted == limit,
-        _ => counted >= BATCH,
+        DbBackend::Sqlite => counted.full,
+        _ => counted.clicks >= BATCH,
     }
 }
 
@@ -64,7 +63,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
     let mut limit = BATCH;
     let mut pause = every;
     let mut refresh = crate::db::sql::Refresh::new();
-    let mut remembered = Remembered::default();
+    let mut counter = Counter::default();
     loop {
         tokio::time::sleep(pause).await;
         pause = every;
@@ -72,7 +71,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();
-                let turn = tally_remembering(&db, tz, limit, &mut remembered).await;
+                let turn = counter.turn(&db, tz, limit).await;
                 if let Ok(counted) = &turn {
                     tracing::debug!(
                         clicks = counted.clicks,
@@ -89,7 +88,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
                 match turn {
                     // A burst: count on in larger turns, with a short rest after each (see
                     // `burst_rest`).
-                    Ok(counted) if in_burst(backend, counted.clicks, limit) => {
+                    Ok(counted) if in_burst(backend, counted) => {
                         let writer_busy = metrics.clicks_unstored() > 0;
                         pause = burst_rest(backend, started.elapsed(), writer_busy);
                         limit = burst_turn(backend, counted);

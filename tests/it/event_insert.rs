@@ -1147,7 +1147,6 @@ async fn an_operators_change_is_not_kept_waiting_by_a_click_writer_writing_back_
 /// reads them again, and each visitor is still counted once a day.
 #[actix_web::test]
 async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_came_between() {
-    use inklink::stats::daysets::Remembered;
     use inklink::stats::tally;
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/remembered").await;
@@ -1166,16 +1165,14 @@ async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_c
             .collect()
     };
     let mut all: Vec<EventRow> = Vec::new();
-    let mut remembered = Remembered::default();
+    let mut counter = tally::Counter::default();
     let store = async |rows: Vec<EventRow>, all: &mut Vec<EventRow>| {
         insert_rows(&core.db, &rows).await.unwrap();
         all.extend(rows);
     };
     // Counted by this thread, which keeps the sets.
     store(batch(8, 300), &mut all).await;
-    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
-        .await
-        .unwrap();
+    counter.turn(&core.db, utc, 50_000).await.unwrap();
     assert_day_counted(&core.db, day, link, &all).await;
     // Another instance's turn adds visitors 300..600 to the stored sets.
     store(batch(9, 600), &mut all).await;
@@ -1183,15 +1180,11 @@ async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_c
     assert_day_counted(&core.db, day, link, &all).await;
     // This thread's sets lack them: it must read the stored ones.
     store(batch(10, 900), &mut all).await;
-    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
-        .await
-        .unwrap();
+    counter.turn(&core.db, utc, 50_000).await.unwrap();
     assert_day_counted(&core.db, day, link, &all).await;
     // No turn between: its own sets, kept, are the stored ones.
     store(batch(11, 1200), &mut all).await;
-    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
-        .await
-        .unwrap();
+    counter.turn(&core.db, utc, 50_000).await.unwrap();
     assert_day_counted(&core.db, day, link, &all).await;
     // A recount takes turns and rewrites the sets.
     inklink::stats::recount::rebuild(&core.db, utc, day, day)
@@ -1199,9 +1192,87 @@ async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_c
         .unwrap();
     assert_day_counted(&core.db, day, link, &all).await;
     store(batch(12, 1500), &mut all).await;
-    tally::tally_remembering(&core.db, utc, 50_000, &mut remembered)
-        .await
-        .unwrap();
+    counter.turn(&core.db, utc, 50_000).await.unwrap();
     let counted = assert_day_counted(&core.db, day, link, &all).await;
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
+/// On SQLite a counting thread works out its next turn while a full one writes and commits
+/// (before the database holds what it writes): the numbers it hands out, the capped values it
+/// adds and the day sets it leaves are carried to the next. Across such turns each visitor
+/// is counted once a day, a campaign value beyond the day's first `MAX_VALUES` counts as
+/// `(other)`, clicks stored meanwhile with earlier keys are counted once, and a turn worked
+/// out ahead is refused after another instance's turn: the rows are the test's own count and
+/// a recount's, in one turn.
+#[actix_web::test]
+async fn turns_worked_out_while_the_one_before_commits_count_each_visitor_and_value_once() {
+    use inklink::stats::tally::{self, Counter, MAX_VALUES, OTHER};
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/pipelined").await;
+    let utc = chrono_tz::UTC;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+    // Clicks numbered from 0 each batch: the same number, the same visitor. Each click of a
+    // batch brings a campaign value of its own.
+    let batch = |hour: u32, n: usize| -> Vec<EventRow> {
+        rows(n, day.and_hms_opt(hour, 0, 0).unwrap(), link)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut row)| {
+                row.event_key = format!("{hour:02x}{i:030x}").into();
+                row.query_string = Some(format!("utm_source=s{hour}-{i}").into());
+                row
+            })
+            .collect()
+    };
+    let mut all: Vec<EventRow> = Vec::new();
+    let store = async |rows: Vec<EventRow>, all: &mut Vec<EventRow>| {
+        insert_rows(&core.db, &rows).await.unwrap();
+        all.extend(rows);
+    };
+    const TURN: u64 = 120;
+    let mut counter = Counter::default();
+    // A backlog of turns whose visitors come back in the next ones.
+    store(batch(9, 500), &mut all).await;
+    store(batch(10, 300), &mut all).await;
+    for _ in 0..3 {
+        assert_eq!(
+            counter.turn(&core.db, utc, TURN).await.unwrap().clicks,
+            TURN
+        );
+    }
+    // Clicks stored meanwhile, earlier than every one waiting: the turn worked out ahead is
+    // not the list's front any more.
+    store(batch(8, 90), &mut all).await;
+    assert_eq!(
+        counter.turn(&core.db, utc, TURN).await.unwrap().clicks,
+        TURN
+    );
+    // Another instance's turn: the next one this thread worked out is refused.
+    tally::tally_counted(&core.db, utc, 100).await.unwrap();
+    let mut counted = 0;
+    loop {
+        let turn = counter.turn(&core.db, utc, TURN).await.unwrap().clicks;
+        counted += turn;
+        if turn == 0 {
+            break;
+        }
+    }
+    assert_eq!(counted, all.len() as u64 - 4 * TURN - 100);
+    assert!(
+        !inklink::clickstore::waiting::any_waiting(&core.db)
+            .await
+            .unwrap()
+    );
+    let rows = assert_day_counted(&core.db, day, link, &all).await;
+    // The first MAX_VALUES campaign values, and the others as one.
+    let sources: Vec<&String> = (rows.iter())
+        .filter(|row| row.starts_with(&format!("{day} {link} utm_source ")))
+        .collect();
+    assert_eq!(sources.len(), MAX_VALUES + 1, "{sources:#?}");
+    assert!(
+        sources
+            .iter()
+            .any(|row| row.starts_with(&format!("{day} {link} utm_source {OTHER} ")))
+    );
+    assert_recount_gives_the_same_rows(&core.db, day, &rows).await;
 }

@@ -11,7 +11,9 @@
 //! reading and working out happen before the turn, in a read transaction; the turn then only
 //! checks that no other turn came between and that the waiting list's front is still the
 //! clicks read, and writes. When either changed, the turn reads again, as on the other
-//! databases.
+//! databases. While a full turn writes and commits there, the counting thread works out the
+//! next one from what the database holds and what the turn under way writes ([`Carry`]),
+//! so that catching up with a backlog keeps both cores busy.
 //!
 //! Distinct counts come from first visits: `daysets` holds, per day and link (and for all
 //! links), the visitors and addresses seen among page views. A page view whose visitor is new
@@ -60,6 +62,9 @@ pub struct Counted {
     pub link_days: u64,
     /// How long the turn held its transaction open (on SQLite, the write lock).
     pub held: Duration,
+    /// Whether the turn counted as many as it asked for (its limit, or the limit of the turn
+    /// before, when it was worked out while that one committed): more may be waiting.
+    pub full: bool,
 }
 
 /// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
@@ -69,26 +74,67 @@ pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, D
 
 /// [`tally`], telling also how many links' days the turn touched.
 pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<Counted, DbErr> {
-    tally_remembering(db, tz, limit, &mut Remembered::default()).await
+    Counter::default().turn_alone(db, tz, limit).await
 }
 
-/// [`tally_counted`] by a counting thread that keeps the day sets its last turn left in
-/// `remembered`, for the next (see [`Remembered`]).
-pub async fn tally_remembering(
-    db: &DatabaseConnection,
-    tz: Tz,
-    limit: u64,
-    remembered: &mut Remembered,
-) -> Result<Counted, DbErr> {
-    // On SQLite a turn holds the write lock the click writer needs from its first statement
-    // on. Its clicks are read and worked out before, in a read transaction (WAL lets the
-    // writer store meanwhile); the turn then checks that nothing it read has changed, and
-    // only writes. PostgreSQL and MySQL lock rows, and the writer stores while a turn runs.
-    let ahead = match db.get_database_backend() {
-        DbBackend::Sqlite => work_out_ahead_remembering(db, tz, limit, remembered).await?,
-        _ => None,
-    };
-    tally_worked_out_remembering(db, tz, limit, ahead, remembered).await
+/// What a counting thread carries from one turn to the next: the day sets its last turn
+/// left (see [`Remembered`]), and on SQLite, after a full turn, the next turn, worked out
+/// while the last one wrote and committed (see [`Carry`]).
+#[derive(Default)]
+pub struct Counter {
+    remembered: Remembered,
+    next: Option<Ahead>,
+}
+
+impl Counter {
+    /// Counts up to `limit` waiting events (or the turn worked out ahead, however many it
+    /// holds); returns what it counted.
+    pub async fn turn(
+        &mut self,
+        db: &DatabaseConnection,
+        tz: Tz,
+        limit: u64,
+    ) -> Result<Counted, DbErr> {
+        self.counted(db, tz, limit, true).await
+    }
+
+    /// [`Self::turn`], without working out the next turn meanwhile.
+    async fn turn_alone(
+        &mut self,
+        db: &DatabaseConnection,
+        tz: Tz,
+        limit: u64,
+    ) -> Result<Counted, DbErr> {
+        self.counted(db, tz, limit, false).await
+    }
+
+    async fn counted(
+        &mut self,
+        db: &DatabaseConnection,
+        tz: Tz,
+        limit: u64,
+        look_ahead: bool,
+    ) -> Result<Counted, DbErr> {
+        // On SQLite a turn holds the write lock the click writer needs from its first
+        // statement on. Its clicks are read and worked out before, in a read transaction (WAL
+        // lets the writer store meanwhile), or while the turn before wrote; the turn then
+        // checks that nothing it read has changed, and only writes. PostgreSQL and MySQL lock
+        // rows, and the writer stores while a turn runs.
+        let sqlite = db.get_database_backend() == DbBackend::Sqlite;
+        let ahead = match self.next.take() {
+            Some(next) => Some(next),
+            None if sqlite => {
+                work_out_ahead_remembering(db, tz, limit, &mut self.remembered).await?
+            }
+            None => None,
+        };
+        let look_ahead = (look_ahead && sqlite).then_some(LookAhead { db, tz, limit });
+        let (counted, next) =
+            tally_worked_out_remembering(db, tz, limit, ahead, &mut self.remembered, look_ahead)
+                .await?;
+        self.next = next;
+        Ok(counted)
+    }
 }
 
 /// Takes a counting turn that counts what `ahead` worked out if nothing it read has changed
@@ -101,7 +147,17 @@ pub async fn tally_worked_out(
     limit: u64,
     ahead: Option<Ahead>,
 ) -> Result<Counted, DbErr> {
-    tally_worked_out_remembering(db, tz, limit, ahead, &mut Remembered::default()).await
+    let mut remembered = Remembered::default();
+    let turn = tally_worked_out_remembering(db, tz, limit, ahead, &mut remembered, None);
+    Ok(turn.await?.0)
+}
+
+/// Where a turn works out the next one while it writes, and how large.
+#[derive(Clone, Copy)]
+struct LookAhead<'a> {
+    db: &'a DatabaseConnection,
+    tz: Tz,
+    limit: u64,
 }
 
 async fn tally_worked_out_remembering(
@@ -110,24 +166,32 @@ async fn tally_worked_out_remembering(
     limit: u64,
     mut ahead: Option<Ahead>,
     remembered: &mut Remembered,
-) -> Result<Counted, DbErr> {
+    look_ahead: Option<LookAhead<'_>>,
+) -> Result<(Counted, Option<Ahead>), DbErr> {
     let mut attempt = 0;
     loop {
         let txn = crate::db::begin_write(db).await?;
         let taken = Instant::now();
-        let result = tally_in(&txn, tz, limit, ahead.take(), remembered).await;
-        match crate::db::finish(txn, result).await {
+        let decided = decide(&txn, tz, limit, ahead.take(), remembered).await;
+        let result = match decided {
+            Ok(Some(turn)) => apply(txn, turn, look_ahead).await,
+            Ok(None) => crate::db::finish(txn, Ok(Applied::default())).await,
+            Err(err) => crate::db::finish(txn, Err(err)).await,
+        };
+        match result {
             Err(err) if crate::db::is_retryable(&err) && attempt < 5 => attempt += 1,
             done => {
-                return done.map(|(counted, left)| {
-                    // Committed: the sets are what the database holds after this turn.
-                    if let Some((turn, sets)) = left {
-                        remembered.keep(turn, sets);
+                return done.map(|applied| {
+                    // Committed: the sets are what the database holds after this turn, and
+                    // the next turn worked out meanwhile stands on it.
+                    if let Some((turn, sets, bytes)) = applied.left {
+                        remembered.keep(turn, sets, bytes);
                     }
-                    Counted {
-                        held: taken.elapsed(),
-                        ..counted
-                    }
+                    let counted = Counted {
+                        held: applied.committed.unwrap_or_else(Instant::now) - taken,
+                        ..applied.counted
+                    };
+                    (counted, applied.next)
                 });
             }
         }
@@ -140,11 +204,11 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
     let backend = db.get_database_backend();
     let mut total = 0;
     let mut limit = BATCH;
-    let mut remembered = Remembered::default();
+    let mut counter = Counter::default();
     loop {
-        let counted = tally_remembering(db, tz, limit, &mut remembered).await?;
+        let counted = counter.turn(db, tz, limit).await?;
         total += counted.clicks;
-        if counted.clicks < limit {
+        if !counted.full {
             return Ok(total);
         }
         limit = burst_turn(backend, counted);
@@ -247,6 +311,8 @@ async fn last_turn(txn: &impl ConnectionTrait) -> Result<i64, DbErr> {
 /// A turn worked out before it was taken, from what the database held after turn `taken`.
 pub struct Ahead {
     taken: i64,
+    /// The most clicks it was to count.
+    limit: u64,
     frozen: Option<NaiveDate>,
     /// The waiting clicks it counts: the front of the list, in order.
     keys: Vec<(i64, Vec<u8>)>,
@@ -269,23 +335,75 @@ async fn work_out_ahead_remembering(
     limit: u64,
     remembered: &mut Remembered,
 ) -> Result<Option<Ahead>, DbErr> {
+    work_out_ahead_from(db, tz, limit, Start::Stored(remembered)).await
+}
+
+/// What working out a turn ahead starts from.
+enum Start<'a> {
+    /// What the database holds (with the sets the counting thread kept, if still theirs).
+    Stored(&'a mut Remembered),
+    /// What the database will hold once the turn under way commits.
+    Carried(Carry),
+}
+
+/// What a turn under way writes that working out the one after it reads, so that the next
+/// turn can be worked out while it writes and commits (on SQLite its write lock keeps
+/// everyone else from writing meanwhile; a read sees the database as it was before it, or
+/// once it has committed): its number, the last click it counts (the next reads on from
+/// there), the numbers it hands out, the capped values it adds, and the day sets it leaves.
+/// The next turn's work stands only on this turn's commit: it is kept only when it committed,
+/// and it checks, like any turn worked out ahead, that no other turn came between.
+struct Carry {
+    turn: i64,
+    after: (i64, Vec<u8>),
+    handed: crate::stats::numbers::Handed,
+    values: Vec<work::CappedValue>,
+    sets: super::daysets::Left,
+}
+
+async fn work_out_ahead_from(
+    db: &DatabaseConnection,
+    tz: Tz,
+    limit: u64,
+    from: Start<'_>,
+) -> Result<Option<Ahead>, DbErr> {
     #[expect(
         clippy::disallowed_methods,
         reason = "it only reads, and on SQLite must not hold the write lock while it does"
     )]
     let txn = db.begin().await?;
     let result = async {
-        let taken = last_turn(&txn).await?;
+        let stored = last_turn(&txn).await?;
         let frozen = purged_before(&txn).await?;
-        let clicks = crate::clickstore::waiting::peek_waiting(&txn, limit).await?;
+        let (taken, after, before) = match from {
+            Start::Stored(remembered) => {
+                let sets = remembered.take_after(stored);
+                (stored, None, work::Before::stored(sets))
+            }
+            Start::Carried(carry) => {
+                // Read before the turn under way commits, or after: any other turn between
+                // and the work would not stand (it would be refused when taken anyway).
+                if stored != carry.turn - 1 && stored != carry.turn {
+                    return Ok(None);
+                }
+                let before = work::Before {
+                    sets: carry.sets,
+                    handed: carry.handed,
+                    values: carry.values,
+                };
+                (carry.turn, Some(carry.after), before)
+            }
+        };
+        let after = after.as_ref().map(|(at, key)| (*at, key.as_slice()));
+        let clicks = crate::clickstore::waiting::peek_waiting_after(&txn, limit, after).await?;
         if clicks.is_empty() {
             return Ok(None);
         }
         let keys = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
-        let known = remembered.take_after(taken);
-        let work = work_out(&txn, tz, frozen, clicks, known).await?;
+        let work = work_out(&txn, tz, frozen, clicks, before).await?;
         Ok(Some(Ahead {
             taken,
+            limit,
             frozen,
             keys,
             work,
@@ -295,15 +413,15 @@ async fn work_out_ahead_remembering(
     crate::db::finish(txn, result).await
 }
 
-/// A turn: what it counted, and (when they are few enough to keep) the day sets it left, with
-/// its number.
-async fn tally_in(
+/// Takes a turn and decides what it counts: what `ahead` worked out when it still stands,
+/// else up to `limit` waiting events read now; `None` when none waits.
+async fn decide(
     txn: &impl ConnectionTrait,
     tz: Tz,
     limit: u64,
     ahead: Option<Ahead>,
     remembered: &mut Remembered,
-) -> Result<(Counted, Left), DbErr> {
+) -> Result<Option<Decided>, DbErr> {
     let turn = take_turn(txn).await?;
     let frozen = purged_before(txn).await?;
     if let Some(ahead) = ahead {
@@ -318,7 +436,14 @@ async fn tally_in(
             if take_front(txn, &ahead.keys, since).await?
                 || take_listed(txn, &ahead.keys, since).await?
             {
-                return apply(txn, turn, ahead.work).await;
+                let last = ahead.keys.last().cloned();
+                let (work, asked) = (ahead.work, ahead.limit);
+                return Ok(last.map(|last| Decided {
+                    turn,
+                    work,
+                    last,
+                    asked,
+                }));
             }
             tracing::debug!(
                 "the clicks a counting turn worked out ahead were taken since; it reads the list again"
@@ -326,20 +451,42 @@ async fn tally_in(
         }
     }
     let clicks = crate::clickstore::waiting::take_waiting(txn, limit).await?;
-    if clicks.is_empty() {
+    let Some(last) = clicks.last().map(|c| (c.at, c.key.clone())) else {
         crate::clickstore::waiting::forget_orphans(txn).await?;
-        return Ok((Counted::default(), None));
-    }
-    let known = remembered.take_after(turn - 1);
-    let work = work_out(txn, tz, frozen, clicks, known).await?;
-    apply(txn, turn, work).await
+        return Ok(None);
+    };
+    let before = work::Before::stored(remembered.take_after(turn - 1));
+    let work = work_out(txn, tz, frozen, clicks, before).await?;
+    let asked = limit;
+    Ok(Some(Decided {
+        turn,
+        work,
+        last,
+        asked,
+    }))
 }
 
-/// The day sets a turn left, with its number (see [`Remembered`]).
-type Left = Option<(
-    i64,
-    foldhash::HashMap<super::daysets::SetKey, roaring::RoaringBitmap>,
-)>;
+/// A turn taken, with what it counts, the last click of those, and how many it asked for.
+struct Decided {
+    turn: i64,
+    work: Work,
+    last: (i64, Vec<u8>),
+    asked: u64,
+}
+
+/// What a committed turn did: what it counted, (when they are few enough to keep) the day
+/// sets it left, with its number, the next turn when it was asked to work it out meanwhile
+/// and was full, and when it committed.
+#[derive(Default)]
+struct Applied {
+    counted: Counted,
+    left: Left,
+    next: Option<Ahead>,
+    committed: Option<Instant>,
+}
+
+/// The day sets a turn left, with its number and their size serialized (see [`Remembered`]).
+type Left = Option<(i64, super::daysets::Left, usize)>;
 
 /// What may have happened to the waiting list since `ahead` read it, when no turn came
 /// between and the purged days are the same. Besides turns, only a purge takes clicks off the
@@ -363,25 +510,23 @@ fn changes_since(ahead: &Ahead) -> Since {
     }
 }
 
-/// Writes what a turn worked out, stamped with the turn.
+/// Writes what turn `decided` worked out, stamped with the turn, and commits; with
+/// `look_ahead`, when the turn is full, works out the next one meanwhile.
 async fn apply(
-    txn: &impl ConnectionTrait,
-    turn: i64,
-    work: Work,
-) -> Result<(Counted, Left), DbErr> {
-    work.numbers.store(txn).await?;
-    let left = work.sets.store_leaving(txn, turn).await?;
-    write_stats(txn, &work.stats).await?;
-    // Whatever was counted on a day changed its all-links row: dashboards keeping page views
-    // per link of finished days look at these stamps.
-    let days = work
-        .stats
-        .keys()
-        .map(|(day, _)| (ALL_LINKS, *day))
-        .collect();
-    super::daysets::stamp(txn, turn, days).await?;
-    write_breakdown(txn, &work.breakdown).await?;
-    super::funnel::count_hits(txn, work.hits).await?;
+    txn: sea_orm::DatabaseTransaction,
+    decided: Decided,
+    look_ahead: Option<LookAhead<'_>>,
+) -> Result<Applied, DbErr> {
+    let Decided {
+        turn,
+        work,
+        last,
+        asked,
+    } = decided;
+    let settled = match work.sets.settle() {
+        Ok(settled) => settled,
+        Err(err) => return crate::db::finish(txn, Err(err)).await,
+    };
     let link_days = work
         .stats
         .keys()
@@ -391,8 +536,75 @@ async fn apply(
         clicks: work.counted,
         link_days,
         held: Duration::ZERO,
+        full: work.counted >= asked,
     };
-    Ok((counted, left.map(|sets| (turn, sets))))
+    let sets = settled.left;
+    let (left, carry) = match look_ahead {
+        // The sets go on to the next turn whatever their size: they are what this one held.
+        Some(look) if counted.full => {
+            let carry = Carry {
+                turn,
+                after: last,
+                handed: work.numbers.handed(),
+                values: work::capped_values(&work.breakdown),
+                sets,
+            };
+            (None, Some((look, carry)))
+        }
+        _ => (Some((turn, sets, settled.left_bytes)), None),
+    };
+    let (numbers, stats, breakdown, hits) = (work.numbers, work.stats, work.breakdown, work.hits);
+    let settled = settled.rows;
+    let write = async move {
+        let written = async {
+            numbers.store(&txn).await?;
+            settled.store(&txn, turn).await?;
+            write_stats(&txn, &stats).await?;
+            // Whatever was counted on a day changed its all-links row: dashboards keeping
+            // page views per link of finished days look at these stamps.
+            let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
+            super::daysets::stamp(&txn, turn, days).await?;
+            write_breakdown(&txn, &breakdown).await?;
+            super::funnel::count_hits(&txn, hits).await
+        };
+        let written = written.await;
+        crate::db::finish(txn, written)
+            .await
+            .map(|()| Instant::now())
+    };
+    // Counting runs on a thread of its own with a runtime of one thread, which cannot work
+    // out the next turn while it sends this one's statements: the next turn is worked out on
+    // a blocking thread (started from the counting thread, so of its lower priority too),
+    // driven by the same runtime's handle.
+    let next = carry.map(|(look, carry)| {
+        let (db, tz, limit) = (look.db.clone(), look.tz, look.limit);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            runtime.block_on(work_out_ahead_from(&db, tz, limit, Start::Carried(carry)))
+        })
+    });
+    let committed = write.await;
+    let next = match next {
+        Some(next) => match next.await {
+            Ok(Ok(next)) => next,
+            // The next turn reads on its own.
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "cannot work out the next counting turn ahead");
+                None
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "working out the next counting turn ahead failed");
+                None
+            }
+        },
+        None => None,
+    };
+    Ok(Applied {
+        counted,
+        left,
+        next,
+        committed: Some(committed?),
+    })
 }
 
 async fn write_stats(
@@ -477,6 +689,7 @@ mod tests {
             clicks,
             link_days,
             held: Duration::from_millis(100),
+            full: true,
         };
         // Every click another link's day: turns of about 10,000 links' days.
         assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 50_000)), 10_000);
@@ -496,6 +709,7 @@ mod tests {
             clicks,
             link_days: clicks / 10,
             held: Duration::from_millis(millis),
+            full: true,
         };
         // 10,000 clicks in 4 s: the next turn holds the lock about a second.
         assert_eq!(burst_turn(DbBackend::Sqlite, turn(10_000, 4_000)), 2_500);

@@ -8,8 +8,9 @@ use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
 use crate::db::sql::{per_link, statement};
 use crate::stats::days::{day_start, local_day};
-use crate::stats::daysets::{ADDRESSES, DaySets, NewNumbers, SetKey, VISITORS};
+use crate::stats::daysets::{DaySets, Left, SetKey};
 use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
+use crate::stats::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS};
 use crate::stats::visits::Visits;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
@@ -58,6 +59,37 @@ pub(super) struct Work {
     pub(super) hits: Vec<crate::stats::funnel::Hit>,
 }
 
+/// What a turn is worked out from besides what it reads: the day sets known to be stored (see
+/// `Remembered`), and what the turn before it writes when it is worked out before that one has
+/// committed (see `Carry`).
+#[derive(Default)]
+pub(super) struct Before {
+    pub(super) sets: Left,
+    pub(super) handed: Handed,
+    pub(super) values: Vec<CappedValue>,
+}
+
+impl Before {
+    pub(super) fn stored(sets: Left) -> Self {
+        Before {
+            sets,
+            ..Default::default()
+        }
+    }
+}
+
+/// A value of a capped dimension a link's day has: day, link, dimension, value.
+pub(super) type CappedValue = (NaiveDate, i64, Dimension, Text);
+
+/// The values of capped dimensions that `breakdown` gives the links' days (as
+/// [`known_values`] reads them once it is stored).
+pub(super) fn capped_values(breakdown: &Breakdown) -> Vec<CappedValue> {
+    (breakdown.keys())
+        .filter(|(_, link, dimension, _)| *link != ALL_LINKS && dimension.is_capped())
+        .cloned()
+        .collect()
+}
+
 /// Works out what counting `clicks` adds; reads only. Days before `frozen` (their events
 /// were purged) are not counted.
 pub(super) async fn work_out(
@@ -65,7 +97,7 @@ pub(super) async fn work_out(
     tz: Tz,
     frozen: Option<NaiveDate>,
     clicks: Vec<Waiting>,
-    known_sets: foldhash::HashMap<SetKey, roaring::RoaringBitmap>,
+    before: Before,
 ) -> Result<Work, DbErr> {
     let meanings = crate::clickstore::waiting::meanings(txn, &clicks).await?;
     let hits = crate::stats::funnel::find_hits(txn, &clicks, &meanings).await?;
@@ -76,16 +108,22 @@ pub(super) async fn work_out(
     let mut seen = see(clicks, &meanings, &targets, tz, &empty);
     // Days whose events were purged keep the rows they had: their late events are not counted.
     seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
-    let known = known_values(txn, &seen).await?;
+    let mut known = known_values(txn, &seen).await?;
+    for (day, link, dimension, value) in before.values {
+        known
+            .entry((day, link, dimension))
+            .or_default()
+            .insert(value);
+    }
     cap_values(&mut seen, known);
-    let numbers = number_visitors(txn, &mut seen).await?;
+    let numbers = number_visitors(txn, &mut seen, &before.handed).await?;
     let mut keys: foldhash::HashSet<SetKey> = foldhash::HashSet::default();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
             keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
         }
     }
-    let mut sets = DaySets::load_knowing(txn, keys, known_sets).await?;
+    let mut sets = DaySets::load_knowing(txn, keys, before.sets).await?;
     let (stats, breakdown) = add_up(&seen, &mut sets, &empty);
     Ok(Work {
         counted: total,
@@ -246,13 +284,14 @@ fn cap_values(seen: &mut [Seen], mut known: Known) {
 async fn number_visitors(
     txn: &impl ConnectionTrait,
     seen: &mut [Seen],
+    handed: &Handed,
 ) -> Result<NewNumbers, DbErr> {
     let mut who: foldhash::HashSet<(&'static str, Text)> = foldhash::HashSet::default();
     for s in seen.iter().filter(|s| s.view) {
         who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
         who.extend(s.address.iter().map(|a| (ADDRESSES, a.clone())));
     }
-    let (numbers, new_numbers) = crate::stats::daysets::look_up_numbers(txn, who).await?;
+    let (numbers, new_numbers) = crate::stats::numbers::look_up_numbers(txn, who, handed).await?;
     for s in seen.iter_mut().filter(|s| s.view) {
         let number = |kind: &'static str, who: &Option<Text>| {
             who.as_ref()

@@ -1,0 +1,184 @@
+//! Visitors' and addresses' numbers: every visitor identity and every client address gets a
+//! number the first time it is counted, per kind counted up from 0 (`stats_tally.next_visitor`,
+//! `next_address`), and is found again through a 64-bit hash of it (`visit_key`). The day sets
+//! (`daysets`) are bitmaps of these numbers. Only counting hands numbers out, holding the
+//! `stats_tally` lock row, so one transaction at a time does.
+
+use crate::clickstore::row::Text;
+use crate::db::sql::{ask_packed, statement};
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DbBackend, DbErr};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+
+/// The set of visitor identities.
+pub const VISITORS: &str = "v";
+/// The set of client addresses.
+pub const ADDRESSES: &str = "i";
+
+/// The number of `who` of `kind` (`VISITORS` or `ADDRESSES`) is found by this hash. Two of
+/// 2^64 colliding would count two visitors as one: about one in 37 over a billion visitors.
+fn hash(kind: &str, who: &str) -> i64 {
+    let digest = Sha256::digest(format!("{kind}\n{who}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_le_bytes(first)
+}
+
+/// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
+pub async fn numbers(
+    txn: &impl ConnectionTrait,
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+) -> Result<foldhash::HashMap<(&'static str, Text), u32>, DbErr> {
+    let (numbers, new) = look_up_numbers(txn, wanted, &Handed::default()).await?;
+    new.store(txn).await?;
+    Ok(numbers)
+}
+
+/// The numbers of `wanted`, with the new ones worked out but not yet handed out: they are
+/// the caller's once it has stored [`NewNumbers`] in a turn that nobody else's came between.
+/// `handed` are the numbers a turn not committed yet hands out, for the turn after it
+/// (worked out meanwhile, see `tally`): they count as stored.
+pub async fn look_up_numbers(
+    txn: &impl ConnectionTrait,
+    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+    handed: &Handed,
+) -> Result<(foldhash::HashMap<(&'static str, Text), u32>, NewNumbers), DbErr> {
+    let backend = txn.get_database_backend();
+    let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
+    for (kind, who) in wanted {
+        hashes
+            .entry(hash(kind, &who))
+            .or_default()
+            .push((kind, who));
+    }
+    let mut found: HashMap<i64, u32> = HashMap::new();
+    for hash in hashes.keys() {
+        if let Some(number) = handed.numbers.get(hash) {
+            found.insert(*hash, *number);
+        }
+    }
+    let keys: Vec<i64> = (hashes.keys().copied())
+        .filter(|hash| !found.contains_key(hash))
+        .collect();
+    if backend == DbBackend::Sqlite {
+        // A turn looks up as many as two numbers a click: one statement naming them all,
+        // answered packed, instead of a statement per 500 and a row handed over per number
+        // (bench/README.md).
+        let wanted = serde_json::to_string(&keys).map_err(|err| DbErr::Custom(err.to_string()))?;
+        let sql = "SELECT hash, id FROM visit_key WHERE hash IN (SELECT value FROM json_each(?))";
+        for bunch in ask_packed(txn, "hash, id", sql, vec![wanted.into()]).await? {
+            let pairs: Vec<(i64, i64)> = serde_json::from_str(&bunch)
+                .map_err(|err| DbErr::Custom(format!("visitor numbers read as JSON: {err}")))?;
+            for (hash, id) in pairs {
+                found.insert(hash, number(id)?);
+            }
+        }
+    } else {
+        for chunk in keys.chunks(500) {
+            let sql = format!(
+                "SELECT hash, id FROM visit_key WHERE hash IN ({})",
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let values = chunk.iter().map(|h| Value::from(*h)).collect();
+            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
+                let id: i64 = row.try_get("", "id")?;
+                found.insert(row.try_get("", "hash")?, number(id)?);
+            }
+        }
+    }
+    let new: Vec<(i64, &'static str)> = hashes
+        .iter()
+        .filter(|(h, _)| !found.contains_key(h))
+        .map(|(h, whos)| (*h, whos[0].0))
+        .collect();
+    let mut new_numbers = NewNumbers::default();
+    if !new.is_empty() {
+        let (visitor, address) = match handed.next {
+            Some(next) => next,
+            None => {
+                let sql = "SELECT next_visitor, next_address FROM stats_tally WHERE id = 1";
+                let row = txn
+                    .query_one_raw(statement(backend, sql, vec![]))
+                    .await?
+                    .ok_or_else(|| DbErr::Custom("the stats_tally row is missing".into()))?;
+                (
+                    row.try_get("", "next_visitor")?,
+                    row.try_get("", "next_address")?,
+                )
+            }
+        };
+        let mut next: HashMap<&str, i64> =
+            HashMap::from([(VISITORS, visitor), (ADDRESSES, address)]);
+        for (h, kind) in new {
+            let id = next.get_mut(kind).map_or(0, |n| {
+                *n += 1;
+                *n - 1
+            });
+            let number = number(id)?;
+            found.insert(h, number);
+            new_numbers.rows.push((h, number));
+        }
+        new_numbers.next = Some((next[VISITORS], next[ADDRESSES]));
+    }
+    let mut out = foldhash::HashMap::default();
+    for (h, whos) in hashes {
+        for who in whos {
+            out.insert(who, found[&h]);
+        }
+    }
+    Ok((out, new_numbers))
+}
+
+/// Numbers worked out for visitors and addresses not seen before, to be stored.
+#[derive(Default)]
+pub struct NewNumbers {
+    /// Hash and number.
+    rows: Vec<(i64, u32)>,
+    /// The next visitor's and address's number afterwards.
+    next: Option<(i64, i64)>,
+}
+
+/// The numbers a turn hands out, as the turn after it sees them while the first commits.
+#[derive(Default)]
+pub struct Handed {
+    numbers: foldhash::HashMap<i64, u32>,
+    /// The next visitor's and address's number after the turn (none: it handed out none).
+    next: Option<(i64, i64)>,
+}
+
+impl NewNumbers {
+    /// What the turn storing these hands out.
+    pub fn handed(&self) -> Handed {
+        Handed {
+            numbers: self.rows.iter().copied().collect(),
+            next: self.next,
+        }
+    }
+
+    pub async fn store(self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+        let Some((visitor, address)) = self.next else {
+            return Ok(());
+        };
+        let backend = txn.get_database_backend();
+        for chunk in self.rows.chunks(500) {
+            let sql = format!(
+                "INSERT INTO visit_key (hash, id) VALUES {}",
+                vec!["(?, ?)"; chunk.len()].join(", ")
+            );
+            let values = chunk
+                .iter()
+                .flat_map(|(h, id)| [Value::from(*h), Value::from(i64::from(*id))])
+                .collect();
+            txn.execute_raw(statement(backend, &sql, values)).await?;
+        }
+        let sql = "UPDATE stats_tally SET next_visitor = ?, next_address = ? WHERE id = 1";
+        let values = vec![visitor.into(), address.into()];
+        txn.execute_raw(statement(backend, sql, values)).await?;
+        Ok(())
+    }
+}
+
+fn number(id: i64) -> Result<u32, DbErr> {
+    u32::try_from(id).map_err(|_| DbErr::Custom(format!("visitor number {id} out of range")))
+}
