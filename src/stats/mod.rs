@@ -1,6 +1,7 @@
 //! Statistics: what is counted and how it is read. `tally` counts each stored click once into
-//! the daily rows (`dimension`: what a breakdown is), `daysets` keeps the sets behind distinct
-//! counts, `kept` the finished days' bitmaps for ranges, `report` reads them for dashboards,
+//! the daily rows (`dimension`: what a breakdown is), `numbers` gives visitors and addresses
+//! their numbers, `daysets` keeps the sets of them behind distinct counts, `kept` the finished
+//! days' bitmaps for ranges, `report` reads them for dashboards,
 //! exports and the API, and `retention` purges raw clicks without changing a figure. Clicks
 //! are read and purged through the click store (`crate::clickstore`); ingest is not known here.
 
