@@ -135,6 +135,19 @@ impl Counter {
         let (counted, next) =
             tally_worked_out_remembering(db, tz, limit, ahead, &mut self.remembered, look_ahead)
                 .await?;
+        if next.is_some() {
+            // The next turn was read while this one committed, so SQLite could not start its
+            // log (WAL) over at that commit: a reader was still on the state before it. With
+            // no counting read open now, a checkpoint lets the next writer start it over;
+            // without, the log grew by every turn's writes while a backlog lasted (to 3 GB
+            // after a burst; bench/README.md).
+            if let Err(err) = db
+                .execute_unprepared("PRAGMA wal_checkpoint(PASSIVE)")
+                .await
+            {
+                tracing::debug!(error = %err, "cannot checkpoint SQLite's log after a counting turn");
+            }
+        }
         self.next = next;
         Ok(counted)
     }
