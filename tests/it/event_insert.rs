@@ -1142,6 +1142,19 @@ async fn an_operators_change_is_not_kept_waiting_by_a_click_writer_writing_back_
     );
 }
 
+/// `n` clicks of `link` at `hour` of `day`, numbered from 0 (the same number in two batches:
+/// the same address and user agent, so the same visitor), keyed by hour and number.
+fn hourly_batch(day: NaiveDate, hour: u32, n: usize, link: i64) -> Vec<EventRow> {
+    rows(n, day.and_hms_opt(hour, 0, 0).unwrap(), link)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut row)| {
+            row.event_key = format!("{hour:02x}{i:030x}").into();
+            row
+        })
+        .collect()
+}
+
 /// A counting thread keeps the day sets its last turn left for its next turn, and uses them
 /// only while no other turn came between: after another instance's turn, or a recount, it
 /// reads them again, and each visitor is still counted once a day.
@@ -1152,18 +1165,9 @@ async fn the_day_sets_a_turn_left_are_used_by_the_next_only_when_no_other_turn_c
     let (core, link) = core_with_link(&db, "https://example.com/remembered").await;
     let utc = chrono_tz::UTC;
     let day = NaiveDate::from_ymd_opt(2026, 5, 3).unwrap();
-    // Each batch an hour later, its clicks numbered from 0: those below the last batch's
-    // length come back (the same address and user agent), the others are new.
-    let batch = |hour: u32, n: usize| -> Vec<EventRow> {
-        rows(n, day.and_hms_opt(hour, 0, 0).unwrap(), link)
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut row)| {
-                row.event_key = format!("{hour:02x}{i:030x}").into();
-                row
-            })
-            .collect()
-    };
+    // Each batch an hour later: those below the last batch's length come back, the others
+    // are new.
+    let batch = |hour: u32, n: usize| hourly_batch(day, hour, n, link);
     let mut all: Vec<EventRow> = Vec::new();
     let mut counter = tally::Counter::default();
     let store = async |rows: Vec<EventRow>, all: &mut Vec<EventRow>| {
@@ -1211,18 +1215,13 @@ async fn turns_worked_out_while_the_one_before_commits_count_each_visitor_and_va
     let (core, link) = core_with_link(&db, "https://example.com/pipelined").await;
     let utc = chrono_tz::UTC;
     let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
-    // Clicks numbered from 0 each batch: the same number, the same visitor. Each click of a
-    // batch brings a campaign value of its own.
+    // Each click of a batch brings a campaign value of its own.
     let batch = |hour: u32, n: usize| -> Vec<EventRow> {
-        rows(n, day.and_hms_opt(hour, 0, 0).unwrap(), link)
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut row)| {
-                row.event_key = format!("{hour:02x}{i:030x}").into();
-                row.query_string = Some(format!("utm_source=s{hour}-{i}").into());
-                row
-            })
-            .collect()
+        let mut rows = hourly_batch(day, hour, n, link);
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.query_string = Some(format!("utm_source=s{hour}-{i}").into());
+        }
+        rows
     };
     let mut all: Vec<EventRow> = Vec::new();
     let store = async |rows: Vec<EventRow>, all: &mut Vec<EventRow>| {
