@@ -77,7 +77,7 @@ pub async fn tally(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<u64, D
 
 /// [`tally`], telling also how many links' days the turn touched.
 pub async fn tally_counted(db: &DatabaseConnection, tz: Tz, limit: u64) -> Result<Counted, DbErr> {
-    Counter::default().turn_alone(db, tz, limit).await
+    Counter::default().counted(db, tz, limit, false).await
 }
 
 /// What a counting thread carries from one turn to the next: the day sets its last turn
@@ -101,16 +101,7 @@ impl Counter {
         self.counted(db, tz, limit, true).await
     }
 
-    /// [`Self::turn`], without working out the next turn meanwhile.
-    async fn turn_alone(
-        &mut self,
-        db: &DatabaseConnection,
-        tz: Tz,
-        limit: u64,
-    ) -> Result<Counted, DbErr> {
-        self.counted(db, tz, limit, false).await
-    }
-
+    /// [`Self::turn`], working out the next turn meanwhile only with `look_ahead`.
     async fn counted(
         &mut self,
         db: &DatabaseConnection,
