@@ -5,7 +5,7 @@
 use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, TEXTS, look_up};
 use super::insert::{TABLE, WAITING, micros};
 use super::row::Text;
-use crate::db::sql::{ask_packed, statement, unhex, unhex_optional};
+use crate::db::sql::{ask_packed_whole, statement, unhex, unhex_optional};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -256,18 +256,23 @@ fn read_page(backend: DbBackend, last: Option<(i64, &[u8])>, want: u64) -> (Stri
             (format!("WHERE {range}"), values)
         }
     };
+    // SQLite's pages are sorted once parsed ([`pages`]): ordering the joined rows made it sort
+    // them in a temporary B-tree.
+    let order = match backend {
+        DbBackend::Sqlite => "",
+        _ => "ORDER BY w.at, w.event_key",
+    };
     let sql = format!(
         "{SELECT_WAITING} FROM (SELECT at, event_key FROM {WAITING} {range} \
          ORDER BY at, event_key LIMIT {want}) w \
-         JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key \
-         ORDER BY w.at, w.event_key"
+         JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key {order}"
     );
     (sql, values)
 }
 
 /// Up to `limit` waiting clicks, read a page of at most [`PAGE`] at a time by the statement
 /// `page` gives for the last click read so far and the page's size, until a page comes back
-/// short. SQLite's pages are read packed ([`ask_packed`]).
+/// short. SQLite's pages are read packed, a page in one text ([`ask_packed_whole`]).
 async fn pages(
     db: &impl ConnectionTrait,
     limit: u64,
@@ -280,9 +285,10 @@ async fn pages(
         let (sql, values) = page(clicks.last(), want);
         let before = clicks.len();
         if backend == DbBackend::Sqlite {
-            for bunch in ask_packed(db, PACKED, &sql, values).await? {
-                unpack(&bunch, &mut clicks)?;
-            }
+            unpack(
+                &ask_packed_whole(db, PACKED, &sql, values).await?,
+                &mut clicks,
+            )?;
             clicks[before..].sort_unstable_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
         } else {
             for row in db.query_all_raw(statement(backend, &sql, values)).await? {
@@ -314,11 +320,11 @@ fn read(row: &QueryResult) -> Result<Waiting, DbErr> {
     })
 }
 
-/// [`ask_packed`]'s columns for a waiting click as [`SELECT_WAITING`] names them.
+/// [`ask_packed_whole`]'s columns for a waiting click as [`SELECT_WAITING`] names them.
 const PACKED: &str = "at, hex(event_key), link, hex(ip), hex(visitor), bot, outcome, code, \
      agent, referer, query, place";
 
-/// Adds the clicks of one of [`ask_packed`]'s bunches to `clicks`.
+/// Adds the clicks of a page read by [`ask_packed_whole`] to `clicks`.
 fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
     /// A waiting click as [`PACKED`] spells it; blobs in hex.
     #[derive(serde::Deserialize)]

@@ -5,7 +5,7 @@
 //! `stats_tally` lock row, so one transaction at a time does.
 
 use crate::clickstore::row::Text;
-use crate::db::sql::{ask_packed, statement};
+use crate::db::sql::{ask_packed_whole, statement};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use sha2::{Digest, Sha256};
@@ -67,12 +67,11 @@ pub async fn look_up_numbers(
         // (bench/README.md).
         let wanted = serde_json::to_string(&keys).map_err(|err| DbErr::Custom(err.to_string()))?;
         let sql = "SELECT hash, id FROM visit_key WHERE hash IN (SELECT value FROM json_each(?))";
-        for bunch in ask_packed(txn, "hash, id", sql, vec![wanted.into()]).await? {
-            let pairs: Vec<(i64, i64)> = serde_json::from_str(&bunch)
-                .map_err(|err| DbErr::Custom(format!("visitor numbers read as JSON: {err}")))?;
-            for (hash, id) in pairs {
-                found.insert(hash, number(id)?);
-            }
+        let pairs = ask_packed_whole(txn, "hash, id", sql, vec![wanted.into()]).await?;
+        let pairs: Vec<(i64, i64)> = serde_json::from_str(&pairs)
+            .map_err(|err| DbErr::Custom(format!("visitor numbers read as JSON: {err}")))?;
+        for (hash, id) in pairs {
+            found.insert(hash, number(id)?);
         }
     } else {
         for chunk in keys.chunks(500) {
