@@ -417,6 +417,7 @@ async fn run() {
             per_click(server_cpu),
         );
         drop_database(server, &url).await;
+        let _ = std::fs::remove_dir_all(spool);
         std::process::exit(0);
     }
 
