@@ -55,35 +55,34 @@ pub async fn ask_packed(
          FROM (SELECT *, (ROW_NUMBER() OVER () - 1) / {BUNCH} AS n FROM ({sql})) \
          GROUP BY n ORDER BY n"
     );
-    bunches(db, &packed, values).await
+    let backend = db.get_database_backend();
+    db.query_all_raw(statement(backend, &packed, values))
+        .await?
+        .iter()
+        .map(|row| row.try_get("", "bunch"))
+        .collect()
 }
 
-/// [`ask_packed`] in one text, for statements that select a bounded number of rows (a page):
-/// numbering the rows into bunches made SQLite sort them twice (a window and a `GROUP BY`,
-/// each in a temporary B-tree), which took a third of the time it spent reading a page of
-/// waiting clicks (bench/README.md).
+/// [`ask_packed`] in one text, for statements that select a bounded number of rows (a page
+/// of waiting clicks, a turn's visitors): numbering the rows into bunches made SQLite sort
+/// them twice (a window and a `GROUP BY`, each in a temporary B-tree), which took a third of
+/// the time it spent reading a page of waiting clicks (bench/README.md).
 pub async fn ask_packed_whole(
     db: &impl ConnectionTrait,
     columns: &str,
     sql: &str,
     values: Vec<Value>,
 ) -> Result<String, DbErr> {
+    // An aggregate without `GROUP BY` answers one row, `[]` when nothing matched.
     let packed = format!("SELECT json_group_array(json_array({columns})) AS bunch FROM ({sql})");
-    let mut texts = bunches(db, &packed, values).await?;
-    Ok(texts.pop().unwrap_or_else(|| "[]".to_owned()))
-}
-
-async fn bunches(
-    db: &impl ConnectionTrait,
-    packed: &str,
-    values: Vec<Value>,
-) -> Result<Vec<String>, DbErr> {
     let backend = db.get_database_backend();
-    db.query_all_raw(statement(backend, packed, values))
+    match db
+        .query_one_raw(statement(backend, &packed, values))
         .await?
-        .iter()
-        .map(|row| row.try_get("", "bunch"))
-        .collect()
+    {
+        Some(row) => row.try_get("", "bunch"),
+        None => Ok("[]".to_owned()),
+    }
 }
 
 /// A blob as [`ask_packed`] spells it (`hex()`).
