@@ -18,7 +18,7 @@ use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 pub use super::numbers::{ADDRESSES, VISITORS, numbers};
 
@@ -78,10 +78,14 @@ impl Remembered {
     }
 }
 
-/// The day sets a batch touches, loaded once, changed in memory, stored once.
+/// The day sets a batch touches, loaded once, changed in memory, stored once. A set is named
+/// by its place in the keys it was loaded for: a turn looks its sets up by day, link, kind and
+/// the number it gave the value (see `tally::work`), hashing a few integers, where looking
+/// them up by key hashed and compared the value's text for every member added.
 #[derive(Default)]
 pub struct DaySets {
-    sets: foldhash::HashMap<SetKey, Set>,
+    keys: Vec<SetKey>,
+    sets: Vec<Set>,
 }
 
 /// A set as a turn holds it: what was stored before the turn, and what the turn added.
@@ -154,11 +158,9 @@ impl Members {
 }
 
 impl DaySets {
-    /// Loads the stored sets among `keys` (the others start empty).
-    pub async fn load(
-        txn: &impl ConnectionTrait,
-        keys: impl IntoIterator<Item = SetKey>,
-    ) -> Result<Self, DbErr> {
+    /// Loads the stored sets among `keys`, which are distinct (the others start empty); the
+    /// set of `keys[i]` is then set `i`.
+    pub async fn load(txn: &impl ConnectionTrait, keys: Vec<SetKey>) -> Result<Self, DbErr> {
         Self::load_knowing(txn, keys, foldhash::HashMap::default()).await
     }
 
@@ -166,31 +168,28 @@ impl DaySets {
     /// [`Remembered`]) from there instead.
     pub async fn load_knowing(
         txn: &impl ConnectionTrait,
-        keys: impl IntoIterator<Item = SetKey>,
+        keys: Vec<SetKey>,
         mut known: Left,
     ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
-        let mut held: foldhash::HashMap<SetKey, Set> = foldhash::HashMap::default();
-        let mut sets: foldhash::HashMap<SetKey, Set> = foldhash::HashMap::default();
-        for key in keys {
-            match known.remove(&key) {
-                Some(stored) => {
-                    let set = Set {
-                        stored: Some(stored),
-                        added: Members::default(),
-                    };
-                    held.insert(key, set);
-                }
-                None => {
-                    sets.insert(key, Set::default());
-                }
+        let mut sets: Vec<Set> = Vec::with_capacity(keys.len());
+        // The sets to read, by key.
+        let mut unknown: foldhash::HashMap<&SetKey, usize> = foldhash::HashMap::default();
+        for key in &keys {
+            let stored = known.remove(key);
+            if stored.is_none() {
+                unknown.insert(key, sets.len());
             }
+            sets.push(Set {
+                stored,
+                added: Members::default(),
+            });
         }
         // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
         // hour and per referrer, and a turn needs a few of them.
         type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
         let mut wanted: BTreeMap<NaiveDate, Wanted> = BTreeMap::new();
-        for (day, scope, kind, value) in sets.keys() {
+        for (day, scope, kind, value) in unknown.keys() {
             let (scopes, kinds, values) = wanted.entry(*day).or_default();
             scopes.insert(*scope);
             kinds.insert(kind);
@@ -240,33 +239,23 @@ impl DaySets {
                     };
                     let key = (day, scope, kind, Text::from(value));
                     // Only the sets asked for.
-                    if sets.contains_key(&key) {
+                    if let Some(&at) = unknown.get(&key) {
                         let members: Vec<u8> = row.try_get("", "members")?;
-                        found.push((key, decode(&members)?));
+                        found.push((at, decode(&members)?));
                     }
                 }
             }
         }
-        for (key, set) in found {
-            sets.insert(
-                key,
-                Set {
-                    stored: Some(set),
-                    added: Members::default(),
-                },
-            );
+        for (at, set) in found {
+            sets[at].stored = Some(set);
         }
-        sets.extend(held);
-        Ok(Self { sets })
+        Ok(Self { keys, sets })
     }
 
-    /// Adds `number` to the set `key`; true when it was not there (a first visit).
-    pub fn insert(&mut self, key: &SetKey, number: u32) -> bool {
-        // Looked up before it is cloned: nearly every key was loaded.
-        let set = match self.sets.get_mut(key) {
-            Some(set) => set,
-            None => self.sets.entry(key.clone()).or_default(),
-        };
+    /// Adds `number` to set `at` (see [`Self::load`]); true when it was not there (a first
+    /// visit).
+    pub fn insert(&mut self, at: usize, number: u32) -> bool {
+        let set = &mut self.sets[at];
         if set
             .stored
             .as_ref()
@@ -295,7 +284,7 @@ impl DaySets {
             left_bytes += bytes;
             left.insert(key, set);
         };
-        for (key, held) in self.sets {
+        for (key, held) in self.keys.into_iter().zip(self.sets) {
             if held.added.is_empty() {
                 let stored = held.stored.unwrap_or_default();
                 let bytes = stored.serialized_size();
@@ -528,13 +517,17 @@ pub async fn adopt_old_day(
     }
     let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
     let numbers = numbers(txn, wanted).await?;
-    let keys = members
-        .iter()
-        .map(|(scope, kind, _)| (day, *scope, *kind, Text::from("")));
-    let mut sets = DaySets::load(txn, keys.collect::<HashSet<_>>()).await?;
+    let mut keys: Vec<SetKey> = Vec::new();
+    let mut places: HashMap<(i64, &'static str), usize> = HashMap::new();
+    for (scope, kind, _) in &members {
+        places.entry((*scope, *kind)).or_insert_with(|| {
+            keys.push((day, *scope, *kind, Text::from("")));
+            keys.len() - 1
+        });
+    }
+    let mut sets = DaySets::load(txn, keys).await?;
     for (scope, kind, who) in &members {
-        let key = (day, *scope, *kind, Text::from(""));
-        sets.insert(&key, numbers[&(*kind, who.clone())]);
+        sets.insert(places[&(*scope, *kind)], numbers[&(*kind, who.clone())]);
     }
     sets.store(txn, turn).await?;
     let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";

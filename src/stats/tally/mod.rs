@@ -599,8 +599,8 @@ async fn write_stats(
 async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     // In key order, so that two writers never wait for each other's rows in a circle.
-    let mut rows: Vec<_> = breakdown.iter().collect();
-    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut rows: Vec<_> = breakdown.rows().collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let tail = add_on_conflict(
         backend,
         "visit_statistics_breakdown",
@@ -619,7 +619,7 @@ async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> R
                 Value::from(*day),
                 Value::from(*link),
                 Value::from(dimension.name()),
-                Value::from(&**value),
+                Value::from(&***value),
                 Value::from(*pv),
                 Value::from(*uv),
             ]);

@@ -31,24 +31,69 @@ struct Seen {
     address: Option<Text>,
     /// The numbers of the visitor and the address (for page views), once they are known.
     numbers: (Option<u32>, Option<u32>),
-    /// Dimension and value, for page views.
-    values: Vec<(Dimension, Text)>,
+    /// Dimension and value (see [`Values`]), for page views.
+    values: Vec<(Dimension, u32)>,
 }
 
-/// The values of dictionary row `id` (none for a click without one).
-fn meaning<const N: usize>(
-    rows: &HashMap<i32, [Option<Text>; N]>,
-    id: Option<i32>,
-) -> [Option<Text>; N] {
-    id.and_then(|id| rows.get(&id))
-        .cloned()
-        .unwrap_or_else(|| std::array::from_fn(|_| None))
+/// The texts of a turn's values, each once, by number. The breakdown rows and the day sets
+/// of a turn are looked up by day, link, dimension and value for every page view: by the
+/// value's number, that hashes a few integers, where by its text it hashed and compared the
+/// text and counted its references up and down (most of the time a turn spent adding up,
+/// bench/README.md).
+#[derive(Default)]
+pub(super) struct Values {
+    by_text: foldhash::HashMap<Text, u32>,
+    texts: Vec<Text>,
 }
+
+/// The number of the empty value (see [`Values::new`]).
+const EMPTY: u32 = 0;
+
+impl Values {
+    fn new() -> Self {
+        let mut values = Values::default();
+        values.number(&Text::from(""));
+        values
+    }
+
+    fn number(&mut self, text: &Text) -> u32 {
+        if let Some(number) = self.by_text.get(text) {
+            return *number;
+        }
+        let number = self.texts.len() as u32;
+        self.texts.push(text.clone());
+        self.by_text.insert(text.clone(), number);
+        number
+    }
+
+    fn text(&self, number: u32) -> &Text {
+        &self.texts[number as usize]
+    }
+}
+
+/// The numbers of the values of dictionary row `id` (empty ones for a click without one),
+/// each row's looked up once a turn.
+fn numbered<const N: usize>(
+    rows: &HashMap<i32, [Option<Text>; N]>,
+    done: &mut HashMap<i32, [u32; N]>,
+    values: &mut Values,
+    id: Option<i32>,
+) -> [u32; N] {
+    let Some(id) = id else {
+        return [EMPTY; N];
+    };
+    *done.entry(id).or_insert_with(|| match rows.get(&id) {
+        Some(texts) => texts
+            .each_ref()
+            .map(|text| text.as_ref().map_or(EMPTY, |text| values.number(text))),
+        None => [EMPTY; N],
+    })
+}
+
+/// The values each link's day already has, per capped dimension (see [`Values`]).
+type Known = foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<u32>>;
 
 /// What a turn writes, worked out from its clicks and what counting has stored so far.
-/// The values each link's day already has, per capped dimension.
-type Known = foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<Text>>;
-
 pub(super) struct Work {
     pub(super) counted: u64,
     pub(super) numbers: NewNumbers,
@@ -84,9 +129,9 @@ pub(super) type CappedValue = (NaiveDate, i64, Dimension, Text);
 /// The values of capped dimensions that `breakdown` gives the links' days (as
 /// [`known_values`] reads them once it is stored).
 pub(super) fn capped_values(breakdown: &Breakdown) -> Vec<CappedValue> {
-    (breakdown.keys())
-        .filter(|(_, link, dimension, _)| *link != ALL_LINKS && dimension.is_capped())
-        .cloned()
+    (breakdown.rows())
+        .filter(|((_, link, dimension, _), _)| *link != ALL_LINKS && dimension.is_capped())
+        .map(|((day, link, dimension, value), _)| (day, link, dimension, value.clone()))
         .collect()
 }
 
@@ -101,30 +146,37 @@ pub(super) async fn work_out(
 ) -> Result<Work, DbErr> {
     let meanings = crate::clickstore::waiting::meanings(txn, &clicks).await?;
     let hits = crate::stats::funnel::find_hits(txn, &clicks, &meanings).await?;
-    // The values many clicks share are shared, not copied.
-    let empty = Text::from("");
+    let mut values = Values::new();
     let total = clicks.len() as u64;
-    let targets = target_campaigns(txn, &clicks).await?;
-    let mut seen = see(clicks, &meanings, &targets, tz, &empty);
+    let targets = target_campaigns(txn, &clicks, &mut values).await?;
+    let mut seen = see(clicks, &meanings, &targets, tz, &mut values);
     // Days whose events were purged keep the rows they had: their late events are not counted.
     seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
-    let mut known = known_values(txn, &seen).await?;
+    let mut known = known_values(txn, &seen, &mut values).await?;
     for (day, link, dimension, value) in before.values {
         known
             .entry((day, link, dimension))
             .or_default()
-            .insert(value);
+            .insert(values.number(&value));
     }
-    cap_values(&mut seen, known);
+    cap_values(&mut seen, known, values.number(&Text::from(OTHER)));
     let numbers = number_visitors(txn, &mut seen, &before.handed).await?;
-    let mut keys: foldhash::HashSet<SetKey> = foldhash::HashSet::default();
+    // Each set the page views belong to, once, by its place in the sets loaded.
+    let mut places: foldhash::HashMap<SetOf, usize> = foldhash::HashMap::default();
+    let mut keys: Vec<SetKey> = Vec::new();
     for s in seen.iter().filter(|s| s.view) {
         for scope in [s.link, ALL_LINKS] {
-            keys.extend(members(s, scope, &empty).into_iter().map(|(_, key, _)| key));
+            members(s, scope, |set, _| {
+                places.entry(set).or_insert_with(|| {
+                    keys.push(set.key(&values));
+                    keys.len() - 1
+                });
+            });
         }
     }
     let mut sets = DaySets::load_knowing(txn, keys, before.sets).await?;
-    let (stats, breakdown) = add_up(&seen, &mut sets, &empty);
+    let (stats, rows) = add_up(&seen, &mut sets, &places);
+    let breakdown = Breakdown { rows, values };
     Ok(Work {
         counted: total,
         numbers,
@@ -136,13 +188,14 @@ pub(super) async fn work_out(
 }
 
 /// The campaign parameters (`utm_*`, `channel`) of each clicked link's target URL, as the UTM
-/// builder writes them into it.
-type TargetCampaigns = HashMap<i64, Vec<(Dimension, Text)>>;
+/// builder writes them into it (values numbered, see [`Values`]).
+type TargetCampaigns = HashMap<i64, Vec<(Dimension, u32)>>;
 
 /// Reads the targets of the links `clicks` are of, and their campaign parameters.
 async fn target_campaigns(
     txn: &impl ConnectionTrait,
     clicks: &[Waiting],
+    numbering: &mut Values,
 ) -> Result<TargetCampaigns, DbErr> {
     let backend = txn.get_database_backend();
     let links: Vec<i64> = clicks
@@ -165,9 +218,12 @@ async fn target_campaigns(
             let query = query.split_once('#').map_or(query, |(q, _)| q);
             let found = query_values(query);
             if !found.is_empty() {
+                let found = found.into_iter();
                 out.insert(
                     id,
-                    found.into_iter().map(|(d, v)| (d, Text::from(v))).collect(),
+                    found
+                        .map(|(d, v)| (d, numbering.number(&v.into())))
+                        .collect(),
                 );
             }
         }
@@ -185,24 +241,32 @@ fn see(
     meanings: &Meanings,
     targets: &TargetCampaigns,
     tz: Tz,
-    empty: &Text,
+    numbering: &mut Values,
 ) -> Vec<Seen> {
     let mut starts: HashMap<NaiveDate, Option<NaiveDateTime>> = HashMap::new();
-    let mut queries: HashMap<i32, Vec<(Dimension, Text)>> = HashMap::new();
-    let hours: Vec<Text> = (0..100).map(|h| Text::from(format!("{h:02}"))).collect();
+    let mut queries: HashMap<i32, Vec<(Dimension, u32)>> = HashMap::new();
+    let mut successes: HashMap<i32, bool> = HashMap::new();
+    let (mut places, mut agents, mut referers) = Default::default();
+    let hours: Vec<u32> = (0..100)
+        .map(|h| numbering.number(&Text::from(format!("{h:02}"))))
+        .collect();
     let mut seen = Vec::with_capacity(clicks.len());
     for click in clicks {
         let at = from_micros(click.at);
         let day = local_day(at, tz);
-        let success = meaning(&meanings.outcomes, Some(click.outcome))[0]
-            .as_deref()
-            .is_some_and(|status| status == "success");
+        let success = *successes.entry(click.outcome).or_insert_with(|| {
+            (meanings.outcomes.get(&click.outcome))
+                .and_then(|[status]| status.as_deref())
+                .is_some_and(|status| status == "success")
+        });
         let view = success && !click.bot;
-        let mut values: Vec<(Dimension, Text)> = Vec::new();
+        let mut values: Vec<(Dimension, u32)> = Vec::new();
         if view {
-            let [country, province, city, carrier] = meaning(&meanings.places, click.place);
-            let [browser, os, device] = meaning(&meanings.agents, click.agent);
-            let [referrer] = meaning(&meanings.referers, click.referer);
+            let [country, province, city, carrier] =
+                numbered(&meanings.places, &mut places, numbering, click.place);
+            let [browser, os, device] =
+                numbered(&meanings.agents, &mut agents, numbering, click.agent);
+            let [referrer] = numbered(&meanings.referers, &mut referers, numbering, click.referer);
             for (dimension, value) in [
                 (Dimension::Country, country),
                 (Dimension::Province, province),
@@ -213,26 +277,26 @@ fn see(
                 (Dimension::Device, device),
                 (Dimension::Referrer, referrer),
             ] {
-                values.push((dimension, value.unwrap_or_else(|| empty.clone())));
+                values.push((dimension, value));
             }
             // The local hour since the day began (on a day the clocks change, hours after the
             // change are counted from midnight).
             let start = *starts.entry(day).or_insert_with(|| day_start(day, tz));
             let hour = start.map_or(0, |start| (at - start).num_hours().clamp(0, 99));
-            values.push((Dimension::Hour, hours[hour as usize].clone()));
+            values.push((Dimension::Hour, hours[hour as usize]));
             let target = click.link.and_then(|link| targets.get(&link));
-            values.extend(target.into_iter().flatten().cloned());
+            values.extend(target.into_iter().flatten().copied());
             if let Some(id) = click.query {
                 let parsed = queries.entry(id).or_insert_with(|| {
-                    let [query] = meaning(&meanings.queries, Some(id));
-                    query_values(query.as_deref().unwrap_or_default())
+                    let query = (meanings.queries.get(&id)).and_then(|[query]| query.as_deref());
+                    query_values(query.unwrap_or_default())
                         .into_iter()
-                        .map(|(dimension, value)| (dimension, Text::from(value)))
+                        .map(|(dimension, value)| (dimension, numbering.number(&value.into())))
                         .collect()
                 });
                 for (dimension, value) in parsed.iter() {
                     if !target.is_some_and(|t| t.iter().any(|(d, _)| d == dimension)) {
-                        values.push((*dimension, value.clone()));
+                        values.push((*dimension, *value));
                     }
                 }
             }
@@ -259,7 +323,7 @@ fn see(
 }
 
 /// Values a visitor chooses beyond a link's day's first [`MAX_VALUES`] count as [`OTHER`].
-fn cap_values(seen: &mut [Seen], mut known: Known) {
+fn cap_values(seen: &mut [Seen], mut known: Known, other: u32) {
     for s in seen {
         for (dimension, value) in &mut s.values {
             if !dimension.is_capped() {
@@ -268,11 +332,11 @@ fn cap_values(seen: &mut [Seen], mut known: Known) {
             // The cap is the link's own (the all-links row follows the link's decision, so
             // that both count the same visits under the same value).
             let values = known.entry((s.day, s.link, *dimension)).or_default();
-            if !values.contains(&**value) {
+            if !values.contains(value) {
                 if values.len() < MAX_VALUES {
-                    values.insert(value.clone());
+                    values.insert(*value);
                 } else {
-                    *value = Text::from(OTHER);
+                    *value = other;
                 }
             }
         }
@@ -303,14 +367,14 @@ async fn number_visitors(
 }
 
 /// The day rows and breakdown rows the clicks add, each visitor, address and value new to
-/// its day's set counted once.
+/// its day's set counted once; `places` gives each set's place in `sets`.
 fn add_up(
     seen: &[Seen],
     sets: &mut DaySets,
-    empty: &Text,
-) -> (BTreeMap<(NaiveDate, i64), Visits>, Breakdown) {
+    places: &foldhash::HashMap<SetOf, usize>,
+) -> (BTreeMap<(NaiveDate, i64), Visits>, Rows) {
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
-    let mut breakdown: Breakdown = Breakdown::default();
+    let mut breakdown = Rows::default();
     for s in seen {
         for scope in [s.link, ALL_LINKS] {
             let day = stats.entry((s.day, scope)).or_default();
@@ -324,9 +388,9 @@ fn add_up(
             day.pv += 1;
             let mut new_visitor = false;
             let mut new_value: Vec<(Dimension, bool)> = Vec::new();
-            for (what, key, number) in members(s, scope, empty) {
-                let new = sets.insert(&key, number);
-                match what {
+            members(s, scope, |set, number| {
+                let new = sets.insert(places[&set], number);
+                match set.role {
                     Role::Visitor => {
                         new_visitor = new;
                         day.uv += i64::from(new);
@@ -334,14 +398,14 @@ fn add_up(
                     Role::Address => day.ip += i64::from(new),
                     Role::Value(dimension) => new_value.push((dimension, new)),
                 }
-            }
+            });
             for (dimension, value) in &s.values {
                 let new = new_value
                     .iter()
                     .find(|(d, _)| d == dimension)
                     .map_or(new_visitor, |(_, new)| *new);
                 let entry = breakdown
-                    .entry((s.day, scope, *dimension, value.clone()))
+                    .entry((s.day, scope, *dimension, *value))
                     .or_default();
                 entry.0 += 1;
                 entry.1 += i64::from(new);
@@ -352,37 +416,55 @@ fn add_up(
 }
 
 /// What a member of a day's set stands for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Role {
     Visitor,
     Address,
     Value(Dimension),
 }
 
-/// The sets of `scope` a page view belongs to, with the number it is there by (`empty`: the
-/// value of the visitors' and addresses' sets).
-fn members(s: &Seen, scope: i64, empty: &Text) -> Vec<(Role, SetKey, u32)> {
-    let mut out = Vec::new();
+/// A day's set as a turn names it: by day, link (or all links), what its members stand for,
+/// and the number of its value (see [`Values`]; the empty value for visitors and addresses).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct SetOf {
+    day: NaiveDate,
+    scope: i64,
+    role: Role,
+    value: u32,
+}
+
+impl SetOf {
+    /// The set as it is stored.
+    fn key(self, values: &Values) -> SetKey {
+        let kind = match self.role {
+            Role::Visitor => VISITORS,
+            Role::Address => ADDRESSES,
+            Role::Value(dimension) => dimension.set_kind().unwrap_or_default(),
+        };
+        (self.day, self.scope, kind, values.text(self.value).clone())
+    }
+}
+
+/// Calls `member` with each set of `scope` a page view belongs to, and the number it is
+/// there by.
+fn members(s: &Seen, scope: i64, mut member: impl FnMut(SetOf, u32)) {
+    let set = |role, value| SetOf {
+        day: s.day,
+        scope,
+        role,
+        value,
+    };
     if let Some(visitor) = s.numbers.0 {
-        out.push((
-            Role::Visitor,
-            (s.day, scope, VISITORS, empty.clone()),
-            visitor,
-        ));
+        member(set(Role::Visitor, EMPTY), visitor);
         for (dimension, value) in &s.values {
-            if let Some(kind) = dimension.set_kind() {
-                let key = (s.day, scope, kind, value.clone());
-                out.push((Role::Value(*dimension), key, visitor));
+            if dimension.set_kind().is_some() {
+                member(set(Role::Value(*dimension), *value), visitor);
             }
         }
     }
     if let Some(address) = s.numbers.1 {
-        out.push((
-            Role::Address,
-            (s.day, scope, ADDRESSES, empty.clone()),
-            address,
-        ));
+        member(set(Role::Address, EMPTY), address);
     }
-    out
 }
 
 /// `utm_source`, `utm_medium`, `utm_campaign` and `channel` of a query string: the first of
@@ -412,7 +494,11 @@ pub fn query_values(query: &str) -> Vec<(Dimension, String)> {
 }
 
 /// The values already stored for the capped dimensions of the days and links in `seen`.
-async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known, DbErr> {
+async fn known_values(
+    txn: &impl ConnectionTrait,
+    seen: &[Seen],
+    numbering: &mut Values,
+) -> Result<Known, DbErr> {
     let backend = txn.get_database_backend();
     let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
     for s in seen.iter().filter(|s| s.view) {
@@ -421,8 +507,7 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
     let dimensions: Vec<Dimension> = std::iter::once(Dimension::Referrer)
         .chain(Dimension::QUERY)
         .collect();
-    let mut out: foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<Text>> =
-        foldhash::HashMap::default();
+    let mut out = Known::default();
     for (day, links) in keys {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
@@ -448,7 +533,7 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
                 let value: String = row.try_get("", "value")?;
                 out.entry((day, link, dimension))
                     .or_default()
-                    .insert(value.into());
+                    .insert(numbering.number(&value.into()));
             }
         }
     }
@@ -456,7 +541,24 @@ async fn known_values(txn: &impl ConnectionTrait, seen: &[Seen]) -> Result<Known
 }
 
 /// PV and UV a turn adds, per day, link (or all links), dimension and value.
-pub(super) type Breakdown = foldhash::HashMap<(NaiveDate, i64, Dimension, Text), (i64, i64)>;
+pub(super) struct Breakdown {
+    rows: Rows,
+    values: Values,
+}
+
+/// [`Breakdown`]'s rows, by the values' numbers.
+type Rows = foldhash::HashMap<(NaiveDate, i64, Dimension, u32), (i64, i64)>;
+
+impl Breakdown {
+    /// Each row: day, link (or all links), dimension and value, with its PV and UV.
+    pub(super) fn rows(
+        &self,
+    ) -> impl Iterator<Item = ((NaiveDate, i64, Dimension, &Text), (i64, i64))> {
+        (self.rows.iter()).map(|((day, link, dimension, value), added)| {
+            ((*day, *link, *dimension, self.values.text(*value)), *added)
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {
