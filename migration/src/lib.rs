@@ -67,6 +67,7 @@ mod m20261127_000032_webhook_error_messages;
 mod m20261128_000033_clicks_out_when_stored;
 mod m20261128_000034_day_sets_by_day_and_link;
 mod m20261203_000035_day_rows_keyed_by_day;
+mod m20261206_000036_day_set_additions;
 
 pub struct Migrator;
 
@@ -109,6 +110,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000033_clicks_out_when_stored::Migration),
             Box::new(m20261128_000034_day_sets_by_day_and_link::Migration),
             Box::new(m20261203_000035_day_rows_keyed_by_day::Migration),
+            Box::new(m20261206_000036_day_set_additions::Migration),
         ]
     }
 }

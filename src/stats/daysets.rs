@@ -8,6 +8,11 @@
 //! the union of its days' bitmaps: a few kilobytes read per day, however many clicks the day
 //! had.
 //!
+//! A turn that adds a few members to a large set writes them as a row of their own
+//! (`visit_day_added`, keyed by the set and the turn) instead of the whole set again, until
+//! the additions have grown past a share of the set; then it writes the set whole and drops
+//! them. A set is the union of its row and its additions.
+//!
 //! Only counting writes here, holding the `stats_tally` lock row, so bitmaps are rewritten by
 //! one transaction at a time.
 
@@ -33,6 +38,14 @@ fn known_kind(stored: &str) -> Option<&'static str> {
 
 /// Distinct values a load names in its condition at most.
 const MAX_VALUES_ASKED: usize = 300;
+
+/// The sets, each in one row.
+const WHOLE: &str = "visit_day_bits";
+/// What turns added to them since each was last written whole.
+const ADDED: &str = "visit_day_added";
+
+/// Rows of additions a set has at most: a reader reads them all.
+const MAX_ADDED_ROWS: u32 = 24;
 
 /// One day's set: day, link (or all links), kind, value (empty for visitors and addresses).
 pub type SetKey = (NaiveDate, i64, &'static str, Text);
@@ -96,7 +109,36 @@ pub struct DaySets {
 #[derive(Default)]
 struct Set {
     stored: Option<RoaringBitmap>,
+    /// What of `stored` is in rows of additions.
+    apart: Apart,
     added: Members,
+}
+
+/// A set's rows of additions, as stored: how many and their size.
+#[derive(Clone, Copy, Default)]
+struct Apart {
+    rows: u32,
+    bytes: usize,
+}
+
+/// A set as a turn leaves it, as the database holds it once the turn has committed.
+pub struct Kept {
+    set: RoaringBitmap,
+    apart: Apart,
+}
+
+impl Apart {
+    /// Whether a turn adding `bytes` (serialized) to set `key`, whose members take `whole`
+    /// bytes with them, writes them as a row of their own rather than the set again. The
+    /// additions stay under a share of the set (so that reading a set reads at most about
+    /// twice its size, and a set is written whole at most about every few turns' worth of
+    /// its size); the share varies from link to link between 30 and 60 %, so that the sets of
+    /// a burst spread over many links, growing alike, are not all written whole in the same
+    /// turn.
+    fn takes(self, key: &SetKey, bytes: usize, whole: usize) -> bool {
+        let tenths = 3 + key.1.rem_euclid(4) as usize;
+        self.rows < MAX_ADDED_ROWS && (self.bytes + bytes) * 10 <= whole * tenths
+    }
 }
 
 /// Numbers a set held inline before it becomes a bitmap.
@@ -176,12 +218,16 @@ impl DaySets {
         // The sets to read, by key.
         let mut unknown: foldhash::HashMap<&SetKey, usize> = foldhash::HashMap::default();
         for key in &keys {
-            let stored = known.remove(key);
-            if stored.is_none() {
-                unknown.insert(key, sets.len());
-            }
+            let (stored, apart) = match known.remove(key) {
+                Some(kept) => (Some(kept.set), kept.apart),
+                None => {
+                    unknown.insert(key, sets.len());
+                    (None, Apart::default())
+                }
+            };
             sets.push(Set {
                 stored,
+                apart,
                 added: Members::default(),
             });
         }
@@ -218,14 +264,17 @@ impl DaySets {
                 _ => "stat_date",
             };
             let on_kinds = vec!["?"; kinds.len()].join(", ");
-            for chunk in scopes.chunks(500) {
+            for (chunk, table) in scopes
+                .chunks(500)
+                .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
+            {
                 let mut params = vec![Value::from(day)];
                 params.extend(kinds.iter().map(|kind| Value::from(*kind)));
                 params.extend(values.iter().map(|value| Value::from(*value)));
                 let sql = per_link(
                     backend,
                     "url_map_id, kind, value, members",
-                    "visit_day_bits",
+                    table,
                     chunk,
                     &format!("{on_day} = ? AND kind IN ({on_kinds}){on_values}"),
                     params,
@@ -241,13 +290,22 @@ impl DaySets {
                     // Only the sets asked for.
                     if let Some(&at) = unknown.get(&key) {
                         let members: Vec<u8> = row.try_get("", "members")?;
-                        found.push((at, decode(&members)?));
+                        let added = (table == ADDED).then_some(members.len());
+                        found.push((at, decode(&members)?, added));
                     }
                 }
             }
         }
-        for (at, set) in found {
-            sets[at].stored = Some(set);
+        for (at, found, added) in found {
+            let set = &mut sets[at];
+            match &mut set.stored {
+                Some(stored) => *stored |= found,
+                None => set.stored = Some(found),
+            }
+            if let Some(bytes) = added {
+                set.apart.rows += 1;
+                set.apart.bytes += bytes;
+            }
         }
         Ok(Self { keys, sets })
     }
@@ -272,51 +330,79 @@ impl DaySets {
         self.settle()?.rows.store(txn, turn).await
     }
 
-    /// Joins what the turn added to the stored sets and serializes those that changed:
-    /// everything storing them takes but the writing, which a turn can do before it takes
-    /// the lock it writes under.
+    /// Joins what the turn added to the stored sets and serializes what changed (the sets,
+    /// or what they gained: see [`Apart::takes`]): everything storing them takes but the
+    /// writing, which a turn can do before it takes the lock it writes under.
     pub fn settle(self) -> Result<Settled, DbErr> {
-        let mut changed: Vec<(SetKey, Vec<u8>)> = Vec::new();
-        let mut stamped: BTreeSet<(i64, NaiveDate)> = BTreeSet::new();
+        let mut rows = Rows::default();
         let mut left = Left::default();
         let mut left_bytes = 0;
-        let mut leave = |key: SetKey, set: RoaringBitmap, bytes: usize| {
-            left_bytes += bytes;
-            left.insert(key, set);
-        };
         for (key, held) in self.keys.into_iter().zip(self.sets) {
             if held.added.is_empty() {
-                let stored = held.stored.unwrap_or_default();
-                let bytes = stored.serialized_size();
-                leave(key, stored, bytes);
+                let set = held.stored.unwrap_or_default();
+                left_bytes += set.serialized_size();
+                let apart = held.apart;
+                left.insert(key, Kept { set, apart });
                 continue;
             }
-            let mut set = held.added.into_bitmap();
-            if let Some(stored) = held.stored {
-                set |= stored;
-            }
             if [VISITORS, ADDRESSES].contains(&key.2) {
-                stamped.insert((key.1, key.0));
+                rows.stamped.insert((key.1, key.0));
+            }
+            let mut added = held.added.into_bitmap();
+            let (mut set, apart) = match held.stored {
+                Some(mut stored) => {
+                    let gained = added.serialized_size();
+                    stored |= &added;
+                    let whole = stored.serialized_size();
+                    match held.apart.takes(&key, gained, whole) {
+                        true => {
+                            added.optimize();
+                            let bytes = serialized(&added)?;
+                            let apart = Apart {
+                                rows: held.apart.rows + 1,
+                                bytes: held.apart.bytes + bytes.len(),
+                            };
+                            rows.added.push((key.clone(), bytes));
+                            left_bytes += whole;
+                            left.insert(key, Kept { set: stored, apart });
+                            continue;
+                        }
+                        false => (stored, held.apart),
+                    }
+                }
+                None => (added, Apart::default()),
+            };
+            if apart.rows > 0 {
+                rows.folded.push(key.clone());
             }
             set.optimize();
-            let mut bytes = Vec::with_capacity(set.serialized_size());
-            set.serialize_into(&mut bytes)
-                .map_err(|err| DbErr::Custom(err.to_string()))?;
-            leave(key.clone(), set, bytes.len());
-            changed.push((key, bytes));
+            let bytes = serialized(&set)?;
+            left_bytes += bytes.len();
+            let apart = Apart::default();
+            left.insert(key.clone(), Kept { set, apart });
+            rows.whole.push((key, bytes));
         }
         // In key order, so that two writers never wait for each other's rows in a circle.
-        changed.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.whole.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.added.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.folded.sort();
         Ok(Settled {
-            rows: Rows { changed, stamped },
+            rows,
             left,
             left_bytes,
         })
     }
 }
 
+fn serialized(set: &RoaringBitmap) -> Result<Vec<u8>, DbErr> {
+    let mut bytes = Vec::with_capacity(set.serialized_size());
+    set.serialize_into(&mut bytes)
+        .map_err(|err| DbErr::Custom(err.to_string()))?;
+    Ok(bytes)
+}
+
 /// Every set a turn leaves, as the database holds them once it has committed.
-pub type Left = foldhash::HashMap<SetKey, RoaringBitmap>;
+pub type Left = foldhash::HashMap<SetKey, Kept>;
 
 /// The day sets of a turn, ready to be stored ([`DaySets::settle`]).
 pub struct Settled {
@@ -328,17 +414,22 @@ pub struct Settled {
     pub left_bytes: usize,
 }
 
-/// The rows of the sets a turn changed.
+/// The rows of the sets a turn changed, each list in key order.
+#[derive(Default)]
 pub struct Rows {
-    /// The sets that changed, serialized, in key order.
-    changed: Vec<(SetKey, Vec<u8>)>,
+    /// The sets written whole, serialized.
+    whole: Vec<(SetKey, Vec<u8>)>,
+    /// Of those, the ones that had rows of additions, now folded in.
+    folded: Vec<SetKey>,
+    /// What the turn added to the other sets, serialized.
+    added: Vec<(SetKey, Vec<u8>)>,
     /// The days whose visitors or addresses changed.
     stamped: BTreeSet<(i64, NaiveDate)>,
 }
 
 impl Rows {
-    /// Writes the sets that changed, and stamps the days whose visitors or addresses changed
-    /// with the counting turn (see `kept`).
+    /// Writes the sets that changed (or what they gained), and stamps the days whose visitors
+    /// or addresses changed with the counting turn (see `kept`).
     pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
         let backend = txn.get_database_backend();
         let tail = match backend {
@@ -348,36 +439,76 @@ impl Rows {
                  DO UPDATE SET members = excluded.members"
             }
         };
-        let mut rest = self.changed.as_slice();
-        while !rest.is_empty() {
-            // At most 200 sets and about 1 MB a statement (MariaDB's packets are bounded).
-            let mut take = 0;
-            let mut bytes = 0;
-            while take < rest.len() && take < 200 && (take == 0 || bytes < 1 << 20) {
-                bytes += rest[take].1.len();
-                take += 1;
-            }
-            let (chunk, after) = rest.split_at(take);
-            rest = after;
+        let columns = "url_map_id, kind, value, stat_date";
+        insert_sets(txn, WHOLE, columns, None, &self.whole, tail).await?;
+        for chunk in self.folded.chunks(100) {
+            let one = "(url_map_id = ? AND kind = ? AND value = ? AND stat_date = ?)";
             let sql = format!(
-                "INSERT INTO visit_day_bits (url_map_id, kind, value, stat_date, members) \
-                 VALUES {} {tail}",
-                vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+                "DELETE FROM {ADDED} WHERE {}",
+                vec![one; chunk.len()].join(" OR ")
             );
-            let mut values = Vec::with_capacity(chunk.len() * 5);
-            for ((day, scope, kind, value), members) in chunk {
+            let mut values = Vec::with_capacity(chunk.len() * 4);
+            for (day, scope, kind, value) in chunk {
                 values.extend([
                     Value::from(*scope),
                     Value::from(*kind),
                     Value::from(&**value),
                     Value::from(*day),
-                    Value::from(members.clone()),
                 ]);
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
+        // One row a set and turn: nothing to meet.
+        let columns = "url_map_id, kind, value, stat_date, turn";
+        insert_sets(txn, ADDED, columns, Some(turn), &self.added, "").await?;
         stamp(txn, turn, self.stamped).await
     }
+}
+
+/// Inserts `sets` into `table` (`columns`, then `members`), with `turn` after the key when
+/// given, ending each statement with `tail`.
+async fn insert_sets(
+    txn: &impl ConnectionTrait,
+    table: &str,
+    columns: &str,
+    turn: Option<i64>,
+    sets: &[(SetKey, Vec<u8>)],
+    tail: &str,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let marks = match turn {
+        Some(_) => "(?, ?, ?, ?, ?, ?)",
+        None => "(?, ?, ?, ?, ?)",
+    };
+    let mut rest = sets;
+    while !rest.is_empty() {
+        // At most 200 sets and about 1 MB a statement (MariaDB's packets are bounded).
+        let mut take = 0;
+        let mut bytes = 0;
+        while take < rest.len() && take < 200 && (take == 0 || bytes < 1 << 20) {
+            bytes += rest[take].1.len();
+            take += 1;
+        }
+        let (chunk, after) = rest.split_at(take);
+        rest = after;
+        let sql = format!(
+            "INSERT INTO {table} ({columns}, members) VALUES {} {tail}",
+            vec![marks; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 6);
+        for ((day, scope, kind, value), members) in chunk {
+            values.extend([
+                Value::from(*scope),
+                Value::from(*kind),
+                Value::from(&**value),
+                Value::from(*day),
+            ]);
+            values.extend(turn.map(Value::from));
+            values.push(Value::from(members.clone()));
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
 }
 
 /// Marks `days` (link or all links, day) as changed by the counting turn `turn` (see `kept`).
@@ -410,8 +541,8 @@ pub async fn stamp(
 }
 
 /// The visitors and addresses of the rows `rows` (a condition on `url_map_id` with one
-/// value) over the days from `from` to `to`: the union of all their bitmaps, and with
-/// `per_day` the size of each day's union.
+/// value) over the days from `from` to `to`: the union of all their bitmaps (their rows and
+/// their additions), and with `per_day` the size of each day's union.
 #[derive(Default)]
 pub struct Union {
     pub visitors: RoaringBitmap,
@@ -428,9 +559,12 @@ pub async fn union(
     per_day: bool,
 ) -> Result<Union, DbErr> {
     let backend = db.get_database_backend();
+    let one = format!(
+        "WHERE {rows} AND kind IN (?, ?) AND value = '' AND stat_date >= ? AND stat_date <= ?"
+    );
     let sql = format!(
-        "SELECT stat_date, kind, members FROM visit_day_bits WHERE {rows} AND kind IN (?, ?) \
-         AND value = '' AND stat_date >= ? AND stat_date <= ?"
+        "SELECT stat_date, kind, members FROM {WHOLE} {one} \
+         UNION ALL SELECT stat_date, kind, members FROM {ADDED} {one}"
     );
     let values = vec![
         value,
@@ -439,6 +573,7 @@ pub async fn union(
         from.into(),
         to.into(),
     ];
+    let values = [values.clone(), values].concat();
     let mut all = Union::default();
     let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
@@ -471,6 +606,7 @@ pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), Db
     let backend = txn.get_database_backend();
     for sql in [
         "DELETE FROM visit_day_bits WHERE stat_date = ?",
+        "DELETE FROM visit_day_added WHERE stat_date = ?",
         "DELETE FROM visit_day_stamp WHERE stat_date = ?",
     ] {
         txn.execute_raw(statement(backend, sql, vec![day.into()]))

@@ -225,9 +225,11 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
 /// Fresh planner statistics of the tables a turn reads and writes, on PostgreSQL (see
 /// [`crate::db::sql::refresh_statistics`]).
 pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
-    // Each turn rewrites the day sets and totals it touches; keys are only ever added.
+    // Each turn rewrites the day sets and totals it touches (and deletes the additions it
+    // folds into a set); keys are only ever added.
     let rewritten = [
         "visit_day_bits",
+        "visit_day_added",
         "visit_statistics",
         "visit_statistics_breakdown",
     ];
