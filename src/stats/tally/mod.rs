@@ -126,19 +126,6 @@ impl Counter {
         let (counted, next) =
             tally_worked_out_remembering(db, tz, limit, ahead, &mut self.remembered, look_ahead)
                 .await?;
-        if next.is_some() {
-            // The next turn was read while this one committed, so SQLite could not start its
-            // log (WAL) over at that commit: a reader was still on the state before it. With
-            // no counting read open now, a checkpoint lets the next writer start it over;
-            // without, the log grew by every turn's writes while a backlog lasted (to 3 GB
-            // after a burst; bench/README.md).
-            if let Err(err) = db
-                .execute_unprepared("PRAGMA wal_checkpoint(PASSIVE)")
-                .await
-            {
-                tracing::debug!(error = %err, "cannot checkpoint SQLite's log after a counting turn");
-            }
-        }
         self.next = next;
         Ok(counted)
     }
@@ -288,7 +275,7 @@ async fn work_out_ahead_remembering(
     limit: u64,
     remembered: &mut Remembered,
 ) -> Result<Option<Ahead>, DbErr> {
-    work_out_ahead_from(db, tz, limit, Start::Stored(remembered)).await
+    work_out_ahead_from(db, tz, limit, Start::Stored(remembered), None).await
 }
 
 /// What working out a turn ahead starts from.
@@ -314,11 +301,14 @@ struct Carry {
     sets: super::daysets::Left,
 }
 
+/// Reads and works out the next turn from `from`; tells `has_read` (when given) once it has
+/// read everything and ended its read, before it works out the turn.
 async fn work_out_ahead_from(
     db: &DatabaseConnection,
     tz: Tz,
     limit: u64,
     from: Start<'_>,
+    has_read: Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<Option<Ahead>, DbErr> {
     #[expect(
         clippy::disallowed_methods,
@@ -352,18 +342,23 @@ async fn work_out_ahead_from(
         if clicks.is_empty() {
             return Ok(None);
         }
-        let keys = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
-        let work = work_out(&txn, tz, frozen, clicks, before).await?;
-        Ok(Some(Ahead {
-            taken,
-            limit,
-            frozen,
-            keys,
-            work,
-        }))
+        let keys: Vec<_> = clicks.iter().map(|c| (c.at, c.key.clone())).collect();
+        let read = work::read(&txn, tz, frozen, clicks, before).await?;
+        Ok::<_, DbErr>(Some((taken, frozen, keys, read)))
     }
     .await;
-    crate::db::finish(txn, result).await
+    let read = crate::db::finish(txn, result).await;
+    drop(has_read);
+    let Some((taken, frozen, keys, read)) = read? else {
+        return Ok(None);
+    };
+    Ok(Some(Ahead {
+        taken,
+        limit,
+        frozen,
+        keys,
+        work: read.work_out()?,
+    }))
 }
 
 /// Takes a turn and decides what it counts: what `ahead` worked out when it still stands,
@@ -476,10 +471,7 @@ async fn apply(
         last,
         asked,
     } = decided;
-    let settled = match work.sets.settle() {
-        Ok(settled) => settled,
-        Err(err) => return crate::db::finish(txn, Err(err)).await,
-    };
+    let settled = work.sets;
     let link_days = work
         .stats
         .keys()
@@ -529,14 +521,34 @@ async fn apply(
     // out the next turn while it sends this one's statements: the next turn is worked out on
     // a blocking thread (started from the counting thread, so of its lower priority too),
     // driven by the same runtime's handle.
+    let mut checkpoint = None;
     let next = carry.map(|(look, carry)| {
         let (db, tz, limit) = (look.db.clone(), look.tz, look.limit);
+        let (read, has_read) = tokio::sync::oneshot::channel();
+        checkpoint = Some((look.db, has_read));
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            runtime.block_on(work_out_ahead_from(&db, tz, limit, Start::Carried(carry)))
+            let start = Start::Carried(carry);
+            runtime.block_on(work_out_ahead_from(&db, tz, limit, start, Some(read)))
         })
     });
     let committed = write.await;
+    if let (Ok(_), Some((db, has_read))) = (&committed, checkpoint) {
+        // The next turn read while this one committed, so SQLite could not start its log
+        // (WAL) over at that commit: a reader was still on the state before it. Once that read
+        // has ended (the next turn then works out what it read, on the other core), a
+        // checkpoint lets the next writer start the log over; without, it grew by every
+        // turn's writes while a backlog lasted (to 3 GB after a burst; bench/README.md).
+        // Before it, each turn waited for the next to be worked out and then for the
+        // checkpoint, a fifth of a turn (bench/README.md).
+        let _ = has_read.await;
+        if let Err(err) = db
+            .execute_unprepared("PRAGMA wal_checkpoint(PASSIVE)")
+            .await
+        {
+            tracing::debug!(error = %err, "cannot checkpoint SQLite's log after a counting turn");
+        }
+    }
     let next = match next {
         Some(next) => match next.await {
             Ok(Ok(next)) => next,

@@ -8,7 +8,7 @@ use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
 use crate::db::sql::{per_link, statement};
 use crate::stats::days::{day_start, local_day};
-use crate::stats::daysets::{DaySets, Left, SetKey};
+use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
 use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
 use crate::stats::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS};
 use crate::stats::visits::Visits;
@@ -97,7 +97,7 @@ type Known = foldhash::HashMap<(NaiveDate, i64, Dimension), HashSet<u32>>;
 pub(super) struct Work {
     pub(super) counted: u64,
     pub(super) numbers: NewNumbers,
-    pub(super) sets: DaySets,
+    pub(super) sets: Settled,
     pub(super) stats: BTreeMap<(NaiveDate, i64), Visits>,
     pub(super) breakdown: Breakdown,
     /// Page views that may be campaign recipients' (see `funnel`).
@@ -144,6 +144,29 @@ pub(super) async fn work_out(
     clicks: Vec<Waiting>,
     before: Before,
 ) -> Result<Work, DbErr> {
+    read(txn, tz, frozen, clicks, before).await?.work_out()
+}
+
+/// What working out a turn needs from the database, read.
+pub(super) struct Read {
+    total: u64,
+    seen: Vec<Seen>,
+    values: Values,
+    numbers: NewNumbers,
+    sets: DaySets,
+    /// Each set the page views belong to, by its place in `sets`.
+    places: foldhash::HashMap<SetOf, usize>,
+    hits: Vec<crate::stats::funnel::Hit>,
+}
+
+/// Reads what working out what counting `clicks` adds needs (see [`work_out`]).
+pub(super) async fn read(
+    txn: &impl ConnectionTrait,
+    tz: Tz,
+    frozen: Option<NaiveDate>,
+    clicks: Vec<Waiting>,
+    before: Before,
+) -> Result<Read, DbErr> {
     let meanings = crate::clickstore::waiting::meanings(txn, &clicks).await?;
     let hits = crate::stats::funnel::find_hits(txn, &clicks, &meanings).await?;
     let mut values = Values::new();
@@ -174,17 +197,43 @@ pub(super) async fn work_out(
             });
         }
     }
-    let mut sets = DaySets::load_knowing(txn, keys, before.sets).await?;
-    let (stats, rows) = add_up(&seen, &mut sets, &places);
-    let breakdown = Breakdown { rows, values };
-    Ok(Work {
-        counted: total,
+    let sets = DaySets::load_knowing(txn, keys, before.sets).await?;
+    Ok(Read {
+        total,
+        seen,
+        values,
         numbers,
         sets,
-        stats,
-        breakdown,
+        places,
         hits,
     })
+}
+
+impl Read {
+    /// Works out what the turn writes from what it read, without the database: a turn worked
+    /// out ahead has ended its read before this, so that SQLite can checkpoint its log
+    /// meanwhile (see `super::apply`).
+    pub(super) fn work_out(self) -> Result<Work, DbErr> {
+        let Read {
+            total,
+            seen,
+            values,
+            numbers,
+            mut sets,
+            places,
+            hits,
+        } = self;
+        let (stats, rows) = add_up(&seen, &mut sets, &places);
+        Ok(Work {
+            counted: total,
+            numbers,
+            // Joined and serialized here, before the turn takes the lock it writes them under.
+            sets: sets.settle()?,
+            stats,
+            breakdown: Breakdown { rows, values },
+            hits,
+        })
+    }
 }
 
 /// The campaign parameters (`utm_*`, `channel`) of each clicked link's target URL, as the UTM
