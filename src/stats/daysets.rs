@@ -221,7 +221,8 @@ impl DaySets {
             let (stored, apart) = match known.remove(key) {
                 Some(kept) => (Some(kept.set), kept.apart),
                 None => {
-                    unknown.insert(key, sets.len());
+                    let twice = unknown.insert(key, sets.len());
+                    debug_assert!(twice.is_none(), "a day set asked for twice: {key:?}");
                     (None, Apart::default())
                 }
             };
