@@ -22,10 +22,15 @@ use crate::db::sql::{per_link, statement};
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 pub use super::numbers::{ADDRESSES, VISITORS, numbers};
+pub use range::{Union, union};
+pub use upkeep::{adopt_old_day, forget, oldest_old_set_day};
+
+mod range;
+mod upkeep;
 
 /// A stored kind letter as one of ours (`None`: a kind this version does not know).
 fn known_kind(stored: &str) -> Option<&'static str> {
@@ -538,138 +543,6 @@ pub async fn stamp(
         }
         txn.execute_raw(statement(backend, &sql, values)).await?;
     }
-    Ok(())
-}
-
-/// The visitors and addresses of the rows `rows` (a condition on `url_map_id` with one
-/// value) over the days from `from` to `to`: the union of all their bitmaps (their rows and
-/// their additions), and with `per_day` the size of each day's union.
-#[derive(Default)]
-pub struct Union {
-    pub visitors: RoaringBitmap,
-    pub addresses: RoaringBitmap,
-    pub days: BTreeMap<NaiveDate, (u64, u64)>,
-}
-
-pub async fn union(
-    db: &impl ConnectionTrait,
-    rows: &str,
-    value: Value,
-    from: NaiveDate,
-    to: NaiveDate,
-    per_day: bool,
-) -> Result<Union, DbErr> {
-    let backend = db.get_database_backend();
-    let one = format!(
-        "WHERE {rows} AND kind IN (?, ?) AND value = '' AND stat_date >= ? AND stat_date <= ?"
-    );
-    let sql = format!(
-        "SELECT stat_date, kind, members FROM {WHOLE} {one} \
-         UNION ALL SELECT stat_date, kind, members FROM {ADDED} {one}"
-    );
-    let values = vec![
-        value,
-        VISITORS.into(),
-        ADDRESSES.into(),
-        from.into(),
-        to.into(),
-    ];
-    let values = [values.clone(), values].concat();
-    let mut all = Union::default();
-    let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
-    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-        let day: NaiveDate = row.try_get("", "stat_date")?;
-        let kind: String = row.try_get("", "kind")?;
-        let members: Vec<u8> = row.try_get("", "members")?;
-        let set = decode(&members)?;
-        let visitors = kind == VISITORS;
-        if per_day {
-            let both = days.entry(day).or_default();
-            match visitors {
-                true => both.0 |= &set,
-                false => both.1 |= &set,
-            }
-        }
-        match visitors {
-            true => all.visitors |= set,
-            false => all.addresses |= set,
-        }
-    }
-    all.days = days
-        .into_iter()
-        .map(|(day, (v, i))| (day, (v.len(), i.len())))
-        .collect();
-    Ok(all)
-}
-
-/// Forgets the sets of `day` (to count it again).
-pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
-    let backend = txn.get_database_backend();
-    for sql in [
-        "DELETE FROM visit_day_bits WHERE stat_date = ?",
-        "DELETE FROM visit_day_added WHERE stat_date = ?",
-        "DELETE FROM visit_day_stamp WHERE stat_date = ?",
-    ] {
-        txn.execute_raw(statement(backend, sql, vec![day.into()]))
-            .await?;
-    }
-    Ok(())
-}
-
-/// The earliest day with sets kept by versions before the bitmaps (`visit_day_set`), if any.
-pub async fn oldest_old_set_day(db: &DatabaseConnection) -> Result<Option<NaiveDate>, DbErr> {
-    let sql = "SELECT MIN(stat_date) AS oldest FROM visit_day_set";
-    Ok(db
-        .query_one_raw(statement(db.get_database_backend(), sql, vec![]))
-        .await?
-        .map(|row| row.try_get::<Option<NaiveDate>>("", "oldest"))
-        .transpose()?
-        .flatten())
-}
-
-/// Turns the visitor and address rows of `visit_day_set` for `day` into bitmaps and deletes
-/// the day's rows. Its sets per value hold hashes of value and visitor that cannot be turned
-/// into numbers: they are dropped (yesterday and today are counted again after the upgrade; a
-/// late click on an earlier day may count its visitor again under a referrer, hour or
-/// campaign value). The caller holds the counting turn `turn`.
-pub async fn adopt_old_day(
-    txn: &impl ConnectionTrait,
-    turn: i64,
-    day: NaiveDate,
-) -> Result<(), DbErr> {
-    let backend = txn.get_database_backend();
-    let sql = "SELECT url_map_id, kind, who FROM visit_day_set \
-               WHERE stat_date = ? AND kind IN (?, ?)";
-    let values = vec![day.into(), VISITORS.into(), ADDRESSES.into()];
-    let mut members: Vec<(i64, &'static str, Text)> = Vec::new();
-    for row in txn.query_all_raw(statement(backend, sql, values)).await? {
-        let kind: String = row.try_get("", "kind")?;
-        let kind = if kind == VISITORS {
-            VISITORS
-        } else {
-            ADDRESSES
-        };
-        let who: String = row.try_get("", "who")?;
-        members.push((row.try_get("", "url_map_id")?, kind, who.into()));
-    }
-    let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
-    let numbers = numbers(txn, wanted).await?;
-    let mut keys: Vec<SetKey> = Vec::new();
-    let mut places: HashMap<(i64, &'static str), usize> = HashMap::new();
-    for (scope, kind, _) in &members {
-        places.entry((*scope, *kind)).or_insert_with(|| {
-            keys.push((day, *scope, *kind, Text::from("")));
-            keys.len() - 1
-        });
-    }
-    let mut sets = DaySets::load(txn, keys).await?;
-    for (scope, kind, who) in &members {
-        sets.insert(places[&(*scope, *kind)], numbers[&(*kind, who.clone())]);
-    }
-    sets.store(txn, turn).await?;
-    let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";
-    txn.execute_raw(statement(backend, sql, vec![day.into()]))
-        .await?;
     Ok(())
 }
 
