@@ -422,6 +422,15 @@ fn add_up(
     sets: &mut DaySets,
     places: &foldhash::HashMap<SetOf, usize>,
 ) -> (BTreeMap<(NaiveDate, i64), Visits>, Rows) {
+    let mut asked: Vec<(usize, u32)> = Vec::new();
+    for s in seen.iter().filter(|s| s.view) {
+        for scope in [s.link, ALL_LINKS] {
+            members(s, scope, |set, number| asked.push((places[&set], number)));
+        }
+    }
+    // Whether each member is new to its set, in the order asked, which the page views below
+    // take again.
+    let mut first_visits = sets.insert_all(&asked).into_iter();
     let mut stats: BTreeMap<(NaiveDate, i64), Visits> = BTreeMap::new();
     let mut breakdown = Rows::default();
     for s in seen {
@@ -437,8 +446,8 @@ fn add_up(
             day.pv += 1;
             let mut new_visitor = false;
             let mut new_value: Vec<(Dimension, bool)> = Vec::new();
-            members(s, scope, |set, number| {
-                let new = sets.insert(places[&set], number);
+            members(s, scope, |set, _| {
+                let new = (first_visits.next()).expect("an answer for each member asked");
                 match set.role {
                     Role::Visitor => {
                         new_visitor = new;
