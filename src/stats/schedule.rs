@@ -9,17 +9,34 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// The rest after a turn of a burst. On SQLite, while this server's click writer has clicks
-/// to store, a quarter of the turn's length, and at least [`MIN_REST`] (SQLite's busy wait
-/// polls every 100 ms at most), so that the writer gets the write lock in between; once it
-/// has stored everything (after a burst), only [`MIN_REST`]: resting longer then only kept the
-/// burst off the dashboards a fifth longer (bench/README.md). PostgreSQL and MySQL let the
-/// writer store while counting runs, and a longer rest there only keeps a burst longer off
-/// the dashboard.
-fn burst_rest(backend: DbBackend, turn: Duration, writer_busy: bool) -> Duration {
-    match backend {
-        DbBackend::Sqlite if writer_busy => (turn / 4).max(MIN_REST),
+/// to store, a quarter of the turn's length, and at least [`MIN_REST`], so that the writer gets
+/// the write lock in between; once it has stored everything, [`MIN_REST`] (a writer of another
+/// process on the file, the CLI, polls for the lock every 100 ms at most), and resting longer
+/// only kept the burst off the dashboards a fifth longer (bench/README.md). When no click
+/// came in either while the turn ran (after a burst), that least rest is counted from the
+/// turn's commit: a turn worked out ahead spends longer than it after its commit working out
+/// the next one, without the lock, and resting anyway took a tenth of each turn while a burst
+/// was counted (bench/README.md). PostgreSQL and MySQL let the writer store while counting
+/// runs, and a longer rest there only keeps a burst longer off the dashboard.
+fn burst_rest(backend: DbBackend, turn: Duration, clicks: Clicks) -> Duration {
+    match (backend, clicks) {
+        (DbBackend::Sqlite, Clicks::Storing) => (turn / 4).max(MIN_REST),
+        (DbBackend::Sqlite, Clicks::Quiet { since_commit }) => {
+            MIN_REST.saturating_sub(since_commit)
+        }
         _ => MIN_REST,
     }
+}
+
+/// What the click path did while a counting turn ran.
+#[derive(Clone, Copy)]
+enum Clicks {
+    /// The writer has clicks to store.
+    Storing,
+    /// It has stored them all, but clicks came in.
+    Coming,
+    /// None came in; the turn committed this long ago.
+    Quiet { since_commit: Duration },
 }
 const MIN_REST: Duration = Duration::from_millis(100);
 
@@ -71,6 +88,7 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
             Ok(false) => {}
             Ok(true) => {
                 let started = std::time::Instant::now();
+                let queued = metrics.events_queued.get();
                 let turn = counter.turn(&db, tz, limit).await;
                 if let Ok(counted) = &turn {
                     tracing::debug!(
@@ -89,8 +107,14 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
                     // A burst: count on in larger turns, with a short rest after each (see
                     // `burst_rest`).
                     Ok(counted) if in_burst(backend, counted) => {
-                        let writer_busy = metrics.clicks_unstored() > 0;
-                        pause = burst_rest(backend, started.elapsed(), writer_busy);
+                        let clicks = match counted.committed {
+                            _ if metrics.clicks_unstored() > 0 => Clicks::Storing,
+                            Some(at) if metrics.events_queued.get() == queued => Clicks::Quiet {
+                                since_commit: at.elapsed(),
+                            },
+                            _ => Clicks::Coming,
+                        };
+                        pause = burst_rest(backend, started.elapsed(), clicks);
                         limit = burst_turn(backend, counted);
                     }
                     Ok(counted) => limit = quiet_turn(backend, counted),
@@ -112,13 +136,40 @@ mod tests {
     fn sqlite_rests_longer_only_while_the_writer_has_clicks_to_store() {
         let turn = Duration::from_secs(2);
         assert_eq!(
-            burst_rest(DbBackend::Sqlite, turn, true),
+            burst_rest(DbBackend::Sqlite, turn, Clicks::Storing),
             Duration::from_millis(500)
         );
-        assert_eq!(burst_rest(DbBackend::Sqlite, turn, false), MIN_REST);
+        assert_eq!(
+            burst_rest(DbBackend::Sqlite, turn, Clicks::Coming),
+            MIN_REST
+        );
         let short = Duration::from_millis(40);
-        assert_eq!(burst_rest(DbBackend::Sqlite, short, true), MIN_REST);
-        assert_eq!(burst_rest(DbBackend::Postgres, turn, true), MIN_REST);
-        assert_eq!(burst_rest(DbBackend::MySql, turn, true), MIN_REST);
+        assert_eq!(
+            burst_rest(DbBackend::Sqlite, short, Clicks::Storing),
+            MIN_REST
+        );
+        assert_eq!(
+            burst_rest(DbBackend::Postgres, turn, Clicks::Storing),
+            MIN_REST
+        );
+        assert_eq!(
+            burst_rest(DbBackend::MySql, turn, Clicks::Storing),
+            MIN_REST
+        );
+    }
+
+    #[test]
+    fn once_no_click_comes_sqlite_leaves_the_lock_free_for_the_least_rest_from_the_commit() {
+        let turn = Duration::from_secs(1);
+        let quiet = |ms| Clicks::Quiet {
+            since_commit: Duration::from_millis(ms),
+        };
+        let rest = |clicks| burst_rest(DbBackend::Sqlite, turn, clicks);
+        assert_eq!(rest(quiet(30)), Duration::from_millis(70));
+        assert_eq!(rest(quiet(1_000)), Duration::ZERO);
+        assert_eq!(
+            burst_rest(DbBackend::Postgres, turn, quiet(1_000)),
+            MIN_REST
+        );
     }
 }

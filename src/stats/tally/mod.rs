@@ -68,6 +68,8 @@ pub struct Counted {
     /// Whether the turn counted as many as it asked for (its limit, or the limit of the turn
     /// before, when it was worked out while that one committed): more may be waiting.
     pub full: bool,
+    /// When it committed (on SQLite, let go of the write lock); none when it wrote nothing.
+    pub committed: Option<Instant>,
 }
 
 /// Counts up to `limit` waiting events; returns how many it counted (0: none was waiting).
@@ -183,6 +185,7 @@ async fn tally_worked_out_remembering(
                     }
                     let counted = Counted {
                         held: applied.committed.unwrap_or_else(Instant::now) - taken,
+                        committed: applied.committed,
                         ..applied.counted
                     };
                     (counted, applied.next)
@@ -482,6 +485,7 @@ async fn apply(
         link_days,
         held: Duration::ZERO,
         full: work.counted >= asked,
+        committed: None,
     };
     let sets = settled.left;
     let (left, carry) = match look_ahead {

@@ -73,6 +73,7 @@ mod tests {
             link_days,
             held: Duration::from_millis(100),
             full: true,
+            committed: None,
         };
         // Every click another link's day: turns of about 10,000 links' days.
         assert_eq!(burst_turn(DbBackend::Sqlite, turn(50_000, 50_000)), 10_000);
@@ -93,6 +94,7 @@ mod tests {
             link_days: clicks / 10,
             held: Duration::from_millis(millis),
             full: true,
+            committed: None,
         };
         // 10,000 clicks in 4 s: the next turn holds the lock about a second.
         assert_eq!(burst_turn(DbBackend::Sqlite, turn(10_000, 4_000)), 2_500);
