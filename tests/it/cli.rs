@@ -1374,3 +1374,43 @@ async fn link_add_takes_a_code_length_and_campaign_options_and_domain_set_its_de
     ));
     assert!(cleared.contains("the 410 page"), "{cleared}");
 }
+
+/// While the server counts a backlog turn after turn, a writer of another process on the same
+/// database (the CLI here) still gets in between the turns, within its wait: on SQLite a
+/// turn holds the file's write lock, and a turn taken again at once would leave the CLI,
+/// polling for the lock, nothing to take.
+#[actix_web::test]
+async fn the_cli_writes_while_the_server_counts_a_backlog() {
+    use inklink::clickstore::waiting::any_waiting;
+    let db = Arc::new(TestDb::create().await);
+    let app = spawn_on(db.clone(), &["--timezone", "UTC", "--stats-interval", "1"]).await;
+    let link = crate::support::create_link(&app, "https://example.com/backlog").await;
+    // Yesterday's (kept, not purged), a click a second: 80,000 fit in the day.
+    let day = chrono::Utc::now().date_naive().pred_opt().unwrap();
+    let start = day.and_hms_opt(0, 0, 0).unwrap();
+    let clicks = crate::event_insert::rows(80_000, start, link.link.id);
+    inklink::clickstore::insert::insert_rows(&app.core.db, &clicks)
+        .await
+        .unwrap();
+
+    // Links added one after another until every click is counted; those added while clicks
+    // waited both before and after were added while turns ran.
+    let mut during = 0;
+    for n in 0.. {
+        let before = any_waiting(&app.core.db).await.unwrap();
+        let url = format!("https://example.com/while-counting-{n}");
+        ok(inklink_live(&db, &["link", "add", &url]).await);
+        let after = any_waiting(&app.core.db).await.unwrap();
+        during += usize::from(before && after);
+        if !after {
+            break;
+        }
+        assert!(n < 1_000, "the backlog is never counted");
+    }
+
+    assert!(
+        during >= 2,
+        "the backlog was counted before the CLI ran: {during}"
+    );
+    crate::event_insert::assert_day_counted(&app.core.db, day, link.link.id, &clicks).await;
+}

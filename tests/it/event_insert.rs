@@ -247,7 +247,7 @@ fn expected_day(day: NaiveDate, link: i64, batch: &[EventRow]) -> String {
 
 /// The statistics, once they are shown to hold `batch`'s day row (all of `link` on `day`) as
 /// the test itself counts it.
-async fn assert_day_counted(
+pub(crate) async fn assert_day_counted(
     db: &DatabaseConnection,
     day: NaiveDate,
     link: i64,
