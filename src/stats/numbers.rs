@@ -4,64 +4,87 @@
 //! (`daysets`) are bitmaps of these numbers. Only counting hands numbers out, holding the
 //! `stats_tally` lock row, so one transaction at a time does.
 
-use crate::clickstore::row::Text;
 use crate::db::sql::{ask_packed_whole, statement};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::fmt::{self, Write};
 
 /// The set of visitor identities.
 pub const VISITORS: &str = "v";
 /// The set of client addresses.
 pub const ADDRESSES: &str = "i";
 
-/// The number of `who` of `kind` (`VISITORS` or `ADDRESSES`) is found by this hash. Two of
-/// 2^64 colliding would count two visitors as one: about one in 37 over a billion visitors.
-fn hash(kind: &str, who: &str) -> i64 {
-    // Fed in parts: the same digest as of the joined text, without building it.
-    let digest = (Sha256::new().chain_update(kind).chain_update("\n"))
-        .chain_update(who)
-        .finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    i64::from_le_bytes(first)
+/// A visitor or an address as counting knows it: its kind (`VISITORS` or `ADDRESSES`) and the
+/// hash of its text that its number is found by (`visit_key.hash`). Two of 2^64 colliding
+/// would count two visitors as one: about one in 37 over a billion visitors.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Who {
+    pub hash: i64,
+    pub kind: &'static str,
 }
 
-/// The numbers of `wanted` (kind and who), handing out new ones to those not seen before.
+impl Who {
+    /// `who` of `kind`, hashed as written out; none for an empty text (nobody to count).
+    pub fn of(kind: &'static str, who: impl fmt::Display) -> Option<Who> {
+        // Fed as written, in parts: the digest of `kind`, a line break and the text, without
+        // building that text first (two allocations a page view, and a map keyed by them).
+        struct Feed(Sha256, usize);
+        impl Write for Feed {
+            fn write_str(&mut self, part: &str) -> fmt::Result {
+                self.0.update(part);
+                self.1 += part.len();
+                Ok(())
+            }
+        }
+        let mut feed = Feed(Sha256::new().chain_update(kind).chain_update("\n"), 0);
+        write!(feed, "{who}").ok()?;
+        let Feed(sha, written) = feed;
+        (written > 0).then(|| {
+            let digest = sha.finalize();
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            Who {
+                hash: i64::from_le_bytes(first),
+                kind,
+            }
+        })
+    }
+}
+
+/// The numbers of `wanted` by hash, handing out new ones to those not seen before.
 pub async fn numbers(
     txn: &impl ConnectionTrait,
-    wanted: impl IntoIterator<Item = (&'static str, Text)>,
-) -> Result<foldhash::HashMap<(&'static str, Text), u32>, DbErr> {
+    wanted: impl IntoIterator<Item = Who>,
+) -> Result<foldhash::HashMap<i64, u32>, DbErr> {
     let (numbers, new) = look_up_numbers(txn, wanted, &Handed::default()).await?;
     new.store(txn).await?;
     Ok(numbers)
 }
 
-/// The numbers of `wanted`, with the new ones worked out but not yet handed out: they are
-/// the caller's once it has stored [`NewNumbers`] in a turn that nobody else's came between.
-/// `handed` are the numbers a turn not committed yet hands out, for the turn after it
-/// (worked out meanwhile, see `tally`): they count as stored.
+/// The numbers of `wanted` (given as often as they come) by hash, with the new ones worked
+/// out but not yet handed out: they are the caller's once it has stored [`NewNumbers`] in a
+/// turn that nobody else's came between. `handed` are the numbers a turn not committed yet
+/// hands out, for the turn after it (worked out meanwhile, see `tally`): they count as stored.
 pub async fn look_up_numbers(
     txn: &impl ConnectionTrait,
-    wanted: impl IntoIterator<Item = (&'static str, Text)>,
+    wanted: impl IntoIterator<Item = Who>,
     handed: &Handed,
-) -> Result<(foldhash::HashMap<(&'static str, Text), u32>, NewNumbers), DbErr> {
+) -> Result<(foldhash::HashMap<i64, u32>, NewNumbers), DbErr> {
     let backend = txn.get_database_backend();
-    let mut hashes: BTreeMap<i64, Vec<(&'static str, Text)>> = BTreeMap::new();
-    for (kind, who) in wanted {
-        hashes
-            .entry(hash(kind, &who))
-            .or_default()
-            .push((kind, who));
-    }
-    let mut found: HashMap<i64, u32> = HashMap::new();
-    for hash in hashes.keys() {
-        if let Some(number) = handed.numbers.get(hash) {
-            found.insert(*hash, *number);
+    // In the hashes' order, as the index is read and new keys are written.
+    let mut whos: Vec<Who> = wanted.into_iter().collect();
+    whos.sort_unstable();
+    whos.dedup_by_key(|who| who.hash);
+    let mut found: foldhash::HashMap<i64, u32> = foldhash::HashMap::default();
+    found.reserve(whos.len());
+    for who in &whos {
+        if let Some(number) = handed.numbers.get(&who.hash) {
+            found.insert(who.hash, *number);
         }
     }
-    let keys: Vec<i64> = (hashes.keys().copied())
+    let keys: Vec<i64> = (whos.iter().map(|who| who.hash))
         .filter(|hash| !found.contains_key(hash))
         .collect();
     if backend == DbBackend::Sqlite {
@@ -89,10 +112,8 @@ pub async fn look_up_numbers(
             }
         }
     }
-    let new: Vec<(i64, &'static str)> = hashes
-        .iter()
-        .filter(|(h, _)| !found.contains_key(h))
-        .map(|(h, whos)| (*h, whos[0].0))
+    let new: Vec<Who> = (whos.into_iter())
+        .filter(|who| !found.contains_key(&who.hash))
         .collect();
     let mut new_numbers = NewNumbers::default();
     if !new.is_empty() {
@@ -112,24 +133,18 @@ pub async fn look_up_numbers(
         };
         let mut next: HashMap<&str, i64> =
             HashMap::from([(VISITORS, visitor), (ADDRESSES, address)]);
-        for (h, kind) in new {
+        for Who { hash, kind } in new {
             let id = next.get_mut(kind).map_or(0, |n| {
                 *n += 1;
                 *n - 1
             });
             let number = number(id)?;
-            found.insert(h, number);
-            new_numbers.rows.push((h, number));
+            found.insert(hash, number);
+            new_numbers.rows.push((hash, number));
         }
         new_numbers.next = Some((next[VISITORS], next[ADDRESSES]));
     }
-    let mut out = foldhash::HashMap::default();
-    for (h, whos) in hashes {
-        for who in whos {
-            out.insert(who, found[&h]);
-        }
-    }
-    Ok((out, new_numbers))
+    Ok((found, new_numbers))
 }
 
 /// Numbers worked out for visitors and addresses not seen before, to be stored.
@@ -199,8 +214,15 @@ mod tests {
         ] {
             let joined = Sha256::digest(format!("{kind}\n{who}").as_bytes());
             let first: [u8; 8] = joined[..8].try_into().unwrap();
-            assert_eq!(hash(kind, who), i64::from_le_bytes(first));
+            let hash = Who::of(kind, who).map(|who| who.hash);
+            assert_eq!(hash, (!who.is_empty()).then(|| i64::from_le_bytes(first)));
         }
-        assert_eq!(hash(VISITORS, "a"), 6_371_480_695_797_368_297);
+        assert_eq!(
+            Who::of(VISITORS, "a").unwrap().hash,
+            6_371_480_695_797_368_297
+        );
+        // Written in parts (an address is), the digest is that of the whole.
+        let ip: std::net::IpAddr = "203.0.113.9".parse().unwrap();
+        assert_eq!(Who::of(ADDRESSES, ip), Who::of(ADDRESSES, "203.0.113.9"));
     }
 }

@@ -4,9 +4,10 @@
 use super::{ADDRESSES, DaySets, SetKey, VISITORS, numbers};
 use crate::clickstore::row::Text;
 use crate::db::sql::statement;
+use crate::stats::numbers::Who;
 use chrono::NaiveDate;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Forgets the sets of `day` (to count it again).
 pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
@@ -58,8 +59,10 @@ pub async fn adopt_old_day(
         let who: String = row.try_get("", "who")?;
         members.push((row.try_get("", "url_map_id")?, kind, who.into()));
     }
-    let wanted: HashSet<_> = members.iter().map(|(_, k, w)| (*k, w.clone())).collect();
-    let numbers = numbers(txn, wanted).await?;
+    let whos: Vec<Option<Who>> = (members.iter())
+        .map(|(_, kind, who)| Who::of(kind, who))
+        .collect();
+    let numbers = numbers(txn, whos.iter().flatten().copied()).await?;
     let mut keys: Vec<SetKey> = Vec::new();
     let mut places: HashMap<(i64, &'static str), usize> = HashMap::new();
     for (scope, kind, _) in &members {
@@ -69,8 +72,10 @@ pub async fn adopt_old_day(
         });
     }
     let mut sets = DaySets::load(txn, keys).await?;
-    for (scope, kind, who) in &members {
-        sets.insert(places[&(*scope, *kind)], numbers[&(*kind, who.clone())]);
+    for ((scope, kind, _), who) in members.iter().zip(whos) {
+        if let Some(who) = who {
+            sets.insert(places[&(*scope, *kind)], numbers[&who.hash]);
+        }
     }
     sets.store(txn, turn).await?;
     let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";

@@ -10,7 +10,7 @@ use crate::db::sql::{per_link, statement};
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
 use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
-use crate::stats::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS};
+use crate::stats::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::visits::Visits;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
@@ -27,8 +27,9 @@ struct Seen {
     link: i64,
     success: bool,
     view: bool,
-    visitor: Option<Text>,
-    address: Option<Text>,
+    /// The visitor and the address of a page view (none for other events).
+    visitor: Option<Who>,
+    address: Option<Who>,
     /// The numbers of the visitor and the address (for page views), once they are known.
     numbers: (Option<u32>, Option<u32>),
     /// Dimension and value (see [`Values`]), for page views.
@@ -355,15 +356,12 @@ fn see(
             link: click.link.unwrap_or(UNKNOWN_LINK),
             success,
             view,
-            visitor: (click
-                .visitor
-                .as_deref()
-                .map(|v| Digest::stored(v).to_string()))
-            .filter(|v| !v.is_empty())
-            .map(Text::from),
-            address: Some(Address::stored(&click.ip).to_string())
-                .filter(|v| !v.is_empty())
-                .map(Text::from),
+            visitor: (click.visitor.as_deref())
+                .filter(|_| view)
+                .and_then(|v| Who::of(VISITORS, Digest::stored(v))),
+            address: view
+                .then(|| Who::of(ADDRESSES, Address::stored(&click.ip)))
+                .flatten(),
             numbers: (None, None),
             values,
         });
@@ -399,18 +397,11 @@ async fn number_visitors(
     seen: &mut [Seen],
     handed: &Handed,
 ) -> Result<NewNumbers, DbErr> {
-    let mut who: foldhash::HashSet<(&'static str, Text)> = foldhash::HashSet::default();
-    for s in seen.iter().filter(|s| s.view) {
-        who.extend(s.visitor.iter().map(|v| (VISITORS, v.clone())));
-        who.extend(s.address.iter().map(|a| (ADDRESSES, a.clone())));
-    }
+    let who = (seen.iter()).flat_map(|s| s.visitor.into_iter().chain(s.address));
     let (numbers, new_numbers) = crate::stats::numbers::look_up_numbers(txn, who, handed).await?;
-    for s in seen.iter_mut().filter(|s| s.view) {
-        let number = |kind: &'static str, who: &Option<Text>| {
-            who.as_ref()
-                .and_then(|who| numbers.get(&(kind, who.clone())).copied())
-        };
-        s.numbers = (number(VISITORS, &s.visitor), number(ADDRESSES, &s.address));
+    for s in seen.iter_mut() {
+        let number = |who: Option<Who>| who.and_then(|who| numbers.get(&who.hash).copied());
+        s.numbers = (number(s.visitor), number(s.address));
     }
     Ok(new_numbers)
 }
