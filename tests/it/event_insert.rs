@@ -906,7 +906,7 @@ async fn migrating_down_from_the_waiting_list_puts_the_counted_flags_back() {
 #[actix_web::test]
 async fn the_daily_rows_keep_every_count_across_the_migration_that_keys_them_by_day() {
     use inklink::stats::tally;
-    use migration::{Migrator, MigratorTrait, SchemaManager};
+    use migration::{Migrator, MigratorTrait};
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/keyed").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
@@ -937,12 +937,12 @@ async fn the_daily_rows_keep_every_count_across_the_migration_that_keys_them_by_
     let migrations = Migrator::migrations();
     let later = &migrations[migrations.len() + 1 - steps("day_rows_keyed_by_day") as usize..];
     for migration in later {
-        migration.up(&SchemaManager::new(&core.db)).await.unwrap();
+        crate::support::migrate_one(&core.db, migration.as_ref(), true).await;
     }
     insert_rows(&core.db, &batch[300..600]).await.unwrap();
     assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
     for migration in later.iter().rev() {
-        migration.down(&SchemaManager::new(&core.db)).await.unwrap();
+        crate::support::migrate_one(&core.db, migration.as_ref(), false).await;
     }
     Migrator::up(&core.db, None).await.unwrap();
     insert_rows(&core.db, &batch[600..]).await.unwrap();

@@ -22,8 +22,8 @@ use inklink::services::links::{self, listing};
 use inklink::services::signin::{NEW_ADDRESS_LIMIT, PAIR_LIMIT};
 use inklink::services::users::{self, UserChange};
 use inklink::services::{Actor, Principal, api_keys, domains};
-use migration::{Migrator, MigratorTrait, SchemaManager};
-use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::json;
 use std::collections::HashMap;
 use std::io::Write;
@@ -837,25 +837,12 @@ async fn existing_links_get_their_creator_by_id_when_the_migration_runs() {
         .iter()
         .find(|m| m.name().contains("link_creator_principal"))
         .unwrap();
-    let txn = inklink::db::begin_write(db).await.unwrap();
-    principal.down(&SchemaManager::new(&txn)).await.unwrap();
-    txn.commit().await.unwrap();
+    crate::support::migrate_one(db, principal.as_ref(), false).await;
     assert!(
         url_map::Entity::find().all(db).await.is_err(),
         "the principal's columns are gone"
     );
-    let txn = inklink::db::begin_write(db).await.unwrap();
-    // A SQLite connection that last read the table before another dropped the columns parses
-    // an ALTER TABLE by the table as it knew it ("duplicate column name") until it reads again.
-    let read = "SELECT COUNT(*) FROM url_map";
-    (txn.query_one_raw(sea_orm::Statement::from_string(
-        db.get_database_backend(),
-        read,
-    )))
-    .await
-    .unwrap();
-    principal.up(&SchemaManager::new(&txn)).await.unwrap();
-    txn.commit().await.unwrap();
+    crate::support::migrate_one(db, principal.as_ref(), true).await;
 
     // Assert
     assert_eq!(creators().await, made);

@@ -468,3 +468,29 @@ pub fn page_view(
         generation: 0,
     }
 }
+
+/// Runs one migration's `up` (or `down`) alone, in a write transaction of its own as the
+/// migrator runs each. A pooled SQLite connection that last read the schema before another
+/// connection changed it parses statements that change the schema by the one it knew ("index …
+/// already exists", "duplicate column name") until it reads the database again: the
+/// transaction reads first.
+pub async fn migrate_one(
+    db: &sea_orm::DatabaseConnection,
+    migration: &dyn migration::MigrationTrait,
+    up: bool,
+) {
+    let txn = inklink::db::begin_write(db).await.unwrap();
+    let read = "SELECT COUNT(*) FROM seaql_migrations";
+    (txn.query_one_raw(sea_orm::Statement::from_string(
+        db.get_database_backend(),
+        read,
+    )))
+    .await
+    .unwrap();
+    let manager = migration::SchemaManager::new(&txn);
+    match up {
+        true => migration.up(&manager).await.unwrap(),
+        false => migration.down(&manager).await.unwrap(),
+    }
+    txn.commit().await.unwrap();
+}
