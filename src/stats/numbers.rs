@@ -19,7 +19,7 @@ pub const ADDRESSES: &str = "i";
 /// A visitor or an address as counting knows it: its kind (`VISITORS` or `ADDRESSES`) and the
 /// hash of its text that its number is found by (`visit_key.hash`). Two of 2^64 colliding
 /// would count two visitors as one: about one in 37 over a billion visitors.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub struct Who {
     pub hash: i64,
     pub kind: &'static str,

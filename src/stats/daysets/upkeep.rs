@@ -48,7 +48,8 @@ pub async fn adopt_old_day(
     let sql = "SELECT url_map_id, kind, who FROM visit_day_set \
                WHERE stat_date = ? AND kind IN (?, ?)";
     let values = vec![day.into(), VISITORS.into(), ADDRESSES.into()];
-    let mut members: Vec<(i64, &'static str, Text)> = Vec::new();
+    // Link (or all links) and who; an empty `who` is nobody, as counting has it.
+    let mut members: Vec<(i64, Who)> = Vec::new();
     for row in txn.query_all_raw(statement(backend, sql, values)).await? {
         let kind: String = row.try_get("", "kind")?;
         let kind = if kind == VISITORS {
@@ -57,25 +58,22 @@ pub async fn adopt_old_day(
             ADDRESSES
         };
         let who: String = row.try_get("", "who")?;
-        members.push((row.try_get("", "url_map_id")?, kind, who.into()));
+        if let Some(who) = Who::of(kind, who) {
+            members.push((row.try_get("", "url_map_id")?, who));
+        }
     }
-    let whos: Vec<Option<Who>> = (members.iter())
-        .map(|(_, kind, who)| Who::of(kind, who))
-        .collect();
-    let numbers = numbers(txn, whos.iter().flatten().copied()).await?;
+    let numbers = numbers(txn, members.iter().map(|(_, who)| *who)).await?;
     let mut keys: Vec<SetKey> = Vec::new();
     let mut places: HashMap<(i64, &'static str), usize> = HashMap::new();
-    for (scope, kind, _) in &members {
-        places.entry((*scope, *kind)).or_insert_with(|| {
-            keys.push((day, *scope, *kind, Text::from("")));
+    for (scope, who) in &members {
+        places.entry((*scope, who.kind)).or_insert_with(|| {
+            keys.push((day, *scope, who.kind, Text::from("")));
             keys.len() - 1
         });
     }
     let mut sets = DaySets::load(txn, keys).await?;
-    for ((scope, kind, _), who) in members.iter().zip(whos) {
-        if let Some(who) = who {
-            sets.insert(places[&(*scope, *kind)], numbers[&who.hash]);
-        }
+    for (scope, who) in &members {
+        sets.insert(places[&(*scope, who.kind)], numbers[&who.hash]);
     }
     sets.store(txn, turn).await?;
     let sql = "DELETE FROM visit_day_set WHERE stat_date = ?";

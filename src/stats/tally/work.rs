@@ -351,17 +351,21 @@ fn see(
                 }
             }
         }
+        // Only page views count visitors and addresses.
+        let (visitor, address) = match view {
+            true => (
+                (click.visitor.as_deref()).and_then(|v| Who::of(VISITORS, Digest::stored(v))),
+                Who::of(ADDRESSES, Address::stored(&click.ip)),
+            ),
+            false => (None, None),
+        };
         seen.push(Seen {
             day,
             link: click.link.unwrap_or(UNKNOWN_LINK),
             success,
             view,
-            visitor: (click.visitor.as_deref())
-                .filter(|_| view)
-                .and_then(|v| Who::of(VISITORS, Digest::stored(v))),
-            address: view
-                .then(|| Who::of(ADDRESSES, Address::stored(&click.ip)))
-                .flatten(),
+            visitor,
+            address,
             numbers: (None, None),
             values,
         });
