@@ -107,12 +107,16 @@ pub async fn run_schedule(db: DatabaseConnection, tz: Tz, every: Duration, metri
                     // A burst: count on in larger turns, with a short rest after each (see
                     // `burst_rest`).
                     Ok(counted) if in_burst(backend, counted) => {
-                        let clicks = match counted.committed {
-                            _ if metrics.clicks_unstored() > 0 => Clicks::Storing,
-                            Some(at) if metrics.events_queued.get() == queued => Clicks::Quiet {
+                        let clicks = if metrics.clicks_unstored() > 0 {
+                            Clicks::Storing
+                        } else if let Some(at) = counted.committed
+                            && metrics.events_queued.get() == queued
+                        {
+                            Clicks::Quiet {
                                 since_commit: at.elapsed(),
-                            },
-                            _ => Clicks::Coming,
+                            }
+                        } else {
+                            Clicks::Coming
                         };
                         pause = burst_rest(backend, started.elapsed(), clicks);
                         limit = burst_turn(backend, counted);
