@@ -346,7 +346,7 @@ impl DaySets {
         for (member, i) in order {
             if last != Some(member) {
                 last = Some(member);
-                new[i] = self.insert(members[i].0, members[i].1);
+                new[i] = self.insert((member >> 32) as usize, member as u32);
             }
         }
         new
