@@ -11,7 +11,6 @@ pub mod dimension;
 pub mod frozen;
 pub mod funnel;
 pub mod kept;
-pub mod numbers;
 pub mod recount;
 pub mod report;
 pub mod retention;

@@ -25,10 +25,11 @@ use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-pub use super::numbers::{ADDRESSES, VISITORS, numbers};
+pub use numbers::{ADDRESSES, VISITORS, numbers};
 pub use range::{Union, union};
 pub use upkeep::{adopt_old_day, forget, oldest_old_set_day};
 
+pub mod numbers;
 mod range;
 mod upkeep;
 

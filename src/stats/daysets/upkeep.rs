@@ -1,10 +1,10 @@
 //! The day sets outside counting turns: a day forgotten to be counted again, and the sets of
 //! versions before the bitmaps turned into bitmaps.
 
+use super::numbers::Who;
 use super::{ADDRESSES, DaySets, SetKey, VISITORS, numbers};
 use crate::clickstore::row::Text;
 use crate::db::sql::statement;
-use crate::stats::numbers::Who;
 use chrono::NaiveDate;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
 use std::collections::HashMap;

@@ -299,7 +299,7 @@ enum Start<'a> {
 struct Carry {
     turn: i64,
     after: (i64, Vec<u8>),
-    handed: crate::stats::numbers::Handed,
+    handed: crate::stats::daysets::numbers::Handed,
     values: Vec<work::CappedValue>,
     sets: super::daysets::Left,
 }

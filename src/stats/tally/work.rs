@@ -8,9 +8,9 @@ use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
 use crate::db::sql::{per_link, statement};
 use crate::stats::days::{day_start, local_day};
+use crate::stats::daysets::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
 use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
-use crate::stats::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::visits::Visits;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
@@ -402,7 +402,8 @@ async fn number_visitors(
     handed: &Handed,
 ) -> Result<NewNumbers, DbErr> {
     let who = (seen.iter()).flat_map(|s| s.visitor.into_iter().chain(s.address));
-    let (numbers, new_numbers) = crate::stats::numbers::look_up_numbers(txn, who, handed).await?;
+    let (numbers, new_numbers) =
+        crate::stats::daysets::numbers::look_up_numbers(txn, who, handed).await?;
     for s in seen.iter_mut() {
         let number = |who: Option<Who>| who.and_then(|who| numbers.get(&who.hash).copied());
         s.numbers = (number(s.visitor), number(s.address));

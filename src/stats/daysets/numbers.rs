@@ -1,7 +1,7 @@
 //! Visitors' and addresses' numbers: every visitor identity and every client address gets a
 //! number the first time it is counted, per kind counted up from 0 (`stats_tally.next_visitor`,
 //! `next_address`), and is found again through a 64-bit hash of it (`visit_key`). The day sets
-//! (`daysets`) are bitmaps of these numbers. Only counting hands numbers out, holding the
+//! (the module above) are bitmaps of these numbers. Only counting hands numbers out, holding the
 //! `stats_tally` lock row, so one transaction at a time does.
 
 use crate::db::sql::{ask_packed_whole, statement};
