@@ -1031,6 +1031,46 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_w
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
+/// Only counting hands out visitors' and addresses' numbers, one turn at a time, and a turn
+/// worked out ahead stands only when no turn came between: every number it stores is new.
+/// Should one be stored already, the turn fails whole and its clicks wait, rather than give a
+/// visitor a second number (SQLite adds the numbers with `OR IGNORE`, and the turn counts what
+/// each statement added).
+#[actix_web::test]
+async fn a_turn_that_would_number_an_address_numbered_already_fails_and_its_clicks_wait() {
+    use inklink::stats::daysets::numbers::{ADDRESSES, Who};
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/numbered").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+    let batch = rows(300, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    insert_rows(&core.db, &batch).await.unwrap();
+    let ahead = tally::work_out_ahead(&core.db, utc, 300).await.unwrap();
+    // The tenth click is a page view from 1.0.0.9 (see `rows`).
+    let numbered = Who::of(ADDRESSES, "1.0.0.9").unwrap();
+    let backend = core.db.get_database_backend();
+    core.db
+        .execute_raw(inklink::db::sql::statement(
+            backend,
+            "INSERT INTO visit_key (hash, id) VALUES (?, ?)",
+            vec![Value::from(numbered.hash), Value::from(1_000_000i64)],
+        ))
+        .await
+        .unwrap();
+    let turn = tally::tally_worked_out(&core.db, utc, 300, ahead).await;
+    assert!(
+        turn.is_err(),
+        "the turn numbered an address twice: {turn:?}"
+    );
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 300);
+    assert_eq!(rows_in(&core.db, "visit_key").await, 1);
+    assert_eq!(rows_in(&core.db, "visit_statistics").await, 0);
+    // The next turn reads afresh, finds the address's number and counts the clicks.
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+    assert_day_counted(&core.db, day, link, &batch).await;
+}
+
 /// A turn worked out ahead knows its clicks still wait by how many are listed up to its last
 /// one, when nothing can have taken any of them off. A purge can: it takes off the late clicks
 /// of the days it froze, and clicks stored meanwhile among those read would then make up the
