@@ -14,6 +14,9 @@ use std::collections::{BTreeSet, HashMap};
 /// planner, 50,000 waiting clicks were joined by reading the whole click table.)
 const PAGE: u64 = 10_000;
 
+/// The most clicks a turn reserves room for before it reads them (a turn is at most 100,000).
+const MOST_AT_ONCE: u64 = 100_000;
+
 /// A click waiting to be counted, as counting reads it: its numbers, and the ids of the
 /// dictionary rows it points to, whose values [`meanings`] reads once a turn for all of them.
 /// (Joining the seven dictionaries for every click and turning each id back into text was
@@ -279,7 +282,10 @@ async fn pages(
     page: impl Fn(Option<&Waiting>, u64) -> (String, Vec<Value>),
 ) -> Result<Vec<Waiting>, DbErr> {
     let backend = db.get_database_backend();
-    let mut clicks: Vec<Waiting> = Vec::new();
+    // Room for the whole turn at once: grown by doubling, the list was copied over and over
+    // into pages the kernel had to hand out again (mimalloc gives freed pages back at once,
+    // `main.rs`), and its last doubling reserved room for up to twice the turn.
+    let mut clicks: Vec<Waiting> = Vec::with_capacity(limit.min(MOST_AT_ONCE) as usize);
     while (clicks.len() as u64) < limit {
         let want = (limit - clicks.len() as u64).min(PAGE);
         let (sql, values) = page(clicks.last(), want);
@@ -326,6 +332,7 @@ const PACKED: &str = "at, hex(event_key), link, hex(ip), hex(visitor), bot, outc
 
 /// Adds the clicks of a page read by [`ask_packed_whole`] to `clicks`.
 fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
+    use serde::de::DeserializeSeed;
     /// A waiting click as [`PACKED`] spells it; blobs in hex.
     #[derive(serde::Deserialize)]
     struct Packed<'a>(
@@ -342,25 +349,50 @@ fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
         Option<i32>,
         Option<i32>,
     );
-    let bunch: Vec<Packed> = serde_json::from_str(text)
-        .map_err(|err| DbErr::Custom(format!("waiting clicks read as JSON: {err}")))?;
-    for p in bunch {
-        clicks.push(Waiting {
-            at: p.0,
-            key: unhex(p.1)?,
-            link: p.2,
-            ip: unhex(p.3)?,
-            visitor: unhex_optional(p.4)?,
-            bot: p.5 != 0,
-            outcome: p.6,
-            code: p.7,
-            agent: p.8,
-            referer: p.9,
-            query: p.10,
-            place: p.11,
-        });
+    impl Packed<'_> {
+        fn waiting(self) -> Result<Waiting, DbErr> {
+            Ok(Waiting {
+                at: self.0,
+                key: unhex(self.1)?,
+                link: self.2,
+                ip: unhex(self.3)?,
+                visitor: unhex_optional(self.4)?,
+                bot: self.5 != 0,
+                outcome: self.6,
+                code: self.7,
+                agent: self.8,
+                referer: self.9,
+                query: self.10,
+                place: self.11,
+            })
+        }
     }
-    Ok(())
+    /// The page's clicks, each added to `clicks` as it is read (collected into a list of
+    /// their own first, a page of 10,000 was grown and copied on the way).
+    struct AddTo<'c>(&'c mut Vec<Waiting>);
+    impl<'de> DeserializeSeed<'de> for AddTo<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for AddTo<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of waiting clicks")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(packed) = seq.next_element::<Packed>()? {
+                self.0
+                    .push(packed.waiting().map_err(serde::de::Error::custom)?);
+            }
+            Ok(())
+        }
+    }
+    let mut json = serde_json::Deserializer::from_str(text);
+    (AddTo(clicks).deserialize(&mut json))
+        .and_then(|()| json.end())
+        .map_err(|err| DbErr::Custom(format!("waiting clicks read as JSON: {err}")))
 }
 
 /// What counting needs of the dictionary rows a turn's clicks point to, by id. A row not
@@ -465,4 +497,59 @@ pub async fn any_waiting(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
         .query_one_raw(statement(backend, &sql, vec![]))
         .await?
         .is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packed_page_adds_its_clicks_after_those_read_before() {
+        let mut clicks = Vec::new();
+        unpack(
+            r#"[[5,"0A0B",7,"01000009","",1,2,3,null,4,null,6]]"#,
+            &mut clicks,
+        )
+        .unwrap();
+        unpack("[]", &mut clicks).unwrap();
+        unpack(
+            r#"[[6,"0C",null,"01",null,0,2,3,1,null,2,null]]"#,
+            &mut clicks,
+        )
+        .unwrap();
+        let read: Vec<_> = (clicks.iter())
+            .map(|c| {
+                (
+                    c.at,
+                    c.key.clone(),
+                    c.link,
+                    c.ip.clone(),
+                    c.visitor.clone(),
+                    c.bot,
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (5, vec![10, 11], Some(7), vec![1, 0, 0, 9], None, true),
+                (6, vec![12], None, vec![1], None, false),
+            ]
+        );
+        assert_eq!(
+            (clicks[0].agent, clicks[0].referer, clicks[0].place),
+            (None, Some(4), Some(6))
+        );
+        assert_eq!((clicks[1].agent, clicks[1].query), (Some(1), Some(2)));
+        // Anything else is refused, saying what.
+        for bad in [
+            r#"[[5,"XY",7,"01","",1,2,3,null,4,null,6]]"#,
+            "[[5]]",
+            "[] x",
+            "{}",
+        ] {
+            let err = unpack(bad, &mut clicks).unwrap_err().to_string();
+            assert!(err.contains("waiting clicks read as JSON"), "{bad}: {err}");
+        }
+    }
 }

@@ -59,6 +59,10 @@ impl Dimension {
         Self::Channel,
     ];
 
+    /// How many dimensions there are (those [`Dimension::SHOWN`] and the hour): each one's
+    /// `as usize` is below it, so that a turn can keep something per dimension in an array.
+    pub const COUNT: usize = Self::SHOWN.len() + 1;
+
     /// The stored name (and, for [`Dimension::QUERY`], the query parameter's name).
     pub fn name(self) -> &'static str {
         match self {
@@ -110,5 +114,20 @@ impl Dimension {
             Self::Channel => Some("n"),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dimension;
+
+    #[test]
+    fn every_dimension_has_a_place_below_the_count() {
+        let mut places: Vec<usize> = (Dimension::SHOWN.into_iter().chain([Dimension::Hour]))
+            .map(|dimension| dimension as usize)
+            .collect();
+        places.sort_unstable();
+        places.dedup();
+        assert_eq!(places, (0..Dimension::COUNT).collect::<Vec<_>>());
     }
 }

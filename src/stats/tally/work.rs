@@ -312,6 +312,8 @@ fn see(
         let view = success && !click.bot;
         let mut values: Vec<(Dimension, u32)> = Vec::new();
         if view {
+            // Allocated once at its largest (a page view has up to 13 values), not grown.
+            values.reserve_exact(VALUES_AT_MOST);
             let [country, province, city, carrier] =
                 numbered(&meanings.places, &mut places, numbering, click.place);
             let [browser, os, device] =
@@ -373,6 +375,9 @@ fn see(
     seen
 }
 
+/// The most values a page view has: one per [`Dimension`].
+const VALUES_AT_MOST: usize = Dimension::COUNT;
+
 /// Values a visitor chooses beyond a link's day's first [`MAX_VALUES`] count as [`OTHER`].
 fn cap_values(seen: &mut [Seen], mut known: Known, other: u32) {
     for s in seen {
@@ -423,8 +428,12 @@ fn add_up(
     // The members of so many clicks at a time (a few megabytes listed and sorted, where a
     // turn of PostgreSQL's, 100,000 clicks and more, took tens at once).
     for chunk in seen.chunks(MEMBERS_AT_ONCE) {
-        let mut asked: Vec<(usize, u32)> = Vec::new();
-        for s in chunk.iter().filter(|s| s.view) {
+        // Reserved at its length (the sets a page view is in: its visitor's, its address's
+        // and one per value), not grown and copied again and again.
+        let views = chunk.iter().filter(|s| s.view);
+        let most: usize = views.clone().map(|s| 2 * (2 + s.values.len())).sum();
+        let mut asked: Vec<(usize, u32)> = Vec::with_capacity(most);
+        for s in views {
             for scope in [s.link, ALL_LINKS] {
                 members(s, scope, |set, number| asked.push((places[&set], number)));
             }
@@ -460,7 +469,9 @@ fn add_up_chunk(
             }
             day.pv += 1;
             let mut new_visitor = false;
-            let mut new_value: Vec<(Dimension, bool)> = Vec::new();
+            // By dimension, whether the visitor was new to the set of its value, for the
+            // dimensions that have a set per value (no list allocated per page view).
+            let mut new_value = [None; VALUES_AT_MOST];
             members(s, scope, |set, _| {
                 let new = (first_visits.next()).expect("an answer for each member asked");
                 match set.role {
@@ -469,14 +480,11 @@ fn add_up_chunk(
                         day.uv += i64::from(new);
                     }
                     Role::Address => day.ip += i64::from(new),
-                    Role::Value(dimension) => new_value.push((dimension, new)),
+                    Role::Value(dimension) => new_value[dimension as usize] = Some(new),
                 }
             });
             for (dimension, value) in &s.values {
-                let new = new_value
-                    .iter()
-                    .find(|(d, _)| d == dimension)
-                    .map_or(new_visitor, |(_, new)| *new);
+                let new = new_value[*dimension as usize].unwrap_or(new_visitor);
                 let entry = breakdown
                     .entry((s.day, scope, *dimension, *value))
                     .or_default();
