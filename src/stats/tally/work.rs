@@ -428,16 +428,16 @@ fn add_up(
     // The members of so many clicks at a time (a few megabytes listed and sorted, where a
     // turn of PostgreSQL's, 100,000 clicks and more, took tens at once).
     for chunk in seen.chunks(MEMBERS_AT_ONCE) {
-        // Reserved at its length (the sets a page view is in: its visitor's, its address's
-        // and one per value), not grown and copied again and again.
+        // Reserved at its length (see `members`), not grown and copied again and again.
         let views = chunk.iter().filter(|s| s.view);
-        let most: usize = views.clone().map(|s| 2 * (2 + s.values.len())).sum();
-        let mut asked: Vec<(usize, u32)> = Vec::with_capacity(most);
+        let length = views.clone().map(sets_of).sum();
+        let mut asked: Vec<(usize, u32)> = Vec::with_capacity(length);
         for s in views {
             for scope in [s.link, ALL_LINKS] {
                 members(s, scope, |set, number| asked.push((places[&set], number)));
             }
         }
+        debug_assert_eq!(asked.len(), length, "sets_of counts what members gives");
         // Whether each member is new to its set, in the order asked, which the page views
         // below take again.
         let first_visits = sets.insert_all(&asked).into_iter();
@@ -523,6 +523,16 @@ impl SetOf {
         };
         (self.day, self.scope, kind, values.text(self.value).clone())
     }
+}
+
+/// How many sets a page view belongs to, of its link and of all links (see [`members`]).
+fn sets_of(s: &Seen) -> usize {
+    let by_value = (s.values.iter())
+        .filter(|(dimension, _)| dimension.set_kind().is_some())
+        .count();
+    let visitor = s.numbers.0.map_or(0, |_| 1 + by_value);
+    let address = s.numbers.1.map_or(0, |_| 1);
+    2 * (visitor + address)
 }
 
 /// Calls `member` with each set of `scope` a page view belongs to, and the number it is
