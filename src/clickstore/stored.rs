@@ -5,7 +5,7 @@
 use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, look_up, texts};
 use super::insert::{TABLE, WAITING, from_micros};
 use super::row::{Address, Agent, Digest, EventRow, Text};
-use crate::db::sql::{BUNCH, ask_packed, statement, unhex, unhex_optional};
+use crate::db::sql::{BUNCH, ask_packed, statement, unhex, unhex_optional, unpack_each};
 use crate::rules::Outcome;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::BTreeSet;
@@ -174,29 +174,26 @@ fn unpack(text: &str) -> Result<Vec<Ids>, DbErr> {
         Option<i32>,
         i32,
     );
-    let bunch: Vec<Packed> = serde_json::from_str(text)
-        .map_err(|err| DbErr::Custom(format!("clicks read as JSON: {err}")))?;
-    bunch
-        .into_iter()
-        .map(|p| {
-            Ok(Ids {
-                at: p.0,
-                key: unhex(p.1)?,
-                waiting: p.2.is_some(),
-                link: p.3,
-                ip: unhex(p.4)?,
-                visitor: unhex_optional(p.5)?,
-                bot: p.6 != 0,
-                code: p.7,
-                host: p.8,
-                agent: p.9,
-                referer: p.10,
-                query: p.11,
-                place: p.12,
-                outcome: p.13,
-            })
+    let mut clicks = Vec::with_capacity(BUNCH as usize);
+    unpack_each(text, "clicks", &mut clicks, |p: Packed| {
+        Ok(Ids {
+            at: p.0,
+            key: unhex(p.1)?,
+            waiting: p.2.is_some(),
+            link: p.3,
+            ip: unhex(p.4)?,
+            visitor: unhex_optional(p.5)?,
+            bot: p.6 != 0,
+            code: p.7,
+            host: p.8,
+            agent: p.9,
+            referer: p.10,
+            query: p.11,
+            place: p.12,
+            outcome: p.13,
         })
-        .collect()
+    })?;
+    Ok(clicks)
 }
 
 /// A stored click as read, before its dictionary rows are.

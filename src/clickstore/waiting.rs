@@ -5,7 +5,7 @@
 use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, TEXTS, look_up};
 use super::insert::{TABLE, WAITING, micros};
 use super::row::Text;
-use crate::db::sql::{ask_packed_whole, statement, unhex, unhex_optional};
+use crate::db::sql::{ask_packed_whole, statement, unhex, unhex_optional, unpack_each};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -332,7 +332,6 @@ const PACKED: &str = "at, hex(event_key), link, hex(ip), hex(visitor), bot, outc
 
 /// Adds the clicks of a page read by [`ask_packed_whole`] to `clicks`.
 fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
-    use serde::de::DeserializeSeed;
     /// A waiting click as [`PACKED`] spells it; blobs in hex.
     #[derive(serde::Deserialize)]
     struct Packed<'a>(
@@ -349,50 +348,22 @@ fn unpack(text: &str, clicks: &mut Vec<Waiting>) -> Result<(), DbErr> {
         Option<i32>,
         Option<i32>,
     );
-    impl Packed<'_> {
-        fn waiting(self) -> Result<Waiting, DbErr> {
-            Ok(Waiting {
-                at: self.0,
-                key: unhex(self.1)?,
-                link: self.2,
-                ip: unhex(self.3)?,
-                visitor: unhex_optional(self.4)?,
-                bot: self.5 != 0,
-                outcome: self.6,
-                code: self.7,
-                agent: self.8,
-                referer: self.9,
-                query: self.10,
-                place: self.11,
-            })
-        }
-    }
-    /// The page's clicks, each added to `clicks` as it is read (collected into a list of
-    /// their own first, a page of 10,000 was grown and copied on the way).
-    struct AddTo<'c>(&'c mut Vec<Waiting>);
-    impl<'de> DeserializeSeed<'de> for AddTo<'_> {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_seq(self)
-        }
-    }
-    impl<'de> serde::de::Visitor<'de> for AddTo<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a list of waiting clicks")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            while let Some(packed) = seq.next_element::<Packed>()? {
-                self.0
-                    .push(packed.waiting().map_err(serde::de::Error::custom)?);
-            }
-            Ok(())
-        }
-    }
-    let mut json = serde_json::Deserializer::from_str(text);
-    (AddTo(clicks).deserialize(&mut json))
-        .and_then(|()| json.end())
-        .map_err(|err| DbErr::Custom(format!("waiting clicks read as JSON: {err}")))
+    unpack_each(text, "waiting clicks", clicks, |p: Packed| {
+        Ok(Waiting {
+            at: p.0,
+            key: unhex(p.1)?,
+            link: p.2,
+            ip: unhex(p.3)?,
+            visitor: unhex_optional(p.4)?,
+            bot: p.5 != 0,
+            outcome: p.6,
+            code: p.7,
+            agent: p.8,
+            referer: p.9,
+            query: p.10,
+            place: p.11,
+        })
+    })
 }
 
 /// What counting needs of the dictionary rows a turn's clicks point to, by id. A row not

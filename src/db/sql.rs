@@ -85,6 +85,57 @@ pub async fn ask_packed_whole(
     }
 }
 
+/// Adds to `out` each row of the JSON array `text` ([`ask_packed`]'s or
+/// [`ask_packed_whole`]'s), read as a `P` and made a `T` by `make`, as it is parsed: parsed
+/// into a list of its own first, a bunch of 10,000 was grown and copied on the way (mimalloc
+/// gives the pages back at once, so the kernel handed them out again each time). `rows` names
+/// them in an error.
+pub fn unpack_each<'t, P: serde::Deserialize<'t>, T>(
+    text: &'t str,
+    rows: &str,
+    out: &mut Vec<T>,
+    make: impl FnMut(P) -> Result<T, DbErr>,
+) -> Result<(), DbErr> {
+    use serde::de::{DeserializeSeed, Error, SeqAccess, Visitor};
+    use std::marker::PhantomData;
+    struct Each<'o, P, T, F> {
+        out: &'o mut Vec<T>,
+        make: F,
+        row: PhantomData<fn() -> P>,
+    }
+    impl<'de, P: serde::Deserialize<'de>, T, F: FnMut(P) -> Result<T, DbErr>> DeserializeSeed<'de>
+        for Each<'_, P, T, F>
+    {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de, P: serde::Deserialize<'de>, T, F: FnMut(P) -> Result<T, DbErr>> Visitor<'de>
+        for Each<'_, P, T, F>
+    {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of rows")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(row) = seq.next_element::<P>()? {
+                self.out.push((self.make)(row).map_err(A::Error::custom)?);
+            }
+            Ok(())
+        }
+    }
+    let mut json = serde_json::Deserializer::from_str(text);
+    let each = Each {
+        out,
+        make,
+        row: PhantomData,
+    };
+    (each.deserialize(&mut json))
+        .and_then(|()| json.end())
+        .map_err(|err| DbErr::Custom(format!("{rows} read as JSON: {err}")))
+}
+
 /// A blob as [`ask_packed`] spells it (`hex()`).
 pub fn unhex(hex: &str) -> Result<Vec<u8>, DbErr> {
     crate::digest::from_hex(hex.as_bytes())
