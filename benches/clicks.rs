@@ -20,7 +20,11 @@
 //!
 //! Knobs: WRITER_EVENTS (500000), EVENTS (10000000, in all), LINKS (1000), DAY_VISITORS
 //! (3000000), KEEP_DATABASE (set: leave the database for a look at its tables), ONLY_COUNTING
-//! (set: stop after counting the writer's clicks, and print its CPU per click).
+//! (set: stop after counting the writer's clicks, and print its CPU per click), SPREAD=burst
+//! (the writer's clicks all of today, from 10,000 addresses and 600 user agents as
+//! `bench/redirect.sh` sends them, so that nearly every page view is a visitor never seen
+//! before, as after a burst; by default they come from 8,000 addresses and 6 user agents
+//! over days, and a day's visitors are mostly known).
 
 use actix_web::web;
 use chrono::Duration;
@@ -68,17 +72,43 @@ const PREFIXES: [[u8; 2]; 8] = [
     [10, 9],
 ];
 
-fn synthetic(rng: &mut Rng, links: &[(i64, String)], at: chrono::NaiveDateTime) -> ClickEvent {
+/// Visitors of the writer's clicks: those of days of ordinary traffic, or of a burst.
+#[derive(Clone, Copy, PartialEq)]
+enum Spread {
+    Days,
+    Burst,
+}
+
+fn synthetic(
+    rng: &mut Rng,
+    links: &[(i64, String)],
+    at: chrono::NaiveDateTime,
+    spread: Spread,
+) -> ClickEvent {
     let (id, code) = &links[rng.next(links.len() as u64) as usize];
     let prefix = PREFIXES[rng.next(PREFIXES.len() as u64) as usize];
-    let ip = IpAddr::from([prefix[0], prefix[1], rng.next(4) as u8, rng.next(250) as u8]);
+    let networks = match spread {
+        Spread::Days => 4,
+        Spread::Burst => 5,
+    };
+    let ip = IpAddr::from([
+        prefix[0],
+        prefix[1],
+        rng.next(networks) as u8,
+        rng.next(250) as u8,
+    ]);
+    let agent = AGENTS[rng.next(AGENTS.len() as u64) as usize];
+    let agent = match spread {
+        Spread::Days => agent.to_owned(),
+        Spread::Burst => format!("{agent} Build/{}", rng.next(100)),
+    };
     ClickEvent {
         at,
         code: code.as_str().into(),
         link_id: Some(*id),
         host: Some("s.example.com".into()),
         client_ip: ip,
-        user_agent: Some(AGENTS[rng.next(AGENTS.len() as u64) as usize].into()),
+        user_agent: Some(agent.as_str().into()),
         referer: (rng.next(3) == 0).then(|| "https://weixin.qq.com/s/x".into()),
         query: None,
         outcome: if rng.next(50) == 0 {
@@ -299,6 +329,11 @@ async fn run() {
     let writer_events = env_number("WRITER_EVENTS", 500_000);
     let total_events = env_number("EVENTS", 10_000_000).max(writer_events);
     let link_count = env_number("LINKS", 1000);
+    let spread = match std::env::var("SPREAD").as_deref() {
+        Ok("burst") => Spread::Burst,
+        Ok("days") | Err(_) => Spread::Days,
+        Ok(other) => panic!("SPREAD is burst or days, not {other}"),
+    };
     let (url, server) = fresh_database().await;
     let spool = std::env::temp_dir().join(format!("inklink-bench-spool-{}", std::process::id()));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -376,9 +411,18 @@ async fn run() {
         }
         let chunk: Vec<_> = (n..(n + 5_000).min(writer_events))
             .map(|n| {
-                let at = first_day.and_hms_opt(0, 0, 0).unwrap()
-                    + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
-                let event = synthetic(&mut rng, &links, at);
+                let at = match spread {
+                    Spread::Days => {
+                        first_day.and_hms_opt(0, 0, 0).unwrap()
+                            + Duration::seconds((n * 90 * 86_400 / total_events) as i64)
+                    }
+                    // Within today's first 20 hours (a day in the server's time zone, UTC).
+                    Spread::Burst => {
+                        today.and_hms_opt(0, 0, 0).unwrap()
+                            + Duration::seconds((n * 72_000 / writer_events) as i64)
+                    }
+                };
+                let event = synthetic(&mut rng, &links, at, spread);
                 (request_of(&event), event)
             })
             .collect();
@@ -411,8 +455,9 @@ async fn run() {
     if std::env::var_os("ONLY_COUNTING").is_some() {
         let per_click = |seconds: f64| seconds * 1e6 / counted_live.max(1) as f64;
         println!(
-            "counted the writer's {counted_live} clicks in {live_seconds:.1} s: {:.1} µs CPU of this process per click; \
+            "counted the writer's {counted_live} clicks in {live_seconds:.1} s ({:.0} clicks/s): {:.1} µs CPU of this process per click; \
              the rest of the machine (the database server) {:.1} µs",
+            counted_live as f64 / live_seconds,
             per_click(live_cpu),
             per_click(server_cpu),
         );
@@ -432,7 +477,7 @@ async fn run() {
             .map(|n| {
                 let at = first_day.and_hms_opt(0, 0, 0).unwrap()
                     + Duration::seconds((n * 90 * 86_400 / total_events) as i64);
-                synthetic(&mut rng, &links, at)
+                synthetic(&mut rng, &links, at, Spread::Days)
             })
             .collect();
         n += events.len() as u64;
@@ -718,7 +763,7 @@ impl Second {
         let mut sent = 0u64;
         for tick in 1..=100u32 {
             for _ in 0..4_000 {
-                sink.record(synthetic(rng, links, inklink::db::now()));
+                sink.record(synthetic(rng, links, inklink::db::now(), Spread::Days));
                 sent += 1;
             }
             let next = std::time::Duration::from_millis(100) * tick;
