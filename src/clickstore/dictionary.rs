@@ -448,23 +448,18 @@ pub(super) async fn look_up<const N: usize>(
 ) -> Result<HashMap<i32, [Option<Text>; N]>, DbErr> {
     debug_assert!(columns.iter().all(|c| dictionary.columns.contains(c)));
     let (table, names) = (dictionary.table, columns.join(", "));
-    let backend = db.get_database_backend();
     let ids: Vec<i32> = ids.into_iter().collect();
     let mut out = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        let sql = format!(
-            "SELECT id, {names} FROM {table} WHERE id IN ({})",
-            vec!["?"; chunk.len()].join(", ")
-        );
-        let values = chunk.iter().map(|id| Value::from(*id)).collect();
-        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-            let mut texts: [Option<Text>; N] = std::array::from_fn(|_| None);
-            for (text, column) in texts.iter_mut().zip(columns) {
-                *text = row.try_get::<Option<String>>("", column)?.map(Text::from);
-            }
-            out.insert(row.try_get("", "id")?, texts);
+    let select = format!("SELECT id, {names} FROM {table} WHERE id");
+    crate::db::sql::each_row_in(db, (&select, &ids), ("", &[]), |row| {
+        let mut texts: [Option<Text>; N] = std::array::from_fn(|_| None);
+        for (text, column) in texts.iter_mut().zip(columns) {
+            *text = row.try_get::<Option<String>>("", column)?.map(Text::from);
         }
-    }
+        out.insert(row.try_get("", "id")?, texts);
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }
 

@@ -5,7 +5,7 @@
 use super::{BatchError, FileError, may_see, parse_recipient_key};
 use crate::db;
 use crate::db::entities::campaign_batch;
-use crate::db::sql::statement;
+use crate::db::sql::each_row_in;
 use crate::i18n::{Message, Says};
 use crate::rules::Phone;
 use crate::rules::csv::CsvError;
@@ -14,7 +14,7 @@ use crate::state::Inklink;
 use crate::stats::funnel::{Receipt, ReceiptEffect, record_receipts};
 use chrono::{DateTime, NaiveDateTime, TimeZone};
 use sea_orm::sea_query::Value;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -244,7 +244,6 @@ pub async fn ingest(
         return Err(FileError::TooManyReceipts(receipts.len()).into());
     }
     let country = app.settings.phone_country;
-    let backend = app.db.get_database_backend();
     let mut outcomes: Vec<Option<Outcome>> = vec![None; receipts.len()];
     // Per receipt: the recipient it is for, once known.
     let mut targets: Vec<Option<(i64, i32)>> = vec![None; receipts.len()];
@@ -274,30 +273,22 @@ pub async fn ingest(
         }
     }
     // Phones → their recipients, in the scope's batch or in any batch (newest wins).
-    let phones: Vec<&String> = by_phone.keys().collect();
+    let phones: Vec<&str> = by_phone.keys().map(String::as_str).collect();
     let mut found: HashMap<String, Vec<(i64, i32)>> = HashMap::new();
-    for chunk in phones.chunks(500) {
-        let mut sql = format!(
-            "SELECT phone, batch_id, number FROM batch_recipient WHERE phone IN ({})",
-            vec!["?"; chunk.len()].join(", ")
-        );
-        let mut values: Vec<Value> = chunk.iter().map(|p| Value::from(p.as_str())).collect();
-        if let Scope::Batch(batch) = scope {
-            sql.push_str(" AND batch_id = ?");
-            values.push(batch.id.into());
-        }
-        for row in app
-            .db
-            .query_all_raw(statement(backend, &sql, values))
-            .await?
-        {
-            let phone: String = row.try_get("", "phone")?;
-            found
-                .entry(phone)
-                .or_default()
-                .push((row.try_get("", "batch_id")?, row.try_get("", "number")?));
-        }
-    }
+    let select = "SELECT phone, batch_id, number FROM batch_recipient WHERE phone";
+    let (in_batch, batch_id) = match scope {
+        Scope::Batch(batch) => (" AND batch_id = ?", vec![Value::from(batch.id)]),
+        Scope::Caller(_) => ("", vec![]),
+    };
+    each_row_in(&app.db, (select, &phones), (in_batch, &batch_id), |row| {
+        let phone: String = row.try_get("", "phone")?;
+        found
+            .entry(phone)
+            .or_default()
+            .push((row.try_get("", "batch_id")?, row.try_get("", "number")?));
+        Ok(())
+    })
+    .await?;
     // The batches named, to check that the caller may send receipts for them.
     let mut named: BTreeSet<i64> = targets.iter().flatten().map(|(b, _)| *b).collect();
     named.extend(found.values().flatten().map(|(b, _)| *b));

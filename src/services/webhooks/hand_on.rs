@@ -139,21 +139,18 @@ async fn creators(
     db: &impl ConnectionTrait,
     links: &HashSet<i64>,
 ) -> Result<HashMap<i64, (String, i64)>, DbErr> {
-    let backend = db.get_database_backend();
     let links: Vec<i64> = links.iter().copied().collect();
     let mut out = HashMap::new();
-    for chunk in links.chunks(500) {
-        let marks = vec!["?"; chunk.len()].join(", ");
-        let sql = format!("SELECT id, creator_kind, creator_id FROM url_map WHERE id IN ({marks})");
-        let values = chunk.iter().map(|id| Value::from(*id)).collect();
-        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-            let kind: Option<String> = row.try_get("", "creator_kind")?;
-            let creator: Option<i64> = row.try_get("", "creator_id")?;
-            if let Some(owner) = kind.zip(creator) {
-                out.insert(row.try_get("", "id")?, owner);
-            }
+    let select = "SELECT id, creator_kind, creator_id FROM url_map WHERE id";
+    crate::db::sql::each_row_in(db, (select, &links), ("", &[]), |row| {
+        let kind: Option<String> = row.try_get("", "creator_kind")?;
+        let creator: Option<i64> = row.try_get("", "creator_id")?;
+        if let Some(owner) = kind.zip(creator) {
+            out.insert(row.try_get("", "id")?, owner);
         }
-    }
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }
 

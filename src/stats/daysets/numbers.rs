@@ -4,7 +4,7 @@
 //! (the module above) are bitmaps of these numbers. Only counting hands numbers out, holding the
 //! `stats_tally` lock row, so one transaction at a time does.
 
-use crate::db::sql::{ask_packed_whole, statement};
+use crate::db::sql::{ask_packed_whole, each_row_in, statement};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use sha2::{Digest, Sha256};
@@ -100,17 +100,13 @@ pub async fn look_up_numbers(
             found.insert(hash, number(id)?);
         }
     } else {
-        for chunk in keys.chunks(500) {
-            let sql = format!(
-                "SELECT hash, id FROM visit_key WHERE hash IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            );
-            let values = chunk.iter().map(|h| Value::from(*h)).collect();
-            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-                let id: i64 = row.try_get("", "id")?;
-                found.insert(row.try_get("", "hash")?, number(id)?);
-            }
-        }
+        let select = "SELECT hash, id FROM visit_key WHERE hash";
+        each_row_in(txn, (select, &keys), ("", &[]), |row| {
+            let id: i64 = row.try_get("", "id")?;
+            found.insert(row.try_get("", "hash")?, number(id)?);
+            Ok(())
+        })
+        .await?;
     }
     let new: Vec<Who> = (whos.into_iter())
         .filter(|who| !found.contains_key(&who.hash))

@@ -6,8 +6,7 @@ use super::{COLUMNS, Changes, Kind, RECIPIENT_PARAM, Recipient, for_update, stor
 use crate::clickstore::dictionary::texts;
 use crate::clickstore::row::Text;
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::statement;
-use sea_orm::sea_query::Value;
+use crate::db::sql::each_row_in;
 use sea_orm::{ConnectionTrait, DbErr};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -86,27 +85,22 @@ async fn hits(db: &impl ConnectionTrait, mut views: Vec<View>) -> Result<Vec<Hit
     if links.is_empty() {
         return Ok(Vec::new());
     }
-    let backend = db.get_database_backend();
     // link → (its code batches, its param batches)
     let mut batches: HashMap<i64, (Vec<i64>, Vec<i64>)> = HashMap::new();
     let links: Vec<i64> = links.into_iter().collect();
-    for chunk in links.chunks(500) {
-        let sql = format!(
-            "SELECT id, link_id, mode FROM campaign_batch WHERE link_id IN ({})",
-            vec!["?"; chunk.len()].join(", ")
-        );
-        let values = chunk.iter().map(|id| Value::from(*id)).collect();
-        for row in db.query_all_raw(statement(backend, &sql, values)).await? {
-            let id: i64 = row.try_get("", "id")?;
-            let link: i64 = row.try_get("", "link_id")?;
-            let mode: String = row.try_get("", "mode")?;
-            let entry = batches.entry(link).or_default();
-            match mode.as_str() {
-                "param" => entry.1.push(id),
-                _ => entry.0.push(id),
-            }
+    let select = "SELECT id, link_id, mode FROM campaign_batch WHERE link_id";
+    each_row_in(db, (select, &links), ("", &[]), |row| {
+        let id: i64 = row.try_get("", "id")?;
+        let link: i64 = row.try_get("", "link_id")?;
+        let mode: String = row.try_get("", "mode")?;
+        let entry = batches.entry(link).or_default();
+        match mode.as_str() {
+            "param" => entry.1.push(id),
+            _ => entry.0.push(id),
         }
-    }
+        Ok(())
+    })
+    .await?;
     if batches.is_empty() {
         return Ok(Vec::new());
     }
@@ -219,19 +213,14 @@ async fn apply_hits(
     let tokens: BTreeSet<&str> = hits.iter().map(|h| &*h.token).collect();
     let tokens: Vec<&str> = tokens.into_iter().collect();
     let mut found: HashMap<(Box<str>, i64), Recipient> = HashMap::new();
-    for chunk in tokens.chunks(400) {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM batch_recipient WHERE token IN ({}) \
-             ORDER BY batch_id, number{}",
-            vec!["?"; chunk.len()].join(", "),
-            for_update(backend)
-        );
-        let values = chunk.iter().map(|t| Value::from(*t)).collect();
-        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-            let r = Recipient::read(&row)?;
-            found.insert((r.token.as_str().into(), r.batch), r);
-        }
-    }
+    let select = format!("SELECT {COLUMNS} FROM batch_recipient WHERE token");
+    let rest = format!(" ORDER BY batch_id, number{}", for_update(backend));
+    each_row_in(txn, (&select, &tokens), (&rest, &[]), |row| {
+        let r = Recipient::read(row)?;
+        found.insert((r.token.as_str().into(), r.batch), r);
+        Ok(())
+    })
+    .await?;
     let mut before: BTreeMap<(i64, i32), Recipient> = BTreeMap::new();
     let mut changes = Changes::default();
     for hit in hits {

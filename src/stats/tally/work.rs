@@ -6,7 +6,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::{per_link, statement};
+use crate::db::sql::{each_row_in, per_link};
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
@@ -247,7 +247,6 @@ async fn target_campaigns(
     clicks: &[Waiting],
     numbering: &mut Values,
 ) -> Result<TargetCampaigns, DbErr> {
-    let backend = txn.get_database_backend();
     let links: Vec<i64> = clicks
         .iter()
         .filter_map(|c| c.link)
@@ -255,29 +254,25 @@ async fn target_campaigns(
         .into_iter()
         .collect();
     let mut out = TargetCampaigns::new();
-    for chunk in links.chunks(500) {
-        let sql = format!(
-            "SELECT id, long_url FROM url_map WHERE id IN ({})",
-            vec!["?"; chunk.len()].join(", ")
-        );
-        let values = chunk.iter().map(|id| Value::from(*id)).collect();
-        for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-            let id: i64 = row.try_get("", "id")?;
-            let url: String = row.try_get("", "long_url")?;
-            let query = url.split_once('?').map_or("", |(_, q)| q);
-            let query = query.split_once('#').map_or(query, |(q, _)| q);
-            let found = query_values(query);
-            if !found.is_empty() {
-                let found = found.into_iter();
-                out.insert(
-                    id,
-                    found
-                        .map(|(d, v)| (d, numbering.number(&v.into())))
-                        .collect(),
-                );
-            }
+    let select = "SELECT id, long_url FROM url_map WHERE id";
+    each_row_in(txn, (select, &links), ("", &[]), |row| {
+        let id: i64 = row.try_get("", "id")?;
+        let url: String = row.try_get("", "long_url")?;
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let query = query.split_once('#').map_or(query, |(q, _)| q);
+        let found = query_values(query);
+        if !found.is_empty() {
+            let found = found.into_iter();
+            out.insert(
+                id,
+                found
+                    .map(|(d, v)| (d, numbering.number(&v.into())))
+                    .collect(),
+            );
         }
-    }
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }
 
