@@ -24,7 +24,9 @@
 //! (the writer's clicks all of today, from 10,000 addresses and 600 user agents as
 //! `bench/redirect.sh` sends them, so that nearly every page view is a visitor never seen
 //! before, as after a burst; by default they come from 8,000 addresses and 6 user agents
-//! over days, and a day's visitors are mostly known).
+//! over days, and a day's visitors are mostly known), KNOWN_VISITORS (0: so many visitors
+//! numbered before the writer's clicks come, as months of traffic leave `visit_key`; SQLite
+//! and PostgreSQL).
 
 use actix_web::web;
 use chrono::Duration;
@@ -171,6 +173,43 @@ async fn drop_database(server: Option<(String, String)>, url: &str) {
             }
         }
     }
+}
+
+/// Gives `count` visitors numbers, as if they had come before (hashes at random, numbers from
+/// 0), so that counting finds `visit_key` as months of traffic leave it.
+async fn number_visitors(db: &sea_orm::DatabaseConnection, count: u64) {
+    let started = Instant::now();
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::Sqlite => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {count}) \
+             INSERT OR IGNORE INTO visit_key (hash, id) SELECT random(), i FROM n"
+        ),
+        sea_orm::DbBackend::Postgres => format!(
+            "INSERT INTO visit_key (hash, id) SELECT (random() * 9.2e18 - 4.6e18)::bigint, i \
+             FROM generate_series(0, {count} - 1) AS i ON CONFLICT DO NOTHING"
+        ),
+        _ => panic!("KNOWN_VISITORS is for SQLite and PostgreSQL"),
+    };
+    db.execute_unprepared(&sql).await.unwrap();
+    db.execute_unprepared(&format!(
+        "UPDATE stats_tally SET next_visitor = {count} WHERE id = 1"
+    ))
+    .await
+    .unwrap();
+    println!(
+        "numbered {count} visitors before the clicks in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Bytes this process has written (`/proc/self/io`, `wchar`: through `write` and `pwrite`,
+/// whether or not they reached the disk yet): SQLite's log and checkpoints.
+fn written_bytes() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    (io.lines())
+        .find_map(|line| line.strip_prefix("wchar: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// CPU time of the calling thread in nanoseconds, as the scheduler accounts it (precise,
@@ -393,6 +432,11 @@ async fn run() {
         links.push((saved.link.id, saved.link.compression_code.to_string()));
     }
 
+    let known_visitors = env_number("KNOWN_VISITORS", 0);
+    if known_visitors > 0 {
+        number_visitors(&core.db, known_visitors).await;
+    }
+
     // 1. The writer, fed as fast as it drains (the queue never overflows).
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let today = chrono::Utc::now().date_naive();
@@ -446,7 +490,9 @@ async fn run() {
     let counting = Instant::now();
     let cpu = cpu_seconds();
     let busy = machine_busy_seconds();
+    let written = written_bytes();
     let counted_live = tally::drain(&core.db, tz).await.unwrap();
+    let written = written_bytes() - written;
     let live_seconds = counting.elapsed().as_secs_f64();
     let live_cpu = cpu_seconds() - cpu;
     // The database server's share, as the machine's busy time less this process's (SQLite
@@ -456,10 +502,12 @@ async fn run() {
         let per_click = |seconds: f64| seconds * 1e6 / counted_live.max(1) as f64;
         println!(
             "counted the writer's {counted_live} clicks in {live_seconds:.1} s ({:.0} clicks/s): {:.1} µs CPU of this process per click; \
-             the rest of the machine (the database server) {:.1} µs",
+             the rest of the machine (the database server) {:.1} µs; this process wrote {:.0} MB ({:.1} KB a click)",
             counted_live as f64 / live_seconds,
             per_click(live_cpu),
             per_click(server_cpu),
+            written as f64 / 1e6,
+            written as f64 / 1e3 / counted_live.max(1) as f64,
         );
         drop_database(server, &url).await;
         let _ = std::fs::remove_dir_all(spool);
