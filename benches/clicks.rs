@@ -300,12 +300,14 @@ const CLICK_TABLES: [&str; 6] = [
     "click_text",
 ];
 /// The statistics' tables.
-const STATISTICS_TABLES: [&str; 5] = [
+const STATISTICS_TABLES: [&str; 7] = [
     "visit_statistics",
     "visit_statistics_breakdown",
     "visit_day_bits",
+    "visit_day_added",
     "visit_day_stamp",
     "visit_key",
+    "visit_key_recent",
 ];
 
 /// Bytes the database holds in `tables`, indexes included.

@@ -1033,9 +1033,9 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_w
 
 /// Only counting hands out visitors' and addresses' numbers, one turn at a time, and a turn
 /// worked out ahead stands only when no turn came between: every number it stores is new.
-/// Should one be stored already, the turn fails whole and its clicks wait, rather than give a
-/// visitor a second number (SQLite adds the numbers with `OR IGNORE`, and the turn counts what
-/// each statement added).
+/// Should one be stored already (in `visit_key_recent`, where new numbers go), the turn fails
+/// whole and its clicks wait, rather than give a visitor a second number (SQLite adds the
+/// numbers with `OR IGNORE`, and the turn counts what each statement added).
 #[actix_web::test]
 async fn a_turn_that_would_number_an_address_numbered_already_fails_and_its_clicks_wait() {
     use inklink::stats::daysets::numbers::{ADDRESSES, Who};
@@ -1053,7 +1053,7 @@ async fn a_turn_that_would_number_an_address_numbered_already_fails_and_its_clic
     core.db
         .execute_raw(inklink::db::sql::statement(
             backend,
-            "INSERT INTO visit_key (hash, id) VALUES (?, ?)",
+            "INSERT INTO visit_key_recent (hash, id) VALUES (?, ?)",
             vec![Value::from(numbered.hash), Value::from(1_000_000i64)],
         ))
         .await
@@ -1064,11 +1064,107 @@ async fn a_turn_that_would_number_an_address_numbered_already_fails_and_its_clic
         "the turn numbered an address twice: {turn:?}"
     );
     assert_eq!(rows_in(&core.db, "click_waiting").await, 300);
-    assert_eq!(rows_in(&core.db, "visit_key").await, 1);
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await, 1);
     assert_eq!(rows_in(&core.db, "visit_statistics").await, 0);
     // The next turn reads afresh, finds the address's number and counts the clicks.
     assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
     assert_day_counted(&core.db, day, link, &batch).await;
+}
+
+/// New numbers wait in `visit_key_recent`, and every turn moves one stretch of the hash range
+/// from there into `visit_key`: visitors seen again are found in either table, none is in
+/// both, every stretch has moved once as many turns have passed as there are stretches, and a
+/// day counted over many turns gives the rows an independent count gives.
+#[actix_web::test]
+async fn numbers_move_from_the_recent_table_into_visit_key_and_are_found_in_either() {
+    use inklink::stats::daysets::numbers::SLICES;
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/recent").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
+    let morning = rows(600, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    // The same visitors and addresses again in the afternoon.
+    let afternoon = rows(600, day.and_hms_opt(15, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    let numbered = async || {
+        let sql = "SELECT next_visitor + next_address AS n FROM stats_tally WHERE id = 1";
+        let backend = core.db.get_database_backend();
+        let row = core.db.query_one_raw(Statement::from_string(backend, sql));
+        row.await.unwrap().unwrap().try_get::<i64>("", "n").unwrap()
+    };
+    let mut after_morning = 0;
+    for batch in [&morning, &afternoon] {
+        insert_rows(&core.db, batch).await.unwrap();
+        let mut turns = 0;
+        while tally::tally(&core.db, utc, 20).await.unwrap() > 0 {
+            turns += 1;
+        }
+        assert!(turns > SLICES, "{turns} turns");
+        if after_morning == 0 {
+            after_morning = numbered().await;
+            assert!(rows_in(&core.db, "visit_key").await > 0);
+            assert!(rows_in(&core.db, "visit_key_recent").await > 0);
+        }
+    }
+    assert!(after_morning > 0);
+    assert_eq!(
+        numbered().await,
+        after_morning,
+        "the afternoon's were all found"
+    );
+    // No turn since the last new number left a stretch unmoved.
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await, 0);
+    assert_eq!(rows_in(&core.db, "visit_key").await, after_morning);
+    let both = [morning, afternoon].concat();
+    let counted = assert_day_counted(&core.db, day, link, &both).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
+/// Moving a stretch into `visit_key` finds a number already there (which only a fault outside
+/// counting could put in both tables) and fails the turn's transaction rather than keep two
+/// numbers for one visitor; the other stretches move as before.
+#[actix_web::test]
+async fn a_recent_number_already_in_visit_key_fails_the_move() {
+    use inklink::stats::daysets::numbers::{SLICES, VISITORS, Who, move_slice};
+    let db = TestDb::create().await;
+    let (core, _) = core_with_link(&db, "https://example.com/moved").await;
+    let backend = core.db.get_database_backend();
+    let width = (1i128 << 64) / i128::from(SLICES);
+    let slice = |hash: i64| ((i128::from(hash) - i128::from(i64::MIN)) / width) as i64;
+    // A hash put in both tables, another in a stretch of its own, and one at each end of the
+    // range (stretches 0 and SLICES - 1).
+    let hashes = (0..).map(|n: u32| Who::of(VISITORS, n).unwrap().hash);
+    let inner = 1..SLICES - 1;
+    let twice = hashes.clone().find(|h| inner.contains(&slice(*h))).unwrap();
+    let other = hashes
+        .filter(|h| inner.contains(&slice(*h)))
+        .find(|h| slice(*h) != slice(twice))
+        .unwrap();
+    for (table, hash, id) in [
+        ("visit_key", twice, 1i64),
+        ("visit_key_recent", twice, 2),
+        ("visit_key_recent", other, 3),
+        ("visit_key_recent", i64::MIN, 4),
+        ("visit_key_recent", i64::MAX, 5),
+    ] {
+        let sql = format!("INSERT INTO {table} (hash, id) VALUES (?, ?)");
+        let values = vec![Value::from(hash), Value::from(id)];
+        let insert = inklink::db::sql::statement(backend, &sql, values);
+        core.db.execute_raw(insert).await.unwrap();
+    }
+    let txn = inklink::db::begin_write(&core.db).await.unwrap();
+    let moved = move_slice(&txn, slice(twice) + 3 * SLICES).await;
+    let err = moved.expect_err("a number in both tables was moved");
+    assert!(err.to_string().contains("in visit_key already"), "{err}");
+    txn.rollback().await.unwrap();
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await, 4);
+    for turn in [slice(other), 0, SLICES - 1] {
+        let txn = inklink::db::begin_write(&core.db).await.unwrap();
+        move_slice(&txn, turn).await.unwrap();
+        txn.commit().await.unwrap();
+    }
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await, 1);
+    assert_eq!(rows_in(&core.db, "visit_key").await, 4);
 }
 
 /// A turn worked out ahead knows its clicks still wait by how many are listed up to its last

@@ -216,7 +216,8 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
 /// [`crate::db::sql::refresh_statistics`]).
 pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
     // Each turn rewrites the day sets and totals it touches (and deletes the additions it
-    // folds into a set); keys are only ever added.
+    // folds into a set); `visit_key` only ever gains keys, and the recent numbers leave as
+    // fast as they come.
     let rewritten = [
         "visit_day_bits",
         "visit_day_added",
@@ -225,8 +226,8 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
     ];
     let upkeep = crate::db::sql::Upkeep {
         analyze: &["visit_key"],
+        vacuum: &["visit_key_recent"],
         rewritten: &rewritten,
-        ..Default::default()
     };
     crate::db::sql::refresh_statistics(db, upkeep).await
 }
@@ -507,6 +508,7 @@ async fn apply(
     let write = async move {
         let written = async {
             numbers.store(&txn).await?;
+            crate::stats::daysets::numbers::move_slice(&txn, turn).await?;
             settled.store(&txn, turn).await?;
             write_stats(&txn, &stats).await?;
             // Whatever was counted on a day changed its all-links row: dashboards keeping
