@@ -7,6 +7,11 @@
 //! so that a turn changes the small table and one stretch of the large one. Every number is in
 //! exactly one of the two.
 //!
+//! That is SQLite's way, which keeps a table in the order of its key. PostgreSQL and
+//! MySQL/MariaDB did not slow that way and keep writing new numbers straight into `visit_key`
+//! (`stats::daysets::numbers`); the table is created there too, empty, so that every database
+//! has the same tables.
+//!
 //! Going back down moves every recent number into `visit_key`.
 
 use sea_orm_migration::prelude::*;

@@ -4,13 +4,17 @@
 //! (the module above) are bitmaps of these numbers. Only counting hands numbers out, holding the
 //! `stats_tally` lock row, so one transaction at a time does.
 //!
-//! A new number goes to `visit_key_recent` first, and each turn moves one of [`SLICES`]
-//! stretches of the hash range from there into `visit_key` ([`move_slice`]): written straight
-//! into `visit_key`, whose key is a hash, a turn's new visitors changed nearly every page of
-//! it once millions were numbered (bench/README.md). Every number is in exactly one of the
-//! two tables, and a lookup asks both in one statement, so it sees them as one snapshot.
+//! On SQLite a new number goes to `visit_key_recent` first, and each turn moves one of
+//! [`SLICES`] stretches of the hash range from there into `visit_key` ([`move_slice`]): SQLite
+//! keeps a table in the order of its key, a hash, so written straight into `visit_key` a
+//! turn's new visitors changed nearly every page of it once millions were numbered
+//! (bench/README.md). Every number is in exactly one of the two tables, and a lookup asks both
+//! in one statement, so it sees them as one snapshot. PostgreSQL adds rows at the end of a
+//! table and MySQL/MariaDB write changed pages back in the background: counting there did not
+//! slow as visitors were numbered, and paid for a second lookup more than it gained, so their
+//! numbers go straight into `visit_key` ([`new_numbers_table`]).
 
-use crate::db::sql::{IN_AT_ONCE, ask_packed_whole, statement};
+use crate::db::sql::{ask_packed_whole, each_row_in, statement};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 use sha2::{Digest, Sha256};
@@ -109,19 +113,13 @@ pub async fn look_up_numbers(
             found.insert(hash, number(id)?);
         }
     } else {
-        // The same keys for both tables, in one statement.
-        for chunk in keys.chunks(IN_AT_ONCE) {
-            let list = vec!["?"; chunk.len()].join(", ");
-            let sql = format!(
-                "SELECT hash, id FROM visit_key WHERE hash IN ({list}) \
-                 UNION ALL SELECT hash, id FROM visit_key_recent WHERE hash IN ({list})"
-            );
-            let values = (chunk.iter().chain(chunk)).map(|&key| key.into()).collect();
-            for row in txn.query_all_raw(statement(backend, &sql, values)).await? {
-                let id: i64 = row.try_get("", "id")?;
-                found.insert(row.try_get("", "hash")?, number(id)?);
-            }
-        }
+        let select = "SELECT hash, id FROM visit_key WHERE hash";
+        each_row_in(txn, (select, &keys), ("", &[]), |row| {
+            let id: i64 = row.try_get("", "id")?;
+            found.insert(row.try_get("", "hash")?, number(id)?);
+            Ok(())
+        })
+        .await?;
     }
     let new: Vec<Who> = (whos.into_iter())
         .filter(|who| !found.contains_key(&who.hash))
@@ -200,9 +198,10 @@ impl NewNumbers {
             DbBackend::Sqlite => "OR IGNORE ",
             _ => "",
         };
+        let table = new_numbers_table(backend);
         for chunk in self.rows.chunks(500) {
             let sql = format!(
-                "INSERT {or_ignore}INTO visit_key_recent (hash, id) VALUES {}",
+                "INSERT {or_ignore}INTO {table} (hash, id) VALUES {}",
                 vec!["(?, ?)"; chunk.len()].join(", ")
             );
             let values = chunk
@@ -212,7 +211,7 @@ impl NewNumbers {
             let added = txn.execute_raw(statement(backend, &sql, values)).await?;
             if added.rows_affected() != chunk.len() as u64 {
                 return Err(DbErr::Custom(format!(
-                    "{} of {} new visitors' and addresses' numbers were stored already (visit_key_recent)",
+                    "{} of {} new visitors' and addresses' numbers were stored already ({table})",
                     chunk.len() as u64 - added.rows_affected(),
                     chunk.len()
                 )));
@@ -225,6 +224,14 @@ impl NewNumbers {
     }
 }
 
+/// Where `backend` puts the numbers a turn hands out (see the module's comment).
+pub fn new_numbers_table(backend: DbBackend) -> &'static str {
+    match backend {
+        DbBackend::Sqlite => "visit_key_recent",
+        _ => "visit_key",
+    }
+}
+
 /// Stretches of the hash range: the recent table holds about the last `SLICES` turns' new
 /// numbers, and a turn moves about one turn's worth into one `SLICES`th of `visit_key`. With
 /// 50,000 new visitors a turn and 6 million numbered, that is about 2,400 pages of the recent
@@ -234,27 +241,23 @@ pub const SLICES: i64 = 16;
 /// Moves the numbers in turn `turn`'s stretch of the hash range (turns take the stretches in
 /// order) from `visit_key_recent` into `visit_key`, in one transaction with the turn's other
 /// writes. Every turn moves one, whether it handed out numbers or not, so none is left behind.
+/// Nothing to do where new numbers go straight into `visit_key`.
 pub async fn move_slice(txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
+    if new_numbers_table(backend) == "visit_key" {
+        return Ok(());
+    }
     let width = (1i128 << 64) / i128::from(SLICES);
     let low = i128::from(i64::MIN) + i128::from(turn.rem_euclid(SLICES)) * width;
     let bounds = || -> Vec<Value> {
         let (low, high) = (low as i64, (low + width - 1) as i64);
         vec![low.into(), high.into()]
     };
-    // A number found in `visit_key` already is skipped, on SQLite for the reason
-    // `NewNumbers::store` gives, and everywhere so that what was moved is compared with what
-    // was taken, and the fault named alike on every database.
-    let (ignore, on_conflict) = match backend {
-        DbBackend::Sqlite => ("OR IGNORE ", ""),
-        DbBackend::MySql => ("IGNORE ", ""),
-        _ => ("", " ON CONFLICT DO NOTHING"),
-    };
-    let sql = format!(
-        "INSERT {ignore}INTO visit_key (hash, id) \
-         SELECT hash, id FROM visit_key_recent WHERE hash BETWEEN ? AND ? ORDER BY hash{on_conflict}"
-    );
-    let added = txn.execute_raw(statement(backend, &sql, bounds())).await?;
+    // `OR IGNORE` for the reason `NewNumbers::store` gives: a number found in `visit_key`
+    // already is skipped, and what was moved is compared with what was taken instead.
+    let sql = "INSERT OR IGNORE INTO visit_key (hash, id) \
+               SELECT hash, id FROM visit_key_recent WHERE hash BETWEEN ? AND ? ORDER BY hash";
+    let added = txn.execute_raw(statement(backend, sql, bounds())).await?;
     let sql = "DELETE FROM visit_key_recent WHERE hash BETWEEN ? AND ?";
     let taken = txn.execute_raw(statement(backend, sql, bounds())).await?;
     let (added, taken) = (added.rows_affected(), taken.rows_affected());

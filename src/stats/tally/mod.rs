@@ -216,8 +216,7 @@ pub async fn drain(db: &DatabaseConnection, tz: Tz) -> Result<u64, DbErr> {
 /// [`crate::db::sql::refresh_statistics`]).
 pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
     // Each turn rewrites the day sets and totals it touches (and deletes the additions it
-    // folds into a set); `visit_key` only ever gains keys, and the recent numbers leave as
-    // fast as they come.
+    // folds into a set); keys are only ever added (`visit_key_recent` is SQLite's alone).
     let rewritten = [
         "visit_day_bits",
         "visit_day_added",
@@ -226,8 +225,8 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
     ];
     let upkeep = crate::db::sql::Upkeep {
         analyze: &["visit_key"],
-        vacuum: &["visit_key_recent"],
         rewritten: &rewritten,
+        ..Default::default()
     };
     crate::db::sql::refresh_statistics(db, upkeep).await
 }
