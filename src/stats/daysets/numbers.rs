@@ -100,7 +100,7 @@ pub async fn look_up_numbers(
     if backend == DbBackend::Sqlite {
         // A turn looks up as many as two numbers a click: one statement naming them all,
         // answered packed, instead of a statement per 500 and a row handed over per number
-        // (bench/README.md).
+        // (bench/README.md). It asks both tables: SQLite keeps recent numbers apart.
         let wanted = serde_json::to_string(&keys).map_err(|err| DbErr::Custom(err.to_string()))?;
         let sql = "SELECT hash, id FROM visit_key WHERE hash IN (SELECT value FROM json_each(?)) \
                    UNION ALL \
@@ -224,11 +224,17 @@ impl NewNumbers {
     }
 }
 
-/// Where `backend` puts the numbers a turn hands out (see the module's comment).
+/// Whether `backend` keeps the numbers handed out lately apart (see the module's comment).
+fn keeps_recent_apart(backend: DbBackend) -> bool {
+    backend == DbBackend::Sqlite
+}
+
+/// Where `backend` puts the numbers a turn hands out.
 pub fn new_numbers_table(backend: DbBackend) -> &'static str {
-    match backend {
-        DbBackend::Sqlite => "visit_key_recent",
-        _ => "visit_key",
+    if keeps_recent_apart(backend) {
+        "visit_key_recent"
+    } else {
+        "visit_key"
     }
 }
 
@@ -244,7 +250,7 @@ pub const SLICES: i64 = 16;
 /// Nothing to do where new numbers go straight into `visit_key`.
 pub async fn move_slice(txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    if new_numbers_table(backend) == "visit_key" {
+    if !keeps_recent_apart(backend) {
         return Ok(());
     }
     let width = (1i128 << 64) / i128::from(SLICES);
