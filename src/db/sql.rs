@@ -34,7 +34,7 @@ pub fn statement(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement
 /// Keys [`each_row_in`] names in one statement: few enough that every backend binds them (and
 /// that a statement's plan stays a seek per key), many enough that a turn of 50,000 clicks
 /// asks a hundred statements, not a thousand.
-pub const IN_AT_ONCE: usize = 500;
+const IN_AT_ONCE: usize = 500;
 
 /// Calls `each` with every row of `select` (a query up to its list, as in `SELECT id,
 /// long_url FROM url_map WHERE id`) whose column is one of `keys`, asked [`IN_AT_ONCE`] keys to

@@ -3,7 +3,7 @@
 use super::dimension::{ALL_LINKS, Dimension};
 use super::kept::FinishedDays;
 use super::visits::Visits;
-use crate::db::sql::{statement, sum};
+use crate::db::sql::{each_row_in, statement, sum};
 use chrono::{Days, NaiveDate};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};
@@ -462,34 +462,23 @@ pub async fn glance(
     let backend = db.get_database_backend();
     let mut found: HashMap<i64, Glance> = HashMap::new();
     let first = today - chrono::Duration::days(13);
-    for chunk in ids.chunks(500) {
-        if chunk.is_empty() {
-            continue;
-        }
-        let marks = vec!["?"; chunk.len()].join(", ");
-        let totals = format!(
-            "SELECT url_map_id, {pv} AS pv FROM visit_statistics WHERE url_map_id IN ({marks}) \
-             GROUP BY url_map_id",
-            pv = sum(backend, "pv"),
-        );
-        let values: Vec<Value> = chunk.iter().map(|id| (*id).into()).collect();
-        for row in db
-            .query_all_raw(statement(backend, &totals, values.clone()))
-            .await?
-        {
-            let id: i64 = row.try_get("", "url_map_id")?;
-            found.entry(id).or_default().total = row.try_get::<Option<i64>>("", "pv")?.unwrap_or(0);
-        }
-        let recent = format!(
-            "SELECT url_map_id, stat_date, pv FROM visit_statistics \
-             WHERE url_map_id IN ({marks}) AND stat_date >= ? AND stat_date <= ?"
-        );
-        let mut values = values;
-        values.extend([first.into(), today.into()]);
-        for row in db
-            .query_all_raw(statement(backend, &recent, values))
-            .await?
-        {
+    let totals = format!(
+        "SELECT url_map_id, {pv} AS pv FROM visit_statistics WHERE url_map_id",
+        pv = sum(backend, "pv"),
+    );
+    each_row_in(db, (&totals, ids), (" GROUP BY url_map_id", &[]), |row| {
+        let id: i64 = row.try_get("", "url_map_id")?;
+        found.entry(id).or_default().total = row.try_get::<Option<i64>>("", "pv")?.unwrap_or(0);
+        Ok(())
+    })
+    .await?;
+    let recent = "SELECT url_map_id, stat_date, pv FROM visit_statistics WHERE url_map_id";
+    let days = [first.into(), today.into()];
+    each_row_in(
+        db,
+        (recent, ids),
+        (" AND stat_date >= ? AND stat_date <= ?", &days),
+        |row| {
             let id: i64 = row.try_get("", "url_map_id")?;
             let day: NaiveDate = row.try_get("", "stat_date")?;
             let pv: i64 = row.try_get("", "pv")?;
@@ -506,8 +495,10 @@ pub async fn glance(
                     glance.today = pv;
                 }
             }
-        }
-    }
+            Ok(())
+        },
+    )
+    .await?;
     Ok(found)
 }
 
