@@ -1072,11 +1072,12 @@ async fn a_turn_that_would_number_an_address_numbered_already_fails_and_its_clic
     assert_day_counted(&core.db, day, link, &batch).await;
 }
 
-/// On SQLite new numbers wait in `visit_key_recent`, and every turn moves one stretch of the hash range
-/// from there into `visit_key`: visitors seen again are found in either table, none is in
-/// both, every stretch has moved once as many turns have passed as there are stretches, going
-/// a migration down puts every number back into `visit_key`, and a day counted over many turns
-/// gives the rows an independent count gives. Elsewhere they go straight into `visit_key`.
+/// On SQLite new numbers wait in `visit_key_recent`, and every turn moves one stretch of the
+/// hash range from there into `visit_key`: visitors seen again are found in either table, none
+/// is in both, every stretch has moved once as many turns have passed as there are stretches,
+/// going a migration down puts every number back into `visit_key`, and a day counted over many
+/// turns gives the rows an independent count gives. Elsewhere they go straight into
+/// `visit_key`.
 #[actix_web::test]
 async fn numbers_move_from_the_recent_table_into_visit_key_and_are_found_in_either() {
     use inklink::stats::daysets::numbers::SLICES;
@@ -1084,11 +1085,13 @@ async fn numbers_move_from_the_recent_table_into_visit_key_and_are_found_in_eith
     use migration::{Migrator, MigratorTrait};
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/recent").await;
+    let apart = core.db.get_database_backend() == sea_orm::DbBackend::Sqlite;
     let steps = |name: &str| {
         let mut newest_first = Migrator::migrations().into_iter().rev();
         newest_first.position(|m| m.name().contains(name)).unwrap() as u32 + 1
     };
     let day = NaiveDate::from_ymd_opt(2026, 5, 6).unwrap();
+    // 600 visitors and addresses, none seen twice in the morning.
     let morning = rows(600, day.and_hms_opt(8, 0, 0).unwrap(), link);
     // The same visitors and addresses again in the afternoon.
     let afternoon = rows(600, day.and_hms_opt(15, 0, 0).unwrap(), link);
@@ -1099,29 +1102,33 @@ async fn numbers_move_from_the_recent_table_into_visit_key_and_are_found_in_eith
         let row = core.db.query_one_raw(Statement::from_string(backend, sql));
         row.await.unwrap().unwrap().try_get::<i64>("", "n").unwrap()
     };
-    let mut after_morning = 0;
-    for batch in [&morning, &afternoon] {
-        insert_rows(&core.db, batch).await.unwrap();
+    let count_in_turns_of_20 = async |most: usize| {
         let mut turns = 0;
-        while tally::tally(&core.db, utc, 20).await.unwrap() > 0 {
+        while turns < most && tally::tally(&core.db, utc, 20).await.unwrap() > 0 {
             turns += 1;
         }
-        assert!(turns > SLICES, "{turns} turns");
-        if after_morning == 0 {
-            after_morning = numbered().await;
-            assert!(rows_in(&core.db, "visit_key").await > 0);
-            let apart = core.db.get_database_backend() == sea_orm::DbBackend::Sqlite;
-            assert_eq!(rows_in(&core.db, "visit_key_recent").await > 0, apart);
-            // Down and up again between the two: every number back in `visit_key`, none lost.
-            Migrator::down(&core.db, Some(steps("recent_visitor_numbers")))
-                .await
-                .unwrap();
-            assert_eq!(rows_in(&core.db, "visit_key").await, after_morning);
-            Migrator::up(&core.db, None).await.unwrap();
-            assert_eq!(rows_in(&core.db, "visit_key_recent").await, 0);
-        }
-    }
-    assert!(after_morning > 0);
+        turns
+    };
+    insert_rows(&core.db, &morning).await.unwrap();
+    assert_eq!(count_in_turns_of_20(10).await, 10);
+    // Down and up again after ten turns: every number back in `visit_key`, none lost.
+    let so_far = numbered().await;
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await > 0, apart);
+    Migrator::down(&core.db, Some(steps("recent_visitor_numbers")))
+        .await
+        .unwrap();
+    assert_eq!(rows_in(&core.db, "visit_key").await, so_far);
+    Migrator::up(&core.db, None).await.unwrap();
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await, 0);
+    assert_eq!(count_in_turns_of_20(usize::MAX).await, 20);
+    let after_morning = numbered().await;
+    assert!(after_morning > so_far);
+    // The afternoon starts with numbers in both tables.
+    assert!(rows_in(&core.db, "visit_key").await > 0);
+    assert_eq!(rows_in(&core.db, "visit_key_recent").await > 0, apart);
+    insert_rows(&core.db, &afternoon).await.unwrap();
+    let turns = count_in_turns_of_20(usize::MAX).await;
+    assert!(turns > SLICES as usize, "{turns} turns");
     assert_eq!(
         numbered().await,
         after_morning,
@@ -1135,9 +1142,9 @@ async fn numbers_move_from_the_recent_table_into_visit_key_and_are_found_in_eith
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
-/// Moving a stretch into `visit_key` (on SQLite) finds a number already there (which only a fault outside
-/// counting could put in both tables) and fails the turn's transaction rather than keep two
-/// numbers for one visitor; the other stretches move as before.
+/// Moving a stretch into `visit_key` (on SQLite) finds a number already there (which only a
+/// fault outside counting could put in both tables) and fails the turn's transaction rather
+/// than keep two numbers for one visitor; the other stretches move as before.
 #[actix_web::test]
 async fn a_recent_number_already_in_visit_key_fails_the_move() {
     use inklink::stats::daysets::numbers::{SLICES, VISITORS, Who, move_slice};
