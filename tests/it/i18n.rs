@@ -58,6 +58,11 @@ const INTERNAL: &[&str] = &[
     " AND c.link = ?",
     " AND c.link IN (SELECT link_id FROM link_tag WHERE tag = ?)",
     " AND c.link IN (SELECT id FROM url_map WHERE creator_kind = ? AND creator_id = ?)",
+    // The links' clicks at a glance: SQL.
+    "SELECT url_map_id, {pv} AS pv FROM visit_statistics WHERE url_map_id",
+    " GROUP BY url_map_id",
+    "SELECT url_map_id, stat_date, pv FROM visit_statistics WHERE url_map_id",
+    " AND stat_date >= ? AND stat_date <= ?",
     "DELETE FROM recovery_code WHERE user_id = ?",
     "INSERT INTO recovery_code (user_id, digest) VALUES {}",
     "SELECT COUNT(*) AS n FROM recovery_code WHERE user_id = ? AND used_at IS NULL",
