@@ -15,7 +15,8 @@
 # long until every recorded click had reached the receiver (each once); then the rounds, and
 # the same after the last.
 # After the rounds, a burst at full speed (`-t2 -c128` for LAG_SECONDS, 30; 0 skips it): how far
-# the dashboards were behind at its end, and how long until every click was counted.
+# the dashboards were behind at its end (and how many clicks the writer had not recorded yet),
+# how long until every click was recorded, and until every click was counted.
 # Knobs: LINKS (100000), ROUNDS (3), DURATION (10s), ONLY_BURST and BURST_TRACE (--webhook's
 # burst alone; where its clicks are each second after it), LAG_TRACE (where the full-speed
 # burst's clicks are each second, and which threads took the CPU), INKLINK_BIN (bench this inklink binary
@@ -421,6 +422,26 @@ until_counted() {
   done
   echo "more than $1"
 }
+# Clicks queued (not dropped) and not recorded yet, then not counted yet.
+unrecorded_uncounted() {
+  local m
+  m=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics") || { echo "-1 -1"; return; }
+  printf '%s\n' "$m" | awk '$1 == "inklink_click_events_queued_total" { q = $2 }
+    $1 == "inklink_click_events_dropped_total" { d = $2 } $1 == "inklink_click_events_written_total" { w = $2 }
+    $1 == "inklink_click_events_counted_total" { c = $2 } END { print q - d - w, q - d - c }'
+}
+# until_counted, telling also when every click was recorded (the writer's held clicks stored,
+# which counting waits for): prints "recorded-seconds counted-seconds".
+until_recorded_and_counted() {
+  local start recorded="" r c; start=$(date +%s.%N)
+  for _ in $(seq 1 $(($1 * 10))); do
+    read -r r c < <(unrecorded_uncounted)
+    [ -z "$recorded" ] && [ "$r" = 0 ] && recorded=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+    [ "$c" = 0 ] && { echo "$recorded $(python3 -c "import time; print(f'{time.time() - $start:.1f}')")"; return; }
+    sleep 0.1
+  done
+  echo "${recorded:-?} more-than-$1"
+}
 # LAG_TRACE=1: each second of the full-speed burst and after it, on stderr, the clicks queued,
 # held (in memory or the spool), recorded and counted so far, and the CPU (% of one core) that
 # each kind of thread took in that second: which stage holds the dashboards back.
@@ -452,11 +473,11 @@ if [ "$LAG_SECONDS" != 0 ]; then
   [ -n "${LAG_TRACE:-}" ] && { lag_trace & TRACE_PID=$!; }
   wrk -t2 -c128 -d"${LAG_SECONDS}s" -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" > "$WORK/full.txt"
   BURST_END=$(date +%s.%N)
-  behind=$(uncounted)
-  lag=$(until_counted 600)
+  read -r held behind < <(unrecorded_uncounted)
+  read -r recorded lag < <(until_recorded_and_counted 600)
   [ -n "${TRACE_PID:-}" ] && kill "$TRACE_PID" 2>/dev/null
-  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" \
-    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet; every click counted %s s after it ended (the rounds'"'"' %s s after the last round)", s, $2, behind, behind / $2, lag, rounds }' "$WORK/full.txt")
+  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" -v held="$held" -v recorded="$recorded" \
+    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet, %d of them not yet recorded (all recorded %s s after it); every click counted %s s after it ended (the rounds'"'"' %s s after the last round)", s, $2, behind, behind / $2, held, recorded, lag, rounds }' "$WORK/full.txt")
 fi
 
 echo
