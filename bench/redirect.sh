@@ -476,8 +476,10 @@ if [ "$LAG_SECONDS" != 0 ]; then
   read -r held behind < <(unrecorded_uncounted)
   read -r recorded lag < <(until_recorded_and_counted 600)
   [ -n "${TRACE_PID:-}" ] && kill "$TRACE_PID" 2>/dev/null
-  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" -v held="$held" -v recorded="$recorded" \
-    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet, %d of them not yet recorded (all recorded %s s after it); every click counted %s s after it ended (the rounds'"'"' %s s after the last round)", s, $2, behind, behind / $2, held, recorded, lag, rounds }' "$WORK/full.txt")
+  # The peak over the burst and its catch-up too (the rounds' peak is RSS_MB).
+  BURST_RSS_MB=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$INKLINK_PID/status")
+  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" -v held="$held" -v recorded="$recorded" -v rss="$BURST_RSS_MB" \
+    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet, %d of them not yet recorded (all recorded %s s after it); every click counted %s s after it ended (the rounds'"'"' %s s after the last round); peak RSS with the burst and its catch-up %s MB", s, $2, behind, behind / $2, held, recorded, lag, rounds, rss }' "$WORK/full.txt")
 fi
 
 echo
@@ -499,7 +501,7 @@ awk '{ p += $4 - $1; s += $5 - $2; m += $6 - $3; n += $7 }
 awk 'NR == FNR { p += $4 - $1; n += $7; next } { q += $2 - $1; m += $3 }
   END { if (n && m && q) printf "CPU per request at -t2 -c128: nginx %.1f us; inklink %.2fx nginx\n",
     q * 1e4 / m, (p / n) / (q / m) }' "$WORK/cpu -t2 -c128" "$WORK/nginx cpu -t2 -c128"
-echo "inklink peak RSS: ${RSS_MB} MB; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
+echo "inklink peak RSS: ${RSS_MB} MB over the rounds; $LINKS links created through 'inklink link import' in ${CREATE_SECONDS} s"
 echo "clicks queued: $(metric inklink_click_events_queued_total), recorded: $(metric inklink_click_events_written_total), spooled: $(metric inklink_click_events_spooled_total), dropped: $(metric inklink_click_events_dropped_total)"
 [ -n "${LAG_REPORT:-}" ] && echo "$LAG_REPORT"
 if [ -n "$WEBHOOK" ]; then
