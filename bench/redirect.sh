@@ -403,26 +403,8 @@ done
 # long after it every click was stored and counted. (Counted: what the counting schedule added
 # to the statistics, `inklink_click_events_counted_total`.)
 LAG_SECONDS=${LAG_SECONDS:-30}
-# Clicks queued (not dropped) and not counted yet.
-uncounted() {
-  local m
-  m=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics") || { echo -1; return; }
-  printf '%s\n' "$m" | awk '$1 == "inklink_click_events_queued_total" { q = $2 }
-    $1 == "inklink_click_events_dropped_total" { d = $2 }
-    $1 == "inklink_click_events_counted_total" { c = $2 } END { print q - d - c }'
-}
-# Waits until every click is counted (or $1 seconds); prints the seconds it took, or "more
-# than $1" when some were still not counted then (a figure measured after that would start
-# behind).
-until_counted() {
-  local start; start=$(date +%s.%N)
-  for _ in $(seq 1 $(($1 * 10))); do
-    [ "$(uncounted)" = 0 ] && { python3 -c "import time; print(f'{time.time() - $start:.1f}')"; return; }
-    sleep 0.1
-  done
-  echo "more than $1"
-}
-# Clicks queued (not dropped) and not recorded yet, then not counted yet.
+# Clicks queued (not dropped) and not recorded yet, then not counted yet ("-1 -1" when the
+# server does not answer).
 unrecorded_uncounted() {
   local m
   m=$(curl -sf "http://127.0.0.1:$INKLINK_PORT/metrics") || { echo "-1 -1"; return; }
@@ -430,8 +412,10 @@ unrecorded_uncounted() {
     $1 == "inklink_click_events_dropped_total" { d = $2 } $1 == "inklink_click_events_written_total" { w = $2 }
     $1 == "inklink_click_events_counted_total" { c = $2 } END { print q - d - w, q - d - c }'
 }
-# until_counted, telling also when every click was recorded (the writer's held clicks stored,
-# which counting waits for): prints "recorded-seconds counted-seconds".
+# Waits until every click is counted (or $1 seconds), noting when every one was recorded (the
+# writer's held clicks stored, which counting waits for); prints "recorded-seconds
+# counted-seconds", the second "more-than-$1" when some were still not counted then (a figure
+# measured after that would start behind).
 until_recorded_and_counted() {
   local start recorded="" r c; start=$(date +%s.%N)
   for _ in $(seq 1 $(($1 * 10))); do
@@ -441,6 +425,12 @@ until_recorded_and_counted() {
     sleep 0.1
   done
   echo "${recorded:-?} more-than-$1"
+}
+# The seconds until every click is counted (see until_recorded_and_counted).
+until_counted() {
+  local counted
+  read -r _ counted < <(until_recorded_and_counted "$1")
+  echo "${counted/more-than-/more than }"
 }
 # LAG_TRACE=1: each second of the full-speed burst and after it, on stderr, the clicks queued,
 # held (in memory or the spool), recorded and counted so far, and the CPU (% of one core) that
