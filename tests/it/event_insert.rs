@@ -1545,6 +1545,41 @@ async fn a_day_sets_additions_count_with_it_until_they_are_folded_into_it() {
     assert_recount_gives_the_same_rows(&core.db, second, &counted).await;
 }
 
+/// A day set of a few visitors (a campaign of one link per recipient has nearly only such sets)
+/// is written whole by every turn that adds to it, never as rows of additions: those cost a
+/// row each as much as the set, and one more to read and to delete. Its visitors are still
+/// each counted once.
+#[actix_web::test]
+async fn a_small_day_set_is_written_whole_by_every_turn_that_adds_to_it() {
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/small-sets").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 7).unwrap();
+    let all = rows(60, day.and_hms_opt(9, 0, 0).unwrap(), link);
+    let mut counter = tally::Counter::default();
+    let mut counted = 0;
+    // Three clicks a turn, some by visitors seen before (the rows' agents and addresses repeat).
+    for (turn, three) in all.chunks(3).enumerate() {
+        insert_rows(&core.db, three).await.unwrap();
+        counted += match turn % 2 {
+            0 => tally::tally(&core.db, chrono_tz::UTC, 50_000)
+                .await
+                .unwrap(),
+            _ => {
+                counter
+                    .turn(&core.db, chrono_tz::UTC, 50_000)
+                    .await
+                    .unwrap()
+                    .clicks
+            }
+        };
+    }
+    assert_eq!(counted, all.len() as u64);
+    assert_eq!(rows_in(&core.db, "visit_day_added").await, 0);
+    let rows = assert_day_counted(&core.db, day, link, &all).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &rows).await;
+}
+
 /// On SQLite, a counting thread works out its next turn while the last writes and commits, so
 /// a reader is on the state before every commit and SQLite cannot start its log over there;
 /// the log is checkpointed once that read has ended, and each turn's writer starts it over. A

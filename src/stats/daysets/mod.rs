@@ -33,6 +33,89 @@ pub mod numbers;
 mod range;
 mod upkeep;
 
+/// Sets asked for by their keys in one statement at most (four parameters each).
+const SETS_ASKED: usize = 800;
+
+/// The rows of `table` (the sets whole, or their additions) of each of `keys`: a list of the
+/// keys joined to the table's primary key.
+fn by_keys(backend: DbBackend, table: &str, keys: &[&SetKey]) -> sea_orm::Statement {
+    let columns = "b.url_map_id, b.kind, b.value, b.stat_date, b.members";
+    let on = "b.url_map_id = w.l AND b.kind = w.k AND b.value = w.v AND b.stat_date = w.d";
+    let mut params = Vec::with_capacity(keys.len() * 4);
+    for (day, scope, kind, value) in keys {
+        params.extend([
+            Value::from(*scope),
+            Value::from(*kind),
+            Value::from(&**value),
+            Value::from(*day),
+        ]);
+    }
+    let sql = match backend {
+        // A join left to PostgreSQL's planner may scan the table by stale statistics; a
+        // lateral subquery seeks the key for each row of the list.
+        DbBackend::Postgres => format!(
+            "SELECT {columns} FROM (VALUES {}) AS w(l, k, v, d) \
+             CROSS JOIN LATERAL (SELECT * FROM {table} b WHERE {on} OFFSET 0) b",
+            vec!["(?::bigint, ?::text, ?::text, ?::date)"; keys.len()].join(", ")
+        ),
+        _ => format!(
+            "WITH w(l, k, v, d) AS (VALUES {}) SELECT {columns} FROM w JOIN {table} b ON {on}",
+            vec!["(?, ?, ?, ?)"; keys.len()].join(", ")
+        ),
+    };
+    statement(backend, &sql, params)
+}
+
+/// The statements that read the rows of `unknown` by day and chunks of links, naming their
+/// kinds and values (MySQL and MariaDB, whose planners were not measured with [`by_keys`]).
+fn by_day_and_links(
+    backend: DbBackend,
+    unknown: &foldhash::HashMap<&SetKey, usize>,
+) -> Vec<(&'static str, sea_orm::Statement)> {
+    // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
+    // hour and per referrer, and a turn needs a few of them.
+    type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
+    let mut wanted: BTreeMap<NaiveDate, Wanted> = BTreeMap::new();
+    for (day, scope, kind, value) in unknown.keys() {
+        let (scopes, kinds, values) = wanted.entry(*day).or_default();
+        scopes.insert(*scope);
+        kinds.insert(kind);
+        values.insert(&**value);
+    }
+    let mut statements = Vec::new();
+    for (day, (scopes, kinds, values)) in wanted {
+        let scopes: Vec<i64> = scopes.into_iter().collect();
+        // Beyond this many distinct values the condition costs more than it saves.
+        let values: Vec<&str> = match values.len() <= MAX_VALUES_ASKED {
+            true => values.into_iter().collect(),
+            false => Vec::new(),
+        };
+        let on_values = match values.is_empty() {
+            true => String::new(),
+            false => format!(" AND value IN ({})", vec!["?"; values.len()].join(", ")),
+        };
+        let on_kinds = vec!["?"; kinds.len()].join(", ");
+        for (chunk, table) in scopes
+            .chunks(500)
+            .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
+        {
+            let mut params = vec![Value::from(day)];
+            params.extend(kinds.iter().map(|kind| Value::from(*kind)));
+            params.extend(values.iter().map(|value| Value::from(*value)));
+            let sql = per_link(
+                backend,
+                "url_map_id, kind, value, stat_date, members",
+                table,
+                chunk,
+                &format!("stat_date = ? AND kind IN ({on_kinds}){on_values}"),
+                params,
+            );
+            statements.push((table, sql));
+        }
+    }
+    statements
+}
+
 /// A stored kind letter as one of ours (`None`: a kind this version does not know).
 fn known_kind(stored: &str) -> Option<&'static str> {
     [VISITORS, ADDRESSES]
@@ -140,12 +223,20 @@ impl Apart {
     /// twice its size, and a set is written whole at most about every few turns' worth of
     /// its size); the share varies from link to link between 30 and 60 %, so that the sets of
     /// a burst spread over many links, growing alike, are not all written whole in the same
-    /// turn.
+    /// turn. A small set is always written whole (see [`SMALL_SET`]).
     fn takes(self, key: &SetKey, bytes: usize, whole: usize) -> bool {
         let tenths = 3 + key.1.rem_euclid(4) as usize;
-        self.rows < MAX_ADDED_ROWS && (self.bytes + bytes) * 10 <= whole * tenths
+        whole > SMALL_SET
+            && self.rows < MAX_ADDED_ROWS
+            && (self.bytes + bytes) * 10 <= whole * tenths
     }
 }
+
+/// Serialized size up to which a set is written whole whatever a turn adds: a row of
+/// additions costs a row as much as the set's own, and is one more to read and later to
+/// delete. Over a campaign of one link per recipient nearly every set is one of a few
+/// visitors, and half of a turn's sets went to rows of additions (bench/README.md).
+const SMALL_SET: usize = 256;
 
 /// Numbers a set held inline before it becomes a bitmap.
 const FEW: usize = 4;
@@ -238,68 +329,44 @@ impl DaySets {
                 added: Members::default(),
             });
         }
-        // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
-        // hour and per referrer, and a turn needs a few of them.
-        type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
-        let mut wanted: BTreeMap<NaiveDate, Wanted> = BTreeMap::new();
-        for (day, scope, kind, value) in unknown.keys() {
-            let (scopes, kinds, values) = wanted.entry(*day).or_default();
-            scopes.insert(*scope);
-            kinds.insert(kind);
-            values.insert(&**value);
-        }
         let mut found = Vec::new();
-        for (day, (scopes, kinds, values)) in wanted {
-            let scopes: Vec<i64> = scopes.into_iter().collect();
-            // Beyond this many distinct values the condition costs more than it saves.
-            let values: Vec<&str> = match values.len() <= MAX_VALUES_ASKED {
-                true => values.into_iter().collect(),
-                false => Vec::new(),
+        let mut push = |row: &sea_orm::QueryResult, table: &str| -> Result<(), DbErr> {
+            let day: NaiveDate = row.try_get("", "stat_date")?;
+            let scope: i64 = row.try_get("", "url_map_id")?;
+            let kind: String = row.try_get("", "kind")?;
+            let value: String = row.try_get("", "value")?;
+            let Some(kind) = known_kind(&kind) else {
+                return Ok(());
             };
-            let on_values = match values.is_empty() {
-                true => String::new(),
-                false => format!(" AND value IN ({})", vec!["?"; values.len()].join(", ")),
-            };
-            // With links, kinds and values all named, each set is one seek of the primary key.
-            // SQLite, which keeps no statistics, chose the day's own index instead and read
-            // every set of that day, of every link, for each chunk of links: the turns of a
-            // campaign of one link per recipient spent most of their time there
-            // (bench/README.md, "Counting a campaign of one link per recipient"); `+` keeps
-            // that index out of its plan. PostgreSQL seeks link by link (`per_link`).
-            let on_day = match (values.is_empty(), backend) {
-                (false, DbBackend::Sqlite) => "+stat_date",
-                _ => "stat_date",
-            };
-            let on_kinds = vec!["?"; kinds.len()].join(", ");
-            for (chunk, table) in scopes
-                .chunks(500)
+            let key = (day, scope, kind, Text::from(value));
+            // Only the sets asked for.
+            if let Some(&at) = unknown.get(&key) {
+                let members: Vec<u8> = row.try_get("", "members")?;
+                let added = (table == ADDED).then_some(members.len());
+                found.push((at, decode(&members)?, added));
+            }
+            Ok(())
+        };
+        if backend == DbBackend::MySql {
+            for (table, statement) in by_day_and_links(backend, &unknown) {
+                for row in txn.query_all_raw(statement).await? {
+                    push(&row, table)?;
+                }
+            }
+        } else {
+            // Each set asked for by its whole key, one seek each, in the key's order. Asked for
+            // by lists of links, kinds and values, SQLite and PostgreSQL sought every
+            // combination of the three: over a campaign of one link per recipient, where each
+            // link has its own `utm_campaign`, a hundred values times six kinds for each link,
+            // four fifths of a turn's time (bench/README.md).
+            let mut wanted: Vec<&SetKey> = unknown.keys().copied().collect();
+            wanted.sort_unstable_by(|a, b| (a.1, a.2, &a.3, a.0).cmp(&(b.1, b.2, &b.3, b.0)));
+            for (chunk, table) in wanted
+                .chunks(SETS_ASKED)
                 .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
             {
-                let mut params = vec![Value::from(day)];
-                params.extend(kinds.iter().map(|kind| Value::from(*kind)));
-                params.extend(values.iter().map(|value| Value::from(*value)));
-                let sql = per_link(
-                    backend,
-                    "url_map_id, kind, value, members",
-                    table,
-                    chunk,
-                    &format!("{on_day} = ? AND kind IN ({on_kinds}){on_values}"),
-                    params,
-                );
-                for row in txn.query_all_raw(sql).await? {
-                    let scope: i64 = row.try_get("", "url_map_id")?;
-                    let kind: String = row.try_get("", "kind")?;
-                    let value: String = row.try_get("", "value")?;
-                    let Some(kind) = known_kind(&kind) else {
-                        continue;
-                    };
-                    let key = (day, scope, kind, Text::from(value));
-                    // Only the sets asked for.
-                    if let Some(&at) = unknown.get(&key) {
-                        let members: Vec<u8> = row.try_get("", "members")?;
-                        let added = (table == ADDED).then_some(members.len());
-                        found.push((at, decode(&members)?, added));
-                    }
+                for row in txn.query_all_raw(by_keys(backend, table, chunk)).await? {
+                    push(&row, table)?;
                 }
             }
         }
