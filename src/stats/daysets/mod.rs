@@ -18,12 +18,12 @@
 
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::{per_link, statement};
+use crate::db::sql::statement;
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 pub use numbers::{ADDRESSES, VISITORS, numbers};
 pub use range::{Union, union};
@@ -58,62 +58,18 @@ fn by_keys(backend: DbBackend, table: &str, keys: &[&SetKey]) -> sea_orm::Statem
              CROSS JOIN LATERAL (SELECT * FROM {table} b WHERE {on} OFFSET 0) b",
             vec!["(?::bigint, ?::text, ?::text, ?::date)"; keys.len()].join(", ")
         ),
+        // MySQL 8 writes a list of rows `VALUES ROW(…)`, MariaDB and SQLite `VALUES (…)`:
+        // selects joined are the same to both.
+        DbBackend::MySql => format!(
+            "WITH w(l, k, v, d) AS ({}) SELECT {columns} FROM w JOIN {table} b ON {on}",
+            vec!["SELECT ?, ?, ?, ?"; keys.len()].join(" UNION ALL ")
+        ),
         _ => format!(
             "WITH w(l, k, v, d) AS (VALUES {}) SELECT {columns} FROM w JOIN {table} b ON {on}",
             vec!["(?, ?, ?, ?)"; keys.len()].join(", ")
         ),
     };
     statement(backend, &sql, params)
-}
-
-/// The statements that read the rows of `unknown` by day and chunks of links, naming their
-/// kinds and values (MySQL and MariaDB, whose planners were not measured with [`by_keys`]).
-fn by_day_and_links(
-    backend: DbBackend,
-    unknown: &foldhash::HashMap<&SetKey, usize>,
-) -> Vec<(&'static str, sea_orm::Statement)> {
-    // Per day, the links, kinds and values asked for: a day of a busy link holds a set per
-    // hour and per referrer, and a turn needs a few of them.
-    type Wanted<'a> = (HashSet<i64>, BTreeSet<&'static str>, HashSet<&'a str>);
-    let mut wanted: BTreeMap<NaiveDate, Wanted> = BTreeMap::new();
-    for (day, scope, kind, value) in unknown.keys() {
-        let (scopes, kinds, values) = wanted.entry(*day).or_default();
-        scopes.insert(*scope);
-        kinds.insert(kind);
-        values.insert(&**value);
-    }
-    let mut statements = Vec::new();
-    for (day, (scopes, kinds, values)) in wanted {
-        let scopes: Vec<i64> = scopes.into_iter().collect();
-        // Beyond this many distinct values the condition costs more than it saves.
-        let values: Vec<&str> = match values.len() <= MAX_VALUES_ASKED {
-            true => values.into_iter().collect(),
-            false => Vec::new(),
-        };
-        let on_values = match values.is_empty() {
-            true => String::new(),
-            false => format!(" AND value IN ({})", vec!["?"; values.len()].join(", ")),
-        };
-        let on_kinds = vec!["?"; kinds.len()].join(", ");
-        for (chunk, table) in scopes
-            .chunks(500)
-            .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
-        {
-            let mut params = vec![Value::from(day)];
-            params.extend(kinds.iter().map(|kind| Value::from(*kind)));
-            params.extend(values.iter().map(|value| Value::from(*value)));
-            let sql = per_link(
-                backend,
-                "url_map_id, kind, value, stat_date, members",
-                table,
-                chunk,
-                &format!("stat_date = ? AND kind IN ({on_kinds}){on_values}"),
-                params,
-            );
-            statements.push((table, sql));
-        }
-    }
-    statements
 }
 
 /// A stored kind letter as one of ours (`None`: a kind this version does not know).
@@ -124,9 +80,6 @@ fn known_kind(stored: &str) -> Option<&'static str> {
         .chain(Dimension::Hour.set_kind())
         .find(|kind| *kind == stored)
 }
-
-/// Distinct values a load names in its condition at most.
-const MAX_VALUES_ASKED: usize = 300;
 
 /// The sets, each in one row.
 const WHOLE: &str = "visit_day_bits";
@@ -347,27 +300,19 @@ impl DaySets {
             }
             Ok(())
         };
-        if backend == DbBackend::MySql {
-            for (table, statement) in by_day_and_links(backend, &unknown) {
-                for row in txn.query_all_raw(statement).await? {
-                    push(&row, table)?;
-                }
-            }
-        } else {
-            // Each set asked for by its whole key, one seek each, in the key's order. Asked for
-            // by lists of links, kinds and values, SQLite and PostgreSQL sought every
-            // combination of the three: over a campaign of one link per recipient, where each
-            // link has its own `utm_campaign`, a hundred values times six kinds for each link,
-            // four fifths of a turn's time (bench/README.md).
-            let mut wanted: Vec<&SetKey> = unknown.keys().copied().collect();
-            wanted.sort_unstable_by(|a, b| (a.1, a.2, &a.3, a.0).cmp(&(b.1, b.2, &b.3, b.0)));
-            for (chunk, table) in wanted
-                .chunks(SETS_ASKED)
-                .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
-            {
-                for row in txn.query_all_raw(by_keys(backend, table, chunk)).await? {
-                    push(&row, table)?;
-                }
+        // Each set asked for by its whole key, one seek each, in the key's order. Asked for by
+        // lists of links, kinds and values, SQLite and PostgreSQL sought every combination of
+        // the three, and MariaDB read every set of the day: over a campaign of one link per
+        // recipient, where each link has its own `utm_campaign`, four fifths of a turn's time
+        // (bench/README.md).
+        let mut wanted: Vec<&SetKey> = unknown.keys().copied().collect();
+        wanted.sort_unstable_by(|a, b| (a.1, a.2, &a.3, a.0).cmp(&(b.1, b.2, &b.3, b.0)));
+        for (chunk, table) in wanted
+            .chunks(SETS_ASKED)
+            .flat_map(|chunk| [(chunk, WHOLE), (chunk, ADDED)])
+        {
+            for row in txn.query_all_raw(by_keys(backend, table, chunk)).await? {
+                push(&row, table)?;
             }
         }
         for (at, found, added) in found {
