@@ -33,6 +33,17 @@ pub mod numbers;
 mod range;
 mod upkeep;
 
+/// A set's key as the parameters of its primary key's columns, in their order: `url_map_id`,
+/// `kind`, `value`, `stat_date`.
+fn key_values((day, scope, kind, value): &SetKey) -> [Value; 4] {
+    [
+        Value::from(*scope),
+        Value::from(*kind),
+        Value::from(&**value),
+        Value::from(*day),
+    ]
+}
+
 /// Sets asked for by their keys in one statement at most (four parameters each).
 const SETS_ASKED: usize = 800;
 
@@ -42,13 +53,8 @@ fn by_keys(backend: DbBackend, table: &str, keys: &[&SetKey]) -> sea_orm::Statem
     let columns = "b.url_map_id, b.kind, b.value, b.stat_date, b.members";
     let on = "b.url_map_id = w.l AND b.kind = w.k AND b.value = w.v AND b.stat_date = w.d";
     let mut params = Vec::with_capacity(keys.len() * 4);
-    for (day, scope, kind, value) in keys {
-        params.extend([
-            Value::from(*scope),
-            Value::from(*kind),
-            Value::from(&**value),
-            Value::from(*day),
-        ]);
+    for key in keys {
+        params.extend(key_values(key));
     }
     let sql = match backend {
         // A join left to PostgreSQL's planner may scan the table by stale statistics; a
@@ -511,13 +517,8 @@ impl Rows {
                 vec![one; chunk.len()].join(" OR ")
             );
             let mut values = Vec::with_capacity(chunk.len() * 4);
-            for (day, scope, kind, value) in chunk {
-                values.extend([
-                    Value::from(*scope),
-                    Value::from(*kind),
-                    Value::from(&**value),
-                    Value::from(*day),
-                ]);
+            for key in chunk {
+                values.extend(key_values(key));
             }
             txn.execute_raw(statement(backend, &sql, values)).await?;
         }
@@ -559,13 +560,8 @@ async fn insert_sets(
             vec![marks; chunk.len()].join(", ")
         );
         let mut values = Vec::with_capacity(chunk.len() * 6);
-        for ((day, scope, kind, value), members) in chunk {
-            values.extend([
-                Value::from(*scope),
-                Value::from(*kind),
-                Value::from(&**value),
-                Value::from(*day),
-            ]);
+        for (key, members) in chunk {
+            values.extend(key_values(key));
             values.extend(turn.map(Value::from));
             values.push(Value::from(members.clone()));
         }
