@@ -1580,6 +1580,70 @@ async fn a_small_day_set_is_written_whole_by_every_turn_that_adds_to_it() {
     assert_recount_gives_the_same_rows(&core.db, day, &rows).await;
 }
 
+/// Campaign values that differ only in letter case are two values, each with its own visitors,
+/// also when their day sets are read back by key in later turns (MySQL's default collations
+/// would take `sms` for `SMS`; the sets' values compare byte for byte). Some visitors come with
+/// both values, and turns alternate between reading the sets from the database and the ones
+/// the counting thread kept.
+#[actix_web::test]
+async fn values_differing_only_in_case_keep_their_own_visitors_across_turns() {
+    use inklink::stats::tally;
+    use std::collections::{BTreeMap, BTreeSet};
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/case").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 8).unwrap();
+    // Page views are every third row (the rows' agents take turns); the values take turns
+    // among those, and the first 40 rows come again, by the same visitors, with the next value.
+    let sources = ["sms", "SMS", "Sms"];
+    let with_source = |mut row: EventRow, at: usize| {
+        row.query_string = Some(format!("utm_source={}", sources[at % 3]).into());
+        row
+    };
+    let first = rows(240, day.and_hms_opt(9, 0, 0).unwrap(), link);
+    let mut all: Vec<EventRow> = (first.iter().cloned().enumerate())
+        .map(|(i, row)| with_source(row, i / 3))
+        .collect();
+    all.extend(first.into_iter().take(40).enumerate().map(|(i, mut row)| {
+        row.event_key = format!("cc{i:030x}").into();
+        with_source(row, i / 3 + 1)
+    }));
+    let mut counter = tally::Counter::default();
+    for (turn, part) in all.chunks(20).enumerate() {
+        insert_rows(&core.db, part).await.unwrap();
+        match turn % 2 {
+            0 => tally::tally(&core.db, chrono_tz::UTC, 50_000)
+                .await
+                .unwrap(),
+            _ => {
+                counter
+                    .turn(&core.db, chrono_tz::UTC, 50_000)
+                    .await
+                    .unwrap()
+                    .clicks
+            }
+        };
+    }
+    let mut expected: BTreeMap<String, (i64, BTreeSet<String>)> = BTreeMap::new();
+    let views = all
+        .iter()
+        .filter(|row| row.outcome.status() == "success" && !row.agent.is_bot);
+    for row in views {
+        let query = row.query_string.as_deref().unwrap();
+        let source = query.trim_start_matches("utm_source=").to_owned();
+        let (pv, visitors) = expected.entry(source).or_default();
+        *pv += 1;
+        visitors.insert(row.unique_identity.to_string());
+    }
+    assert_eq!(expected.len(), 3, "the test's views carry each value");
+    let counted = statistics(&core.db).await;
+    for (source, (pv, visitors)) in &expected {
+        let row = format!("{day} {link} utm_source {source} {pv} {}", visitors.len());
+        assert!(counted.contains(&row), "{row} not in {counted:#?}");
+    }
+    assert_day_counted(&core.db, day, link, &all).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
 /// On SQLite, a counting thread works out its next turn while the last writes and commits, so
 /// a reader is on the state before every commit and SQLite cannot start its log over there;
 /// the log is checkpointed once that read has ended, and each turn's writer starts it over. A
