@@ -62,6 +62,58 @@ fn day_text(day: NaiveDate) -> String {
     String::from_utf8(text).expect("ASCII digits and dashes")
 }
 
+/// A statement answering `columns` (of `b`, the table) of each row of `table` whose key is one
+/// of `keys`: `key` names the key's columns, each with the type PostgreSQL is to read its
+/// parameter as, and `keys` holds a row of parameters each, in that order. The list of keys is
+/// joined to the table's key, one seek each: asked for by lists of each column's values
+/// instead, SQLite sought every combination of them (as PostgreSQL's index scans do before
+/// version 17) and MariaDB read every row of the day (bench/README.md).
+pub fn by_keys(
+    backend: DbBackend,
+    table: &str,
+    columns: &str,
+    key: &[(&str, &str)],
+    keys: Vec<Value>,
+) -> Statement {
+    let rows = keys.len() / key.len().max(1);
+    let names: Vec<String> = (0..key.len()).map(|at| format!("k{at}")).collect();
+    let names_list = names.join(", ");
+    let on = (key.iter().zip(&names))
+        .map(|((column, _), name)| format!("b.{column} = w.{name}"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let sql = match backend {
+        // A join left to PostgreSQL's planner may scan the table by stale statistics; a
+        // lateral subquery seeks the key for each row of the list.
+        DbBackend::Postgres => {
+            let row = key.iter().map(|(_, ty)| format!("?::{ty}"));
+            let row = format!("({})", row.collect::<Vec<_>>().join(", "));
+            format!(
+                "SELECT {columns} FROM (VALUES {}) AS w({names_list}) \
+                 CROSS JOIN LATERAL (SELECT * FROM {table} b WHERE {on} OFFSET 0) b",
+                vec![row; rows].join(", ")
+            )
+        }
+        // MySQL 8 writes a list of rows `VALUES ROW(…)`, MariaDB and SQLite `VALUES (…)`:
+        // selects joined are the same to both.
+        DbBackend::MySql => {
+            let row = format!("SELECT {}", vec!["?"; key.len()].join(", "));
+            format!(
+                "WITH w({names_list}) AS ({}) SELECT {columns} FROM w JOIN {table} b ON {on}",
+                vec![row; rows].join(" UNION ALL ")
+            )
+        }
+        _ => {
+            let row = format!("({})", vec!["?"; key.len()].join(", "));
+            format!(
+                "WITH w({names_list}) AS (VALUES {}) SELECT {columns} FROM w JOIN {table} b ON {on}",
+                vec![row; rows].join(", ")
+            )
+        }
+    };
+    statement(backend, &sql, keys)
+}
+
 /// Keys [`each_row_in`] names in one statement: few enough that every backend binds them (and
 /// that a statement's plan stays a seek per key), many enough that a turn of 50,000 clicks
 /// asks a hundred statements, not a thousand.

@@ -1452,6 +1452,89 @@ async fn turns_worked_out_while_the_one_before_commits_count_each_visitor_and_va
     assert_recount_gives_the_same_rows(&core.db, day, &rows).await;
 }
 
+/// A link's day keeps its first `MAX_VALUES` values of a capped dimension, and later ones
+/// count as `(other)`. Turns that read what the day has back from the database (none carried
+/// by a turn under way) keep a value the day has under its own name, and send one it does not
+/// have to `(other)`, whether that value went there before or is new; another link's day
+/// under the cap, counted in the same turns, keeps all of its values. The rows are a recount's.
+#[actix_web::test]
+async fn values_past_a_days_cap_go_to_other_in_later_turns_that_read_the_day_back() {
+    use inklink::stats::tally::{self, MAX_VALUES, OTHER};
+    let db = TestDb::create().await;
+    let (core, full) = core_with_link(&db, "https://example.com/capped").await;
+    let few = create_link_in(&core, "https://example.com/uncapped")
+        .await
+        .link
+        .id;
+    let utc = chrono_tz::UTC;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 5).unwrap();
+    // Page views, each bringing its own `utm_source`; each batch an hour of its own, so that
+    // their keys differ.
+    let batch = |hour: u32, link: i64, sources: &[String]| -> Vec<EventRow> {
+        let mut rows = hourly_batch(day, hour, sources.len(), link);
+        for (row, source) in rows.iter_mut().zip(sources) {
+            row.outcome = Outcome::Redirected;
+            row.agent.is_bot = false;
+            row.query_string = Some(format!("utm_source={source}").into());
+        }
+        rows
+    };
+    let names = |prefix: &str, range: std::ops::Range<usize>| -> Vec<String> {
+        range.map(|i| format!("{prefix}{i}")).collect()
+    };
+    let beyond = MAX_VALUES + 50;
+    insert_rows(&core.db, &batch(9, full, &names("s", 0..beyond)))
+        .await
+        .unwrap();
+    insert_rows(&core.db, &batch(10, few, &names("f", 0..20)))
+        .await
+        .unwrap();
+    assert_eq!(
+        tally::tally(&core.db, utc, 10_000).await.unwrap(),
+        beyond as u64 + 20
+    );
+    // Values the day has, values that went to `(other)`, and new ones.
+    let again = [
+        names("s", 0..10),
+        names("s", beyond - 10..beyond),
+        names("n", 0..10),
+    ];
+    insert_rows(&core.db, &batch(11, full, &again.concat()))
+        .await
+        .unwrap();
+    let again = [names("f", 0..5), names("g", 0..5)];
+    insert_rows(&core.db, &batch(12, few, &again.concat()))
+        .await
+        .unwrap();
+    assert_eq!(tally::tally(&core.db, utc, 10_000).await.unwrap(), 40);
+
+    let rows = statistics(&core.db).await;
+    let sources = |link: i64| -> Vec<&String> {
+        (rows.iter())
+            .filter(|row| row.starts_with(&format!("{day} {link} utm_source ")))
+            .collect()
+    };
+    let has = |link: i64, value: &str, pv: u32| {
+        let row = format!("{day} {link} utm_source {value} {pv} ");
+        assert!(
+            rows.iter().any(|r| r.starts_with(&row)),
+            "{row} not in {:#?}",
+            sources(link)
+        );
+    };
+    assert_eq!(sources(full).len(), MAX_VALUES + 1, "{:#?}", sources(full));
+    has(full, "s0", 2);
+    has(full, "s9", 2);
+    has(full, "s10", 1);
+    has(full, &format!("s{}", MAX_VALUES - 1), 1);
+    has(full, OTHER, 50 + 20);
+    assert_eq!(sources(few).len(), 25, "{:#?}", sources(few));
+    has(few, "f0", 2);
+    has(few, "f5", 1);
+    has(few, "g4", 1);
+    assert_recount_gives_the_same_rows(&core.db, day, &rows).await;
+}
+
 /// A turn that adds a few visitors to a large day set writes them as a row of additions
 /// instead of the whole set again; readers take the set with its additions, and once these
 /// have grown past a share of the set, it is written whole and they are dropped. Through many

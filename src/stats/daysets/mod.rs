@@ -47,35 +47,17 @@ fn key_values((day, scope, kind, value): &SetKey) -> [Value; 4] {
 /// Sets asked for by their keys in one statement at most (four parameters each).
 const SETS_ASKED: usize = 800;
 
-/// The rows of `table` (the sets whole, or their additions) of each of `keys`: a list of the
-/// keys joined to the table's primary key.
+/// The rows of `table` (the sets whole, or their additions) of each of `keys`.
 fn by_keys(backend: DbBackend, table: &str, keys: &[&SetKey]) -> sea_orm::Statement {
     let columns = "b.url_map_id, b.kind, b.value, b.stat_date, b.members";
-    let on = "b.url_map_id = w.l AND b.kind = w.k AND b.value = w.v AND b.stat_date = w.d";
-    let mut params = Vec::with_capacity(keys.len() * 4);
-    for key in keys {
-        params.extend(key_values(key));
-    }
-    let sql = match backend {
-        // A join left to PostgreSQL's planner may scan the table by stale statistics; a
-        // lateral subquery seeks the key for each row of the list.
-        DbBackend::Postgres => format!(
-            "SELECT {columns} FROM (VALUES {}) AS w(l, k, v, d) \
-             CROSS JOIN LATERAL (SELECT * FROM {table} b WHERE {on} OFFSET 0) b",
-            vec!["(?::bigint, ?::text, ?::text, ?::date)"; keys.len()].join(", ")
-        ),
-        // MySQL 8 writes a list of rows `VALUES ROW(…)`, MariaDB and SQLite `VALUES (…)`:
-        // selects joined are the same to both.
-        DbBackend::MySql => format!(
-            "WITH w(l, k, v, d) AS ({}) SELECT {columns} FROM w JOIN {table} b ON {on}",
-            vec!["SELECT ?, ?, ?, ?"; keys.len()].join(" UNION ALL ")
-        ),
-        _ => format!(
-            "WITH w(l, k, v, d) AS (VALUES {}) SELECT {columns} FROM w JOIN {table} b ON {on}",
-            vec!["(?, ?, ?, ?)"; keys.len()].join(", ")
-        ),
-    };
-    statement(backend, &sql, params)
+    let key = [
+        ("url_map_id", "bigint"),
+        ("kind", "text"),
+        ("value", "text"),
+        ("stat_date", "date"),
+    ];
+    let params = keys.iter().flat_map(|key| key_values(key)).collect();
+    crate::db::sql::by_keys(backend, table, columns, &key, params)
 }
 
 /// A stored kind letter as one of ours (`None`: a kind this version does not know).

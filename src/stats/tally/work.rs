@@ -6,7 +6,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::{each_row_in, per_link};
+use crate::db::sql::{by_keys, each_row_in, per_link};
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
@@ -16,7 +16,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Longest value of a query parameter kept, in characters.
 const MAX_QUERY_VALUE: usize = 64;
@@ -176,13 +176,7 @@ pub(super) async fn read(
     let mut seen = see(clicks, &meanings, &targets, tz, &mut values);
     // Days whose events were purged keep the rows they had: their late events are not counted.
     seen.retain(|s| frozen.is_none_or(|frozen| s.day >= frozen));
-    let mut known = known_values(txn, &seen, &mut values).await?;
-    for (day, link, dimension, value) in before.values {
-        known
-            .entry((day, link, dimension))
-            .or_default()
-            .insert(values.number(&value));
-    }
+    let known = known_values(txn, &seen, before.values, &mut values).await?;
     cap_values(&mut seen, known, values.number(&Text::from(OTHER)));
     let numbers = number_visitors(txn, &mut seen, &before.handed).await?;
     // Each set the page views belong to, once, by its place in the sets loaded.
@@ -578,30 +572,101 @@ pub fn query_values(query: &str) -> Vec<(Dimension, String)> {
     out
 }
 
-/// The values already stored for the capped dimensions of the days and links in `seen`.
+/// What [`cap_values`] needs to know of the values the links' days in `seen` already have,
+/// for the capped dimensions: whether each value a page view brings is one of them (stored, or
+/// `carried` by the turn under way, which counts as stored), and for a link's day and
+/// dimension that gets a value it does not have yet, all of them (the cap is on how many).
+///
+/// Each value is looked up by its whole key, and a day's values are read whole only where one
+/// is new: reading every value of every link's day a turn touched was one seek per link and
+/// dimension and a row per value, again each turn (over a campaign of one link per recipient,
+/// a seventh of a turn's reading; bench/README.md).
 async fn known_values(
     txn: &impl ConnectionTrait,
     seen: &[Seen],
+    carried: Vec<CappedValue>,
     numbering: &mut Values,
 ) -> Result<Known, DbErr> {
     let backend = txn.get_database_backend();
-    let mut keys: BTreeMap<NaiveDate, HashSet<i64>> = BTreeMap::new();
+    let mut known = Known::default();
+    for (day, link, dimension, value) in carried {
+        let value = numbering.number(&value);
+        known
+            .entry((day, link, dimension))
+            .or_default()
+            .insert(value);
+    }
+    let is_known =
+        |known: &Known, (day, link, dimension, value): &(NaiveDate, i64, Dimension, u32)| {
+            known
+                .get(&(*day, *link, *dimension))
+                .is_some_and(|values| values.contains(value))
+        };
+    // In the key's order, each once.
+    let mut asked: Vec<(NaiveDate, i64, Dimension, u32)> = Vec::new();
     for s in seen.iter().filter(|s| s.view) {
-        keys.entry(s.day).or_default().insert(s.link);
+        for (dimension, value) in &s.values {
+            let key = (s.day, s.link, *dimension, *value);
+            if dimension.is_capped() && !is_known(&known, &key) {
+                asked.push(key);
+            }
+        }
+    }
+    asked.sort_unstable();
+    asked.dedup();
+    let add = |known: &mut Known, row: &sea_orm::QueryResult, numbering: &mut Values| {
+        let dimension: String = row.try_get("", "dimension")?;
+        let Some(dimension) = Dimension::from_name(&dimension) else {
+            return Ok(());
+        };
+        let day: NaiveDate = row.try_get("", "stat_date")?;
+        let link: i64 = row.try_get("", "url_map_id")?;
+        let value: String = row.try_get("", "value")?;
+        known
+            .entry((day, link, dimension))
+            .or_default()
+            .insert(numbering.number(&value.into()));
+        Ok::<_, DbErr>(())
+    };
+    let key = [
+        ("stat_date", "date"),
+        ("url_map_id", "bigint"),
+        ("dimension", "text"),
+        ("value", "text"),
+    ];
+    let columns = "b.stat_date, b.url_map_id, b.dimension, b.value";
+    for chunk in asked.chunks(VALUES_ASKED) {
+        let mut params = Vec::with_capacity(chunk.len() * key.len());
+        for (day, link, dimension, value) in chunk {
+            params.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(dimension.name()),
+                Value::from(&**numbering.text(*value)),
+            ]);
+        }
+        let sql = by_keys(backend, BREAKDOWN, columns, &key, params);
+        for row in txn.query_all_raw(sql).await? {
+            add(&mut known, &row, numbering)?;
+        }
+    }
+    // The links' days with a value neither stored nor carried: all their values.
+    let mut new: BTreeMap<NaiveDate, BTreeSet<i64>> = BTreeMap::new();
+    for key in asked.iter().filter(|key| !is_known(&known, key)) {
+        new.entry(key.0).or_default().insert(key.1);
     }
     let dimensions: Vec<Dimension> = std::iter::once(Dimension::Referrer)
         .chain(Dimension::QUERY)
         .collect();
-    let mut out = Known::default();
-    for (day, links) in keys {
+    for (day, links) in new {
         let links: Vec<i64> = links.into_iter().collect();
         for chunk in links.chunks(500) {
             let mut values = vec![Value::from(day)];
             values.extend(dimensions.iter().map(|d| Value::from(d.name())));
             let sql = per_link(
                 backend,
-                "url_map_id, dimension, value",
-                "visit_statistics_breakdown",
+                "stat_date, url_map_id, dimension, value",
+                BREAKDOWN,
                 chunk,
                 &format!(
                     "stat_date = ? AND dimension IN ({})",
@@ -610,20 +675,18 @@ async fn known_values(
                 values,
             );
             for row in txn.query_all_raw(sql).await? {
-                let link: i64 = row.try_get("", "url_map_id")?;
-                let dimension: String = row.try_get("", "dimension")?;
-                let Some(dimension) = Dimension::from_name(&dimension) else {
-                    continue;
-                };
-                let value: String = row.try_get("", "value")?;
-                out.entry((day, link, dimension))
-                    .or_default()
-                    .insert(numbering.number(&value.into()));
+                add(&mut known, &row, numbering)?;
             }
         }
     }
-    Ok(out)
+    Ok(known)
 }
+
+/// Values [`known_values`] looks up by their key in one statement at most (four parameters
+/// each).
+const VALUES_ASKED: usize = 800;
+
+const BREAKDOWN: &str = "visit_statistics_breakdown";
 
 /// PV and UV a turn adds, per day, link (or all links), dimension and value.
 pub(super) struct Breakdown {
