@@ -6,7 +6,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::{by_keys, each_row_in, per_link};
+use crate::db::sql::{by_keys, each_row_in};
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
@@ -16,7 +16,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest value of a query parameter kept, in characters.
 const MAX_QUERY_VALUE: usize = 64;
@@ -573,13 +573,12 @@ pub fn query_values(query: &str) -> Vec<(Dimension, String)> {
 }
 
 /// What [`cap_values`] needs to know of the values the links' days in `seen` already have,
-/// for the capped dimensions: whether each value a page view brings is one of them (stored, or
-/// `carried` by the turn under way, which counts as stored), and for a link's day and
-/// dimension that gets a value it does not have yet, all of them (the cap is on how many).
+/// for the capped dimensions: those stored, and those `carried` by the turn under way (which
+/// count as stored), for each link's day and dimension that gets a value not carried.
 ///
-/// Each value is looked up by its whole key, and a day's values are read whole only where one
-/// is new: reading every value of every link's day a turn touched was one seek per link and
-/// dimension and a row per value, again each turn (over a campaign of one link per recipient,
+/// Each link's day and dimension is asked for by its key, a seek each: asked for by lists of
+/// links and of all capped dimensions, as it was, a turn sought every dimension of every link
+/// even where a page view brought no value of it (over a campaign of one link per recipient,
 /// a seventh of a turn's reading; bench/README.md).
 async fn known_values(
     txn: &impl ConnectionTrait,
@@ -596,95 +595,55 @@ async fn known_values(
             .or_default()
             .insert(value);
     }
-    let is_known =
-        |known: &Known, (day, link, dimension, value): &(NaiveDate, i64, Dimension, u32)| {
-            known
-                .get(&(*day, *link, *dimension))
-                .is_some_and(|values| values.contains(value))
-        };
     // In the key's order, each once.
-    let mut asked: Vec<(NaiveDate, i64, Dimension, u32)> = Vec::new();
+    let mut asked: Vec<(NaiveDate, i64, Dimension)> = Vec::new();
     for s in seen.iter().filter(|s| s.view) {
         for (dimension, value) in &s.values {
-            let key = (s.day, s.link, *dimension, *value);
-            if dimension.is_capped() && !is_known(&known, &key) {
-                asked.push(key);
+            let group = (s.day, s.link, *dimension);
+            let carried = known.get(&group).is_some_and(|v| v.contains(value));
+            if dimension.is_capped() && !carried {
+                asked.push(group);
             }
         }
     }
     asked.sort_unstable();
     asked.dedup();
-    let add = |known: &mut Known, row: &sea_orm::QueryResult, numbering: &mut Values| {
-        let dimension: String = row.try_get("", "dimension")?;
-        let Some(dimension) = Dimension::from_name(&dimension) else {
-            return Ok(());
-        };
-        let day: NaiveDate = row.try_get("", "stat_date")?;
-        let link: i64 = row.try_get("", "url_map_id")?;
-        let value: String = row.try_get("", "value")?;
-        known
-            .entry((day, link, dimension))
-            .or_default()
-            .insert(numbering.number(&value.into()));
-        Ok::<_, DbErr>(())
-    };
     let key = [
         ("stat_date", "date"),
         ("url_map_id", "bigint"),
         ("dimension", "text"),
-        ("value", "text"),
     ];
     let columns = "b.stat_date, b.url_map_id, b.dimension, b.value";
-    for chunk in asked.chunks(VALUES_ASKED) {
+    for chunk in asked.chunks(DAYS_ASKED) {
         let mut params = Vec::with_capacity(chunk.len() * key.len());
-        for (day, link, dimension, value) in chunk {
+        for (day, link, dimension) in chunk {
             params.extend([
                 Value::from(*day),
                 Value::from(*link),
                 Value::from(dimension.name()),
-                Value::from(&**numbering.text(*value)),
             ]);
         }
         let sql = by_keys(backend, BREAKDOWN, columns, &key, params);
         for row in txn.query_all_raw(sql).await? {
-            add(&mut known, &row, numbering)?;
-        }
-    }
-    // The links' days with a value neither stored nor carried: all their values.
-    let mut new: BTreeMap<NaiveDate, BTreeSet<i64>> = BTreeMap::new();
-    for key in asked.iter().filter(|key| !is_known(&known, key)) {
-        new.entry(key.0).or_default().insert(key.1);
-    }
-    let dimensions: Vec<Dimension> = std::iter::once(Dimension::Referrer)
-        .chain(Dimension::QUERY)
-        .collect();
-    for (day, links) in new {
-        let links: Vec<i64> = links.into_iter().collect();
-        for chunk in links.chunks(500) {
-            let mut values = vec![Value::from(day)];
-            values.extend(dimensions.iter().map(|d| Value::from(d.name())));
-            let sql = per_link(
-                backend,
-                "stat_date, url_map_id, dimension, value",
-                BREAKDOWN,
-                chunk,
-                &format!(
-                    "stat_date = ? AND dimension IN ({})",
-                    vec!["?"; dimensions.len()].join(", ")
-                ),
-                values,
-            );
-            for row in txn.query_all_raw(sql).await? {
-                add(&mut known, &row, numbering)?;
-            }
+            let dimension: String = row.try_get("", "dimension")?;
+            let Some(dimension) = Dimension::from_name(&dimension) else {
+                continue;
+            };
+            let day: NaiveDate = row.try_get("", "stat_date")?;
+            let link: i64 = row.try_get("", "url_map_id")?;
+            let value: String = row.try_get("", "value")?;
+            known
+                .entry((day, link, dimension))
+                .or_default()
+                .insert(numbering.number(&value.into()));
         }
     }
     Ok(known)
 }
 
-/// Values [`known_values`] looks up by their key in one statement at most (four parameters
-/// each).
-const VALUES_ASKED: usize = 800;
+/// Links' days and dimensions [`known_values`] asks for in one statement at most (three
+/// parameters each).
+const DAYS_ASKED: usize = 1_000;
 
 const BREAKDOWN: &str = "visit_statistics_breakdown";
 
