@@ -63,11 +63,12 @@ fn day_text(day: NaiveDate) -> String {
 }
 
 /// A statement answering `columns` (of `b`, the table) of each row of `table` whose key is one
-/// of `keys`: `key` names the key's columns, each with the type PostgreSQL is to read its
-/// parameter as, and `keys` holds a row of parameters each, in that order. The list of keys is
-/// joined to the table's key, one seek each: asked for by lists of each column's values
-/// instead, SQLite sought every combination of them (as PostgreSQL's index scans do before
-/// version 17) and MariaDB read every row of the day (bench/README.md).
+/// of `keys`: `key` names the key's columns (the columns of a unique index, or the first of
+/// them: then every row under each), each with the type PostgreSQL is to read its parameter
+/// as, and `keys` holds a row of parameters each, in that order. The list of keys is joined to
+/// the index, one seek each: asked for by lists of each column's values instead, SQLite sought
+/// every combination of them (as PostgreSQL's index scans do before version 17) and MariaDB
+/// read every row of the day (bench/README.md).
 pub fn by_keys(
     backend: DbBackend,
     table: &str,
