@@ -598,10 +598,9 @@ async fn known_values(
     // In the key's order, each once.
     let mut asked: Vec<(NaiveDate, i64, Dimension)> = Vec::new();
     for s in seen.iter().filter(|s| s.view) {
-        for (dimension, value) in &s.values {
+        for (dimension, value) in s.values.iter().filter(|(d, _)| d.is_capped()) {
             let group = (s.day, s.link, *dimension);
-            let carried = known.get(&group).is_some_and(|v| v.contains(value));
-            if dimension.is_capped() && !carried {
+            if !known.get(&group).is_some_and(|v| v.contains(value)) {
                 asked.push(group);
             }
         }
