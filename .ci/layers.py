@@ -39,7 +39,7 @@ LAYERS = [
 # The modules that may hold `unsafe` code, each allowing it for itself with its invariants
 # written at its top (Cargo.toml denies it everywhere else).
 UNSAFE = {
-    "src/clickstore/insert/sqlite.rs",
+    "src/db/sqlite_handle.rs",
     "src/clicks/journal/segment.rs",
     "src/background.rs",
     "src/main.rs",

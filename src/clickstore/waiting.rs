@@ -6,6 +6,7 @@ use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, TEXTS, look_up};
 use super::insert::{TABLE, WAITING, micros};
 use super::row::Text;
 use crate::db::sql::{ask_packed_whole, statement, unhex, unhex_optional, unpack_each};
+use crate::db::sqlite_handle::{Column, Connection, Row, on_connection};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -107,6 +108,99 @@ pub async fn peek_waiting_after(
         read_page(backend, last, want)
     })
     .await
+}
+
+/// [`peek_waiting_after`] on SQLite, read on a connection's own handle
+/// ([`crate::db::sqlite_handle`]) in a read transaction of its own, after `first` (which
+/// reads, in the same transaction, what tells whether the clicks are still what the caller's
+/// own transaction would read). Read through sqlx, the page came as one JSON text with its
+/// blobs in hex, and making and parsing that text was half of what reading it cost.
+pub async fn peek_waiting_sqlite<M: Send + 'static>(
+    pool: &sea_orm::sqlx::SqlitePool,
+    limit: u64,
+    after: Option<(i64, Vec<u8>)>,
+    first: impl FnOnce(&Connection) -> Result<M, String> + Send + 'static,
+) -> Result<(M, Vec<Waiting>), DbErr> {
+    let range = match after {
+        None => "",
+        Some(_) => "WHERE (at, event_key) > (?, ?)",
+    };
+    let sql = format!(
+        "{SELECT_WAITING} FROM (SELECT at, event_key FROM {WAITING} {range} \
+         ORDER BY at, event_key LIMIT ?) w \
+         JOIN {TABLE} c ON c.at = w.at AND c.event_key = w.event_key"
+    );
+    let sql = std::ffi::CString::new(sql).expect("no NUL in the statement");
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (marks, mut clicks) = on_connection(pool, move |connection| {
+        connection.transaction(c"BEGIN", |connection| {
+            let marks = first(connection)?;
+            let mut read = connection.prepare(&sql, "the read of waiting clicks")?;
+            let mut next = 0;
+            if let Some((at, key)) = &after {
+                read.bind_int(0, Some(*at));
+                read.bind_blob(1, Some(key));
+                next = 2;
+            }
+            read.bind_int(next, Some(limit));
+            let mut clicks = Vec::with_capacity(limit.clamp(0, MOST_AT_ONCE as i64) as usize);
+            while let Some(row) = read.next_row("reading waiting clicks")? {
+                clicks.push(from_row(&row)?);
+            }
+            drop(read);
+            Ok((marks, clicks))
+        })
+    })
+    .await?;
+    // Sorted once read, as SQLite's pages are ([`pages`]).
+    clicks.sort_unstable_by(|a, b| (a.at, &a.key).cmp(&(b.at, &b.key)));
+    Ok((marks, clicks))
+}
+
+/// A waiting click as [`SELECT_WAITING`]'s columns give it, in their order.
+fn from_row(row: &Row) -> Result<Waiting, String> {
+    let int = |index| match row.column(index) {
+        Column::Int(number) => Ok(Some(number)),
+        Column::Null => Ok(None),
+        other => Err(format!(
+            "a waiting click's column {index} is {other:?}, not a number"
+        )),
+    };
+    let blob = |index| match row.column(index) {
+        // As `hex` read it: a text's bytes are taken as they are.
+        Column::Blob(bytes) | Column::Text(bytes) => Ok(Some(bytes.to_vec())),
+        Column::Null => Ok(None),
+        other => Err(format!(
+            "a waiting click's column {index} is {other:?}, not bytes"
+        )),
+    };
+    let small = |index| {
+        int(index)?
+            .map(|number| {
+                i32::try_from(number)
+                    .map_err(|_| format!("a waiting click's column {index} is out of range"))
+            })
+            .transpose()
+    };
+    Ok(Waiting {
+        at: given(0, int(0)?)?,
+        key: blob(1)?.unwrap_or_default(),
+        link: int(2)?,
+        ip: blob(3)?.unwrap_or_default(),
+        visitor: blob(4)?,
+        bot: given(5, int(5)?)? != 0,
+        outcome: given(6, small(6)?)?,
+        code: given(7, small(7)?)?,
+        agent: small(8)?,
+        referer: small(9)?,
+        query: small(10)?,
+        place: small(11)?,
+    })
+}
+
+/// `value`, which column `index` of a waiting click must have.
+fn given<T>(index: usize, value: Option<T>) -> Result<T, String> {
+    value.ok_or_else(|| format!("a waiting click's column {index} is empty"))
 }
 
 /// What may have happened to the waiting list since a turn's clicks were read.

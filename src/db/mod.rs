@@ -3,6 +3,7 @@
 pub mod allocator;
 pub mod entities;
 pub mod sql;
+pub mod sqlite_handle;
 pub mod turns;
 pub mod values;
 

@@ -43,7 +43,7 @@ pub fn statement(backend: DbBackend, sql: &str, mut values: Vec<Value>) -> State
 }
 
 /// A day as SQLite keeps it, `YYYY-MM-DD`: what `chrono`'s `%F` writes (and sqlx binds).
-fn day_text(day: NaiveDate) -> String {
+pub fn day_text(day: NaiveDate) -> String {
     let (year, month, date) = (day.year(), day.month(), day.day());
     if !(0..=9999).contains(&year) {
         return day.format("%F").to_string();

@@ -5,12 +5,17 @@ use crate::db::sql::statement;
 use chrono::NaiveDate;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 
+/// The statement reading the first day that still has events (`purged_before`).
+pub const PURGED_BEFORE: &str = "SELECT purged_before FROM event_purge WHERE id = 1";
+
 /// The day before which raw events were purged (see `retention`), if any purge happened:
 /// the statistics of earlier days are final.
 pub async fn purged_before(db: &impl ConnectionTrait) -> Result<Option<NaiveDate>, DbErr> {
     let backend = db.get_database_backend();
-    let sql = "SELECT purged_before FROM event_purge WHERE id = 1";
-    match db.query_one_raw(statement(backend, sql, vec![])).await? {
+    match db
+        .query_one_raw(statement(backend, PURGED_BEFORE, vec![]))
+        .await?
+    {
         Some(row) => Ok(Some(row.try_get("", "purged_before")?)),
         None => Ok(None),
     }

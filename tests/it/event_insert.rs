@@ -1031,6 +1031,55 @@ async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_w
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
+/// On SQLite a turn worked out ahead reads its clicks first, on a connection's own handle, and
+/// the rest of what it reads afterwards: a turn taken between the two took those clicks, and
+/// the work must count the ones that wait now instead (on the other databases both are one
+/// read, and the test counts as plainly).
+#[actix_web::test]
+async fn a_turn_taken_between_a_turn_read_ahead_reading_its_clicks_and_the_rest_counts_each_click_once()
+ {
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/read-first").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+    let batch = rows(900, day.and_hms_opt(8, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    insert_rows(&core.db, &batch).await.unwrap();
+
+    // Nothing between: what was read first is counted.
+    let first = tally::read_first(&core.db, 300, None).await.unwrap();
+    let ahead = tally::work_out_ahead_after(&core.db, utc, 300, first)
+        .await
+        .unwrap();
+    let mut counted = tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap()
+        .clicks;
+    assert_eq!(counted, 300);
+
+    // A turn between takes the clicks read first.
+    let first = tally::read_first(&core.db, 300, None).await.unwrap();
+    let between = tally::tally_worked_out(&core.db, utc, 300, None)
+        .await
+        .unwrap()
+        .clicks;
+    assert_eq!(between, 300);
+    counted += between;
+    let ahead = tally::work_out_ahead_after(&core.db, utc, 300, first)
+        .await
+        .unwrap();
+    let after = tally::tally_worked_out(&core.db, utc, 300, ahead)
+        .await
+        .unwrap()
+        .clicks;
+    assert_eq!(after, 300, "the turn counts the clicks that still wait");
+    counted += after + tally::drain(&core.db, utc).await.unwrap();
+    assert_eq!(counted, 900);
+    assert_eq!(rows_in(&core.db, "click_waiting").await, 0);
+    let counted = assert_day_counted(&core.db, day, link, &batch).await;
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
 /// Only counting hands out visitors' and addresses' numbers, one turn at a time, and a turn
 /// worked out ahead stands only when no turn came between: every number it stores is new.
 /// Should one be stored already (where new numbers go: see `new_numbers_table`), the turn fails
