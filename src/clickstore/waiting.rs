@@ -6,7 +6,7 @@ use super::dictionary::{AGENTS, OUTCOMES, PLACES, REFERERS, TEXTS, look_up};
 use super::insert::{TABLE, WAITING, micros};
 use super::row::Text;
 use crate::db::sql::{ask_packed_whole, statement, unhex, unhex_optional, unpack_each};
-use crate::db::sqlite_handle::{Column, Connection, Row, on_connection};
+use crate::db::sqlite_handle::{Column, Connection, Row, on_connection_here};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -115,11 +115,11 @@ pub async fn peek_waiting_after(
 /// reads, in the same transaction, what tells whether the clicks are still what the caller's
 /// own transaction would read). Read through sqlx, the page came as one JSON text with its
 /// blobs in hex, and making and parsing that text was half of what reading it cost.
-pub async fn peek_waiting_sqlite<M: Send + 'static>(
+pub async fn peek_waiting_sqlite<M>(
     pool: &sea_orm::sqlx::SqlitePool,
     limit: u64,
-    after: Option<(i64, Vec<u8>)>,
-    first: impl FnOnce(&Connection) -> Result<M, String> + Send + 'static,
+    after: Option<(i64, &[u8])>,
+    first: impl FnOnce(&Connection) -> Result<M, String>,
 ) -> Result<(M, Vec<Waiting>), DbErr> {
     let range = match after {
         None => "",
@@ -132,13 +132,14 @@ pub async fn peek_waiting_sqlite<M: Send + 'static>(
     );
     let sql = std::ffi::CString::new(sql).expect("no NUL in the statement");
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let (marks, mut clicks) = on_connection(pool, move |connection| {
+    // On the calling thread (counting's own), which reads nothing else meanwhile.
+    let (marks, mut clicks) = on_connection_here(pool, |connection| {
         connection.transaction(c"BEGIN", |connection| {
             let marks = first(connection)?;
             let mut read = connection.prepare(&sql, "the read of waiting clicks")?;
             let mut next = 0;
-            if let Some((at, key)) = &after {
-                read.bind_int(0, Some(*at));
+            if let Some((at, key)) = after {
+                read.bind_int(0, Some(at));
                 read.bind_blob(1, Some(key));
                 next = 2;
             }

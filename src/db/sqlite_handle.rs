@@ -28,8 +28,9 @@
 #![allow(unsafe_code)]
 
 use libsqlite3_sys as ffi;
-use sea_orm::sqlx::SqlitePool;
+use sea_orm::sqlx::pool::PoolConnection;
 use sea_orm::sqlx::sqlite::LockedSqliteHandle;
+use sea_orm::sqlx::{Sqlite, SqlitePool};
 use sea_orm::{DbErr, RuntimeErr};
 use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
@@ -43,29 +44,65 @@ pub async fn on_connection<T: Send + 'static>(
     pool: &SqlitePool,
     work: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
 ) -> Result<T, DbErr> {
-    let from_sqlx = |err| DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)));
     let mut conn = pool.acquire().await.map_err(from_sqlx)?;
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        let (done, left_open) = {
-            // Waits only for sqlx's worker thread to let go of the handle: no I/O, no timers.
-            let mut locked = runtime.block_on(conn.lock_handle()).map_err(from_sqlx)?;
-            let connection = Connection::borrow(&mut locked);
-            let done = work(&connection);
-            if connection.in_transaction() {
-                // Only a failure inside a transaction leaves one open.
-                let _ = connection.exec(c"ROLLBACK");
-            }
-            (done, connection.in_transaction())
+        // Waits only for sqlx's worker thread to let go of the handle: no I/O, no timers.
+        let done = match runtime.block_on(conn.lock_handle()) {
+            Ok(mut locked) => run_locked(&mut locked, work),
+            Err(err) => return Err(from_sqlx(err)),
         };
-        if left_open {
-            // Inside a transaction sqlx does not know of: never hand this one out again.
-            conn.close_on_drop();
-        }
-        done.map_err(DbErr::Custom)
+        end(&mut conn, done)
     })
     .await
     .map_err(|err| DbErr::Custom(format!("the SQLite thread failed: {err}")))?
+}
+
+/// [`on_connection`] on the calling thread, which `work` blocks: for counting, on a thread of
+/// its own that would only wait for it. What `work` makes is allocated on the thread that goes
+/// on to use it and free it (made on a blocking thread, a turn's clicks were freed into another
+/// thread's heap).
+pub async fn on_connection_here<T>(
+    pool: &SqlitePool,
+    work: impl FnOnce(&Connection) -> Result<T, String>,
+) -> Result<T, DbErr> {
+    let mut conn = pool.acquire().await.map_err(from_sqlx)?;
+    let done = match conn.lock_handle().await {
+        Ok(mut locked) => run_locked(&mut locked, work),
+        Err(err) => return Err(from_sqlx(err)),
+    };
+    end(&mut conn, done)
+}
+
+/// `work` on the handle `locked` lends; whether it left a transaction open that a rollback
+/// could not end.
+fn run_locked<T>(
+    locked: &mut LockedSqliteHandle<'_>,
+    work: impl FnOnce(&Connection) -> Result<T, String>,
+) -> (Result<T, String>, bool) {
+    let connection = Connection::borrow(locked);
+    let done = work(&connection);
+    if connection.in_transaction() {
+        // Only a failure inside a transaction leaves one open.
+        let _ = connection.exec(c"ROLLBACK");
+    }
+    (done, connection.in_transaction())
+}
+
+/// What [`run_locked`] did; a connection still inside a transaction sqlx does not know of is
+/// never handed out again.
+fn end<T>(
+    conn: &mut PoolConnection<Sqlite>,
+    (done, left_open): (Result<T, String>, bool),
+) -> Result<T, DbErr> {
+    if left_open {
+        conn.close_on_drop();
+    }
+    done.map_err(DbErr::Custom)
+}
+
+fn from_sqlx(err: sea_orm::sqlx::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
 }
 
 /// A connection handle borrowed from the lock that keeps everything else off it.

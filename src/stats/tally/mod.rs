@@ -316,7 +316,7 @@ async fn work_out_ahead_from(
     has_read: Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<Option<Ahead>, DbErr> {
     let after = match &from {
-        Start::Carried(carry) => Some(carry.after.clone()),
+        Start::Carried(carry) => Some((carry.after.0, carry.after.1.as_slice())),
         Start::Stored(_) => None,
     };
     let first = read_first(db, limit, after).await?;
@@ -335,7 +335,7 @@ pub struct ReadFirst(Option<(Marks, Vec<crate::clickstore::waiting::Waiting>)>);
 pub async fn read_first(
     db: &DatabaseConnection,
     limit: u64,
-    after: Option<(i64, Vec<u8>)>,
+    after: Option<(i64, &[u8])>,
 ) -> Result<ReadFirst, DbErr> {
     if db.get_database_backend() != DbBackend::Sqlite {
         return Ok(ReadFirst(None));
