@@ -414,22 +414,25 @@ unrecorded_uncounted() {
 }
 # Waits until every click is counted (or $1 seconds), noting when every one was recorded (the
 # writer's held clicks stored, which counting waits for); prints "recorded-seconds
-# counted-seconds", the second "more-than-$1" when some were still not counted then (a figure
-# measured after that would start behind).
+# counted-seconds rate", the second "more-than-$1" when some were still not counted then (a
+# figure measured after that would start behind), the rate the clicks a second counted once
+# every click was recorded (counting alone, without the writer beside it; "?" when too few
+# tenths of a second were left to tell).
 until_recorded_and_counted() {
-  local start recorded="" r c; start=$(date +%s.%N)
+  local start recorded="" uncounted r c now; start=$(date +%s.%N)
   for _ in $(seq 1 $(($1 * 10))); do
     read -r r c < <(unrecorded_uncounted)
-    [ -z "$recorded" ] && [ "$r" = 0 ] && recorded=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-    [ "$c" = 0 ] && { echo "$recorded $(python3 -c "import time; print(f'{time.time() - $start:.1f}')")"; return; }
+    now=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+    [ -z "$recorded" ] && [ "$r" = 0 ] && { recorded=$now; uncounted=$c; }
+    [ "$c" = 0 ] && { echo "$recorded $now $(python3 -c "print(f'{$uncounted / ($now - $recorded):.0f}' if $now - $recorded >= 1 else '?')")"; return; }
     sleep 0.1
   done
-  echo "${recorded:-?} more-than-$1"
+  echo "${recorded:-?} more-than-$1 ?"
 }
 # The seconds until every click is counted (see until_recorded_and_counted).
 until_counted() {
   local counted
-  read -r _ counted < <(until_recorded_and_counted "$1")
+  read -r _ counted _ < <(until_recorded_and_counted "$1")
   echo "${counted/more-than-/more than }"
 }
 # LAG_TRACE=1: each second of the full-speed burst and after it, on stderr, the clicks queued,
@@ -464,12 +467,12 @@ if [ "$LAG_SECONDS" != 0 ]; then
   wrk -t2 -c128 -d"${LAG_SECONDS}s" -s "$WORK/random.lua" "http://127.0.0.1:$INKLINK_PORT" > "$WORK/full.txt"
   BURST_END=$(date +%s.%N)
   read -r held behind < <(unrecorded_uncounted)
-  read -r recorded lag < <(until_recorded_and_counted 600)
+  read -r recorded lag alone < <(until_recorded_and_counted 600)
   [ -n "${TRACE_PID:-}" ] && kill "$TRACE_PID" 2>/dev/null
   # The peak over the burst and its catch-up too (the rounds' peak is RSS_MB).
   BURST_RSS_MB=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$INKLINK_PID/status")
-  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" -v held="$held" -v recorded="$recorded" -v rss="$BURST_RSS_MB" \
-    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet, %d of them not yet recorded (all recorded %s s after it); every click counted %s s after it ended (the rounds'"'"' %s s after the last round); peak RSS with the burst and its catch-up %s MB", s, $2, behind, behind / $2, held, recorded, lag, rounds, rss }' "$WORK/full.txt")
+  LAG_REPORT=$(awk -v s="$LAG_SECONDS" -v behind="$behind" -v lag="$lag" -v rounds="$ROUNDS_COUNTED" -v held="$held" -v recorded="$recorded" -v alone="$alone" -v rss="$BURST_RSS_MB" \
+    '/Requests\/sec/ { printf "full-speed burst (-t2 -c128, %d s): %.0f requests/s; at its end %d clicks (%.1f s of it) not on the dashboards yet, %d of them not yet recorded (all recorded %s s after it); every click counted %s s after it ended (the rounds'"'"' %s s after the last round), %s clicks a second once all were recorded; peak RSS with the burst and its catch-up %s MB", s, $2, behind, behind / $2, held, recorded, lag, rounds, alone, rss }' "$WORK/full.txt")
 fi
 
 echo
