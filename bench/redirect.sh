@@ -417,16 +417,22 @@ unrecorded_uncounted() {
 # counted-seconds rate", the second "more-than-$1" when some were still not counted then (a
 # figure measured after that would start behind), the rate the clicks a second counted once
 # every click was recorded (counting alone, without the writer beside it; "?" when too few
-# tenths of a second were left to tell).
+# tenths of a second were left to tell). Times from bash's own clock (its decimal comma, in some
+# locales, made a point): a process started every tenth of a second would take CPU from the
+# server being measured.
 until_recorded_and_counted() {
-  local start recorded="" uncounted r c now; start=$(date +%s.%N)
+  local start=${EPOCHREALTIME/,/.} recorded="" uncounted r c
   for _ in $(seq 1 $(($1 * 10))); do
     read -r r c < <(unrecorded_uncounted)
-    now=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-    [ -z "$recorded" ] && [ "$r" = 0 ] && { recorded=$now; uncounted=$c; }
-    [ "$c" = 0 ] && { echo "$recorded $now $(python3 -c "print(f'{$uncounted / ($now - $recorded):.0f}' if $now - $recorded >= 1 else '?')")"; return; }
+    [ -z "$recorded" ] && [ "$r" = 0 ] && { recorded=${EPOCHREALTIME/,/.}; uncounted=$c; }
+    [ "$c" = 0 ] && {
+      awk -v start="$start" -v recorded="$recorded" -v now="${EPOCHREALTIME/,/.}" -v n="$uncounted" 'BEGIN {
+        printf "%.1f %.1f %s\n", recorded - start, now - start, now - recorded >= 1 ? sprintf("%.0f", n / (now - recorded)) : "?" }'
+      return
+    }
     sleep 0.1
   done
+  [ -n "$recorded" ] && recorded=$(awk -v start="$start" -v recorded="$recorded" 'BEGIN { printf "%.1f", recorded - start }')
   echo "${recorded:-?} more-than-$1 ?"
 }
 # The seconds until every click is counted (see until_recorded_and_counted).
