@@ -132,7 +132,8 @@ pub async fn peek_waiting_sqlite<M>(
     );
     let sql = std::ffi::CString::new(sql).expect("no NUL in the statement");
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    // On the calling thread (counting's own), which reads nothing else meanwhile.
+    // On the calling thread: counting's, or the one working out its next turn (see
+    // `on_connection_here`).
     let (marks, mut clicks) = on_connection_here(pool, |connection| {
         connection.transaction(c"BEGIN", |connection| {
             let marks = first(connection)?;

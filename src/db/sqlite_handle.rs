@@ -58,10 +58,12 @@ pub async fn on_connection<T: Send + 'static>(
     .map_err(|err| DbErr::Custom(format!("the SQLite thread failed: {err}")))?
 }
 
-/// [`on_connection`] on the calling thread, which `work` blocks: for counting, on a thread of
-/// its own that would only wait for it. What `work` makes is allocated on the thread that goes
-/// on to use it and free it (made on a blocking thread, a turn's clicks were freed into another
-/// thread's heap).
+/// [`on_connection`] on the calling thread, which `work` blocks: for counting, whose thread and
+/// look-ahead thread would only wait for it. What `work` makes is allocated on the thread that
+/// goes on to use it and free it (made on a blocking thread, a turn's clicks were freed into
+/// another thread's heap). The retention's purge (at start and hourly, when a retention is set)
+/// counts what waits first, from a task of the server's runtime: there each read holds one of
+/// its workers for its 5–55 ms.
 pub async fn on_connection_here<T>(
     pool: &SqlitePool,
     work: impl FnOnce(&Connection) -> Result<T, String>,
