@@ -69,6 +69,7 @@ mod m20261128_000034_day_sets_by_day_and_link;
 mod m20261203_000035_day_rows_keyed_by_day;
 mod m20261206_000036_day_set_additions;
 mod m20261207_000037_recent_visitor_numbers;
+mod m20261207_000038_day_values_packed;
 
 pub struct Migrator;
 
@@ -113,6 +114,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000035_day_rows_keyed_by_day::Migration),
             Box::new(m20261206_000036_day_set_additions::Migration),
             Box::new(m20261207_000037_recent_visitor_numbers::Migration),
+            Box::new(m20261207_000038_day_values_packed::Migration),
         ]
     }
 }

@@ -12,7 +12,8 @@ pub const ALL_LINKS: i64 = -1;
 pub const UNKNOWN_LINK: i64 = 0;
 
 /// What a breakdown counts page views by. Stored by [`Dimension::name`] in
-/// `visit_statistics_breakdown.dimension`; a new dimension is a variant here, a value for it
+/// `visit_statistics_breakdown.dimension` and in `visit_day_values`'s packed rows
+/// (`stats::dayvalues`); a new dimension is a variant here, a value for it
 /// in `tally::work::work_out`, and a title on the dashboard (`admin::dashboard`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dimension {

@@ -1,12 +1,14 @@
 //! Statistics: what is counted and how it is read. `tally` counts each stored click once into
 //! the daily rows (`dimension`: what a breakdown is), `numbers` gives visitors and addresses
 //! their numbers, `daysets` keeps the sets of them behind distinct counts, `kept` the finished
-//! days' bitmaps for ranges, `report` reads them for dashboards,
-//! exports and the API, and `retention` purges raw clicks without changing a figure. Clicks
-//! are read and purged through the click store (`crate::clickstore`); ingest is not known here.
+//! days' bitmaps for ranges, `dayvalues` a link's day's breakdown values in one row, `report`
+//! reads them for dashboards, exports and the API, and `retention` purges raw clicks without
+//! changing a figure. Clicks are read and purged through the click store
+//! (`crate::clickstore`); ingest is not known here.
 
 pub mod days;
 pub mod daysets;
+pub mod dayvalues;
 pub mod dimension;
 pub mod frozen;
 pub mod funnel;

@@ -29,6 +29,7 @@ pub async fn forget_day(db: &DatabaseConnection, tz: Tz, day: NaiveDate) -> Resu
             }
             let backend = txn.get_database_backend();
             super::daysets::forget(&txn, day).await?;
+            super::dayvalues::forget(&txn, day).await?;
             for table in ["visit_statistics", "visit_statistics_breakdown"] {
                 let sql = format!("DELETE FROM {table} WHERE stat_date = ?");
                 txn.execute_raw(statement(backend, &sql, vec![day.into()]))

@@ -177,16 +177,35 @@ pub async fn breakdown(
     to: NaiveDate,
     limit: u64,
 ) -> Result<Vec<Share>, DbErr> {
+    if matches!(scope, Scope::All) {
+        return all_links_breakdown(db, dimension, from, to, limit).await;
+    }
+    let values = super::dayvalues::summed(db, scope.rows(), from, to).await?;
+    Ok(most_viewed(&values, dimension, limit))
+}
+
+/// [`breakdown`] of all links: their rows are a row per value, summed by the database.
+async fn all_links_breakdown(
+    db: &impl ConnectionTrait,
+    dimension: Dimension,
+    from: NaiveDate,
+    to: NaiveDate,
+    limit: u64,
+) -> Result<Vec<Share>, DbErr> {
     let backend = db.get_database_backend();
-    let (rows, value) = scope.rows();
     let sql = format!(
         "SELECT value, {pv} AS pv, {uv} AS uv FROM visit_statistics_breakdown \
-         WHERE {rows} AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
+         WHERE url_map_id = ? AND dimension = ? AND stat_date >= ? AND stat_date <= ? \
          GROUP BY value ORDER BY 2 DESC, value LIMIT {limit}",
         pv = sum(backend, "pv"),
         uv = sum(backend, "uv"),
     );
-    let values: Vec<Value> = vec![value, dimension.name().into(), from.into(), to.into()];
+    let values: Vec<Value> = vec![
+        ALL_LINKS.into(),
+        dimension.name().into(),
+        from.into(),
+        to.into(),
+    ];
     db.query_all_raw(statement(backend, &sql, values))
         .await?
         .into_iter()
@@ -200,6 +219,26 @@ pub async fn breakdown(
         .collect()
 }
 
+/// The `limit` values of `dimension` in `values` with the most page views (then by value).
+fn most_viewed(
+    values: &super::dayvalues::DayValues,
+    dimension: Dimension,
+    limit: u64,
+) -> Vec<Share> {
+    let name = dimension.name();
+    let mut shares: Vec<Share> = (values.iter())
+        .filter(|((d, _), _)| d == name)
+        .map(|((_, value), (pv, uv))| Share {
+            value: value.clone(),
+            pv: *pv,
+            uv: *uv,
+        })
+        .collect();
+    shares.sort_by(|a, b| b.pv.cmp(&a.pv).then_with(|| a.value.cmp(&b.value)));
+    shares.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    shares
+}
+
 /// Every breakdown dimension shown as a table, in [`Dimension::SHOWN`] order.
 pub async fn breakdowns(
     db: &impl ConnectionTrait,
@@ -209,11 +248,17 @@ pub async fn breakdowns(
     limit: u64,
 ) -> Result<Vec<(Dimension, Vec<Share>)>, DbErr> {
     let mut all = Vec::with_capacity(Dimension::SHOWN.len());
+    if matches!(scope, Scope::All) {
+        for dimension in Dimension::SHOWN {
+            let shares = all_links_breakdown(db, dimension, from, to, limit).await?;
+            all.push((dimension, shares));
+        }
+        return Ok(all);
+    }
+    // A link's or a tag's rows hold every dimension: read once.
+    let values = super::dayvalues::summed(db, scope.rows(), from, to).await?;
     for dimension in Dimension::SHOWN {
-        all.push((
-            dimension,
-            breakdown(db, scope, dimension, from, to, limit).await?,
-        ));
+        all.push((dimension, most_viewed(&values, dimension, limit)));
     }
     Ok(all)
 }

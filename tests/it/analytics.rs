@@ -395,29 +395,11 @@ async fn stored_days(app: &TestApp) -> BTreeMap<(NaiveDate, i64), Row> {
 }
 
 async fn stored_breakdown(app: &TestApp) -> BTreeMap<(NaiveDate, i64, String, String), (i64, i64)> {
-    let db = &app.core.db;
-    let sql =
-        "SELECT stat_date, url_map_id, dimension, value, pv, uv FROM visit_statistics_breakdown";
-    let rows = db
-        .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+    (crate::support::breakdown_rows(&app.core.db)
         .await
-        .unwrap();
-    rows.into_iter()
-        .map(|r| {
-            (
-                (
-                    r.try_get_by_index(0).unwrap(),
-                    r.try_get_by_index(1).unwrap(),
-                    r.try_get_by_index(2).unwrap(),
-                    r.try_get_by_index(3).unwrap(),
-                ),
-                (
-                    r.try_get_by_index(4).unwrap(),
-                    r.try_get_by_index(5).unwrap(),
-                ),
-            )
-        })
-        .collect()
+        .into_iter())
+    .map(|(day, link, dimension, value, pv, uv)| ((day, link, dimension, value), (pv, uv)))
+    .collect()
 }
 
 /// Waits until the server's writer has stored `count` events in all.

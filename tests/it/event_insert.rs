@@ -192,32 +192,22 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
 
 /// Every daily row, as text, to compare before and after.
 async fn statistics(db: &DatabaseConnection) -> Vec<String> {
+    let sql = "SELECT stat_date, url_map_id, pv, uv, ip_count, effective, ineffective FROM visit_statistics";
+    let rows = db
+        .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .unwrap();
     let mut out = Vec::new();
-    for sql in [
-        "SELECT stat_date, url_map_id, pv, uv, ip_count, effective, ineffective FROM visit_statistics",
-        "SELECT stat_date, url_map_id, dimension, value, pv, uv FROM visit_statistics_breakdown",
-    ] {
-        let rows = db
-            .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
-            .await
-            .unwrap();
-        for row in rows {
-            let day: NaiveDate = row.try_get_by_index(0).unwrap();
-            let link: i64 = row.try_get_by_index(1).unwrap();
-            let rest: Vec<String> = if sql.contains("dimension") {
-                vec![
-                    row.try_get_by_index::<String>(2).unwrap(),
-                    row.try_get_by_index::<String>(3).unwrap(),
-                    row.try_get_by_index::<i64>(4).unwrap().to_string(),
-                    row.try_get_by_index::<i64>(5).unwrap().to_string(),
-                ]
-            } else {
-                (2..7)
-                    .map(|i| row.try_get_by_index::<i64>(i).unwrap().to_string())
-                    .collect()
-            };
-            out.push(format!("{day} {link} {}", rest.join(" ")));
-        }
+    for row in rows {
+        let day: NaiveDate = row.try_get_by_index(0).unwrap();
+        let link: i64 = row.try_get_by_index(1).unwrap();
+        let rest: Vec<String> = (2..7)
+            .map(|i| row.try_get_by_index::<i64>(i).unwrap().to_string())
+            .collect();
+        out.push(format!("{day} {link} {}", rest.join(" ")));
+    }
+    for (day, link, dimension, value, pv, uv) in crate::support::breakdown_rows(db).await {
+        out.push(format!("{day} {link} {dimension} {value} {pv} {uv}"));
     }
     out.sort();
     out
@@ -729,11 +719,11 @@ async fn a_counting_turn_that_fails_leaves_its_clicks_waiting_for_the_next() {
         let db = &core.db;
         async move { db.execute_unprepared(&sql).await.unwrap() }
     };
-    // Counting reads the day's breakdown values after it has taken the clicks.
-    rename("visit_statistics_breakdown", "parked_breakdown").await;
+    // Counting reads the links' days' breakdown values after it has taken the clicks.
+    rename("visit_day_values", "parked_values").await;
     let utc = chrono_tz::UTC;
     assert!(tally::tally(&core.db, utc, 50_000).await.is_err());
-    rename("parked_breakdown", "visit_statistics_breakdown").await;
+    rename("parked_values", "visit_day_values").await;
     assert_eq!(rows_in(&core.db, "click_waiting").await, 12_000);
     assert!(statistics(&core.db).await.is_empty());
 
@@ -953,6 +943,71 @@ async fn the_daily_rows_keep_every_count_across_the_migration_that_keys_them_by_
         counted.iter().any(|row| row.contains(" browser ")),
         "breakdown rows are kept: {counted:#?}"
     );
+    assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
+}
+
+#[actix_web::test]
+async fn a_links_breakdown_keeps_every_count_packed_by_day_and_unpacked_again() {
+    use inklink::stats::report::{Scope, breakdowns};
+    use inklink::stats::tally;
+    use migration::{Migrator, MigratorTrait};
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/packed").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 7).unwrap();
+    let batch = rows(900, day.and_hms_opt(10, 0, 0).unwrap(), link);
+    let utc = chrono_tz::UTC;
+    let steps = Migrator::migrations()
+        .iter()
+        .rev()
+        .position(|m| m.name().contains("day_values_packed"))
+        .unwrap() as u32
+        + 1;
+    let links_rows = || {
+        let db = &core.db;
+        async move {
+            let sql = "SELECT COUNT(*) FROM visit_statistics_breakdown WHERE url_map_id = ?";
+            let backend = db.get_database_backend();
+            let row =
+                (db.query_one_raw(inklink::db::sql::statement(backend, sql, vec![link.into()])))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            row.try_get_by_index::<i64>(0).unwrap()
+        }
+    };
+    insert_rows(&core.db, &batch[..300]).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 300);
+    let counted = statistics(&core.db).await;
+    assert!(
+        counted
+            .iter()
+            .any(|row| row.starts_with(&format!("{day} {link} browser "))),
+        "{counted:#?}"
+    );
+    assert_eq!(
+        links_rows().await,
+        0,
+        "a link's values are packed by its day"
+    );
+    let shown = breakdowns(&core.db, Scope::Link(link), day, day, 100)
+        .await
+        .unwrap();
+    assert!(shown.iter().any(|(_, shares)| !shares.is_empty()));
+
+    // Down: a row per value again, as the version before keeps them; and up: packed again.
+    Migrator::down(&core.db, Some(steps)).await.unwrap();
+    assert_eq!(statistics(&core.db).await, counted, "unpacked going down");
+    assert!(links_rows().await > 0);
+    Migrator::up(&core.db, None).await.unwrap();
+    assert_eq!(statistics(&core.db).await, counted, "packed going up");
+    assert_eq!(links_rows().await, 0);
+    let again = breakdowns(&core.db, Scope::Link(link), day, day, 100).await;
+    assert_eq!(again.unwrap(), shown);
+
+    // Counting adds to the packed rows; a recount gives them again.
+    insert_rows(&core.db, &batch[300..]).await.unwrap();
+    assert_eq!(tally::drain(&core.db, utc).await.unwrap(), 600);
+    let counted = assert_day_counted(&core.db, day, link, &batch).await;
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 

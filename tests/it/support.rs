@@ -494,3 +494,44 @@ pub async fn migrate_one(
     }
     txn.commit().await.unwrap();
 }
+
+/// Every breakdown row as stored: the rows of `visit_statistics_breakdown` (all links', and
+/// links' below the migration that packs them), and the links' days' values unpacked from
+/// `visit_day_values` (day, link, dimension, value, PV, UV).
+pub async fn breakdown_rows(
+    db: &impl ConnectionTrait,
+) -> Vec<(chrono::NaiveDate, i64, String, String, i64, i64)> {
+    use sea_orm::Statement;
+    let backend = db.get_database_backend();
+    let sql =
+        "SELECT stat_date, url_map_id, dimension, value, pv, uv FROM visit_statistics_breakdown";
+    let mut out: Vec<_> = (db.query_all_raw(Statement::from_string(backend, sql)).await)
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            (
+                r.try_get_by_index(0).unwrap(),
+                r.try_get_by_index(1).unwrap(),
+                r.try_get_by_index(2).unwrap(),
+                r.try_get_by_index(3).unwrap(),
+                r.try_get_by_index(4).unwrap(),
+                r.try_get_by_index(5).unwrap(),
+            )
+        })
+        .collect();
+    // Absent below the migration that packs them.
+    let sql = "SELECT stat_date, url_map_id, vals FROM visit_day_values";
+    let packed = db.query_all_raw(Statement::from_string(backend, sql)).await;
+    for r in packed.unwrap_or_default() {
+        let day: chrono::NaiveDate = r.try_get_by_index(0).unwrap();
+        let link: i64 = r.try_get_by_index(1).unwrap();
+        let vals: String = r.try_get_by_index(2).unwrap();
+        let values: Vec<(String, String, i64, i64)> = serde_json::from_str(&vals).unwrap();
+        let mut keys = std::collections::BTreeSet::new();
+        for (dimension, value, pv, uv) in values {
+            assert!(keys.insert((dimension.clone(), value.clone())), "{vals}");
+            out.push((day, link, dimension, value, pv, uv));
+        }
+    }
+    out
+}

@@ -226,6 +226,7 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
         "visit_day_added",
         "visit_statistics",
         "visit_statistics_breakdown",
+        "visit_day_values",
     ];
     let upkeep = crate::db::sql::Upkeep {
         analyze: &["visit_key"],
@@ -652,10 +653,14 @@ async fn write_stats(
     Ok(())
 }
 
+/// Writes a turn's breakdown: the links' days packed (`stats::dayvalues`), the all-links rows
+/// a row per value.
 async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
+    let (mut rows, links): (Vec<_>, Vec<_>) =
+        (breakdown.rows()).partition(|((_, link, _, _), _)| *link == ALL_LINKS);
+    super::dayvalues::add(txn, links).await?;
     // In key order, so that two writers never wait for each other's rows in a circle.
-    let mut rows: Vec<_> = breakdown.rows().collect();
     rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let tail = add_on_conflict(
         backend,

@@ -6,7 +6,7 @@ use crate::clickstore::insert::from_micros;
 use crate::clickstore::row::Text;
 use crate::clickstore::row::{Address, Digest};
 use crate::clickstore::waiting::{Meanings, Waiting};
-use crate::db::sql::{by_keys, each_row_in};
+use crate::db::sql::each_row_in;
 use crate::stats::days::{day_start, local_day};
 use crate::stats::daysets::numbers::{ADDRESSES, Handed, NewNumbers, VISITORS, Who};
 use crate::stats::daysets::{DaySets, Left, SetKey, Settled};
@@ -14,7 +14,6 @@ use crate::stats::dimension::{ALL_LINKS, Dimension, UNKNOWN_LINK};
 use crate::stats::visits::Visits;
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
-use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbErr};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -574,19 +573,14 @@ pub fn query_values(query: &str) -> Vec<(Dimension, String)> {
 
 /// What [`cap_values`] needs to know of the values the links' days in `seen` already have,
 /// for the capped dimensions: those stored, and those `carried` by the turn under way (which
-/// count as stored), for each link's day and dimension that gets a value not carried.
-///
-/// Each link's day and dimension is asked for by its key, a seek each: asked for by lists of
-/// links and of all capped dimensions, as it was, a turn sought every dimension of every link
-/// even where a page view brought no value of it (over a campaign of one link per recipient,
-/// a seventh of a turn's reading; bench/README.md).
+/// count as stored), for each link's day that gets a value not carried (its row read whole,
+/// `stats::dayvalues`).
 async fn known_values(
     txn: &impl ConnectionTrait,
     seen: &[Seen],
     carried: Vec<CappedValue>,
     numbering: &mut Values,
 ) -> Result<Known, DbErr> {
-    let backend = txn.get_database_backend();
     let mut known = Known::default();
     for (day, link, dimension, value) in carried {
         let value = numbering.number(&value);
@@ -596,41 +590,22 @@ async fn known_values(
             .insert(value);
     }
     // In the key's order, each once.
-    let mut asked: Vec<(NaiveDate, i64, Dimension)> = Vec::new();
+    let mut asked: Vec<(NaiveDate, i64)> = Vec::new();
     for s in seen.iter().filter(|s| s.view) {
         for (dimension, value) in s.values.iter().filter(|(d, _)| d.is_capped()) {
             let group = (s.day, s.link, *dimension);
             if !known.get(&group).is_some_and(|v| v.contains(value)) {
-                asked.push(group);
+                asked.push((s.day, s.link));
             }
         }
     }
     asked.sort_unstable();
     asked.dedup();
-    let key = [
-        ("stat_date", "date"),
-        ("url_map_id", "bigint"),
-        ("dimension", "text"),
-    ];
-    let columns = "b.stat_date, b.url_map_id, b.dimension, b.value";
-    for chunk in asked.chunks(DAYS_ASKED) {
-        let mut params = Vec::with_capacity(chunk.len() * key.len());
-        for (day, link, dimension) in chunk {
-            params.extend([
-                Value::from(*day),
-                Value::from(*link),
-                Value::from(dimension.name()),
-            ]);
-        }
-        let sql = by_keys(backend, BREAKDOWN, columns, &key, params);
-        for row in txn.query_all_raw(sql).await? {
-            let dimension: String = row.try_get("", "dimension")?;
-            let Some(dimension) = Dimension::from_name(&dimension) else {
+    for ((day, link), values) in crate::stats::dayvalues::read(txn, &asked).await? {
+        for ((dimension, value), _) in values {
+            let Some(dimension) = Dimension::from_name(&dimension).filter(|d| d.is_capped()) else {
                 continue;
             };
-            let day: NaiveDate = row.try_get("", "stat_date")?;
-            let link: i64 = row.try_get("", "url_map_id")?;
-            let value: String = row.try_get("", "value")?;
             known
                 .entry((day, link, dimension))
                 .or_default()
@@ -639,12 +614,6 @@ async fn known_values(
     }
     Ok(known)
 }
-
-/// Links' days and dimensions [`known_values`] asks for in one statement at most (three
-/// parameters each).
-const DAYS_ASKED: usize = 1_000;
-
-const BREAKDOWN: &str = "visit_statistics_breakdown";
 
 /// PV and UV a turn adds, per day, link (or all links), dimension and value.
 pub(super) struct Breakdown {

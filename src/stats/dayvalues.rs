@@ -1,0 +1,168 @@
+//! A link's day's breakdown values, packed in one row of `visit_day_values`: a JSON array of
+//! `[dimension, value, pv, uv]`, read and written whole. Over many links nearly every click of
+//! a burst is another link's day, and a row per dimension and value (about eleven a link's
+//! day) was most of what a turn wrote: packed, SQLite does a sixth to a tenth of the work
+//! (bench/breakdown_layout.py, bench/README.md). The all-links rows stay a row per value in
+//! `visit_statistics_breakdown` (one of them a day, however many links there are).
+//!
+//! Only counting turns write these rows, one turn at a time (`tally::take_turn`), so a turn
+//! reads a row, adds to it and writes it back under its lock.
+
+use super::dimension::Dimension;
+use crate::clickstore::row::Text;
+use crate::db::sql::{by_keys, statement};
+use chrono::NaiveDate;
+use sea_orm::sea_query::Value;
+use sea_orm::{ConnectionTrait, DbBackend, DbErr};
+use std::collections::{BTreeMap, HashMap};
+
+const TABLE: &str = "visit_day_values";
+
+/// Links' days read or written in one statement at most.
+const AT_ONCE: usize = 500;
+
+/// PV and UV by dimension (its stored name, [`Dimension::name`]) and value.
+pub type DayValues = BTreeMap<(String, String), (i64, i64)>;
+
+/// Adds the values of a row's text to `into`.
+fn add_text(into: &mut DayValues, text: &str) -> Result<(), DbErr> {
+    let rows: Vec<(String, String, i64, i64)> = serde_json::from_str(text)
+        .map_err(|err| DbErr::Custom(format!("{TABLE}.vals read as JSON: {err}")))?;
+    for (dimension, value, pv, uv) in rows {
+        let counts = into.entry((dimension, value)).or_default();
+        counts.0 += pv;
+        counts.1 += uv;
+    }
+    Ok(())
+}
+
+/// A row's text: its values in their order, each once.
+fn to_text(values: &DayValues) -> Result<String, DbErr> {
+    let rows: Vec<(&str, &str, i64, i64)> = (values.iter())
+        .map(|((dimension, value), (pv, uv))| (dimension.as_str(), value.as_str(), *pv, *uv))
+        .collect();
+    serde_json::to_string(&rows).map_err(|err| DbErr::Custom(format!("{TABLE}.vals: {err}")))
+}
+
+/// The stored values of each of the links' days `keys` that has a row.
+pub(super) async fn read(
+    txn: &impl ConnectionTrait,
+    keys: &[(NaiveDate, i64)],
+) -> Result<HashMap<(NaiveDate, i64), DayValues>, DbErr> {
+    let backend = txn.get_database_backend();
+    let key = [("stat_date", "date"), ("url_map_id", "bigint")];
+    let mut out = HashMap::with_capacity(keys.len());
+    for chunk in keys.chunks(AT_ONCE) {
+        let params = (chunk.iter())
+            .flat_map(|(day, link)| [Value::from(*day), Value::from(*link)])
+            .collect();
+        let columns = "b.stat_date, b.url_map_id, b.vals";
+        for row in txn
+            .query_all_raw(by_keys(backend, TABLE, columns, &key, params))
+            .await?
+        {
+            let day: NaiveDate = row.try_get("", "stat_date")?;
+            let link: i64 = row.try_get("", "url_map_id")?;
+            let text: String = row.try_get("", "vals")?;
+            add_text(out.entry((day, link)).or_default(), &text)?;
+        }
+    }
+    Ok(out)
+}
+
+/// A turn's PV and UV of a value of a link's day: day, link, dimension, value; PV, UV.
+pub(super) type Added<'t> = ((NaiveDate, i64, Dimension, &'t Text), (i64, i64));
+
+/// Adds a turn's PV and UV to the links' days' rows: each row read, added to and written
+/// back whole, in key order (see the module's note on turns).
+pub(super) async fn add(txn: &impl ConnectionTrait, mut rows: Vec<Added<'_>>) -> Result<(), DbErr> {
+    rows.sort_unstable_by_key(|((day, link, _, _), _)| (*day, *link));
+    let link_day = |((day, link, _, _), _): &Added| (*day, *link);
+    let mut keys: Vec<(NaiveDate, i64)> = rows.iter().map(link_day).collect();
+    keys.dedup();
+    let mut stored = read(txn, &keys).await?;
+    let mut written = Vec::with_capacity(keys.len());
+    for adds in rows.chunk_by(|a, b| link_day(a) == link_day(b)) {
+        let key = link_day(&adds[0]);
+        let mut values = stored.remove(&key).unwrap_or_default();
+        for ((_, _, dimension, value), (pv, uv)) in adds {
+            let counts =
+                (values.entry((dimension.name().to_owned(), value.to_string()))).or_default();
+            counts.0 += pv;
+            counts.1 += uv;
+        }
+        written.push((key, to_text(&values)?));
+    }
+    let backend = txn.get_database_backend();
+    let tail = match backend {
+        DbBackend::MySql => "ON DUPLICATE KEY UPDATE vals = VALUES(vals)",
+        _ => "ON CONFLICT (stat_date, url_map_id) DO UPDATE SET vals = excluded.vals",
+    };
+    for chunk in written.chunks(AT_ONCE) {
+        let sql = format!(
+            "INSERT INTO {TABLE} (stat_date, url_map_id, vals) VALUES {} {tail}",
+            vec!["(?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(chunk.len() * 3);
+        for ((day, link), text) in chunk {
+            values.extend([Value::from(*day), Value::from(*link), Value::from(text)]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// The values of the links' days `rows` picks (a condition on `url_map_id`, with `value` for
+/// its `?`) from `from` to `to`, summed.
+pub(super) async fn summed(
+    db: &impl ConnectionTrait,
+    (rows, value): (&str, Value),
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<DayValues, DbErr> {
+    let backend = db.get_database_backend();
+    let sql =
+        format!("SELECT vals FROM {TABLE} WHERE {rows} AND stat_date >= ? AND stat_date <= ?");
+    let mut out = DayValues::new();
+    for row in db
+        .query_all_raw(statement(
+            backend,
+            &sql,
+            vec![value, from.into(), to.into()],
+        ))
+        .await?
+    {
+        add_text(&mut out, &row.try_get::<String>("", "vals")?)?;
+    }
+    Ok(out)
+}
+
+/// Forgets `day`'s rows (a recount).
+pub(super) async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let sql = format!("DELETE FROM {TABLE} WHERE stat_date = ?");
+    txn.execute_raw(statement(backend, &sql, vec![day.into()]))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_reads_back_as_written_and_adds_up() {
+        let mut values = DayValues::new();
+        values.insert(("browser".into(), "微信 \"8\"\t\n".into()), (3, 2));
+        values.insert(("hour".into(), "07".into()), (1, 1));
+        let text = to_text(&values).unwrap();
+        let mut read = DayValues::new();
+        add_text(&mut read, &text).unwrap();
+        assert_eq!(read, values);
+        // As PostgreSQL's `json_agg` spells what the migration packed.
+        add_text(&mut read, r#"[["hour", "07", 2, 1], ["os", "iOS", 1, 1]]"#).unwrap();
+        assert_eq!(read[&("hour".into(), "07".into())], (3, 2));
+        assert_eq!(read[&("os".into(), "iOS".into())], (1, 1));
+        assert!(add_text(&mut read, "[[\"os\"]]").is_err());
+    }
+}
