@@ -10,7 +10,7 @@
 
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::{by_keys, statement};
+use crate::db::sql::{ask_packed_whole, by_keys, statement};
 use chrono::NaiveDate;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -24,16 +24,24 @@ const AT_ONCE: usize = 500;
 /// PV and UV by dimension (its stored name, [`Dimension::name`]) and value.
 pub type DayValues = BTreeMap<(String, String), (i64, i64)>;
 
+/// A value as a row's text holds it: dimension, value, PV, UV.
+type Stored = (String, String, i64, i64);
+
 /// Adds the values of a row's text to `into`.
 fn add_text(into: &mut DayValues, text: &str) -> Result<(), DbErr> {
-    let rows: Vec<(String, String, i64, i64)> = serde_json::from_str(text)
+    let rows: Vec<Stored> = serde_json::from_str(text)
         .map_err(|err| DbErr::Custom(format!("{TABLE}.vals read as JSON: {err}")))?;
+    add_rows(into, rows);
+    Ok(())
+}
+
+/// Adds a row's values, parsed, to `into`.
+fn add_rows(into: &mut DayValues, rows: Vec<Stored>) {
     for (dimension, value, pv, uv) in rows {
         let counts = into.entry((dimension, value)).or_default();
         counts.0 += pv;
         counts.1 += uv;
     }
-    Ok(())
 }
 
 /// A row's text: its values in their order, each once.
@@ -44,15 +52,22 @@ fn to_text(values: &DayValues) -> Result<String, DbErr> {
     serde_json::to_string(&rows).map_err(|err| DbErr::Custom(format!("{TABLE}.vals: {err}")))
 }
 
-/// The stored values of each of the links' days `keys` that has a row.
+/// Calls `each` with the stored values of each of the links' days `keys` that has a row,
+/// read [`AT_ONCE`] at a time so that only those are held parsed.
 pub(super) async fn read(
     txn: &impl ConnectionTrait,
     keys: &[(NaiveDate, i64)],
-) -> Result<HashMap<(NaiveDate, i64), DayValues>, DbErr> {
+    mut each: impl FnMut((NaiveDate, i64), DayValues),
+) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    let key = [("stat_date", "date"), ("url_map_id", "bigint")];
-    let mut out = HashMap::with_capacity(keys.len());
     for chunk in keys.chunks(AT_ONCE) {
+        if backend == DbBackend::Sqlite {
+            for (key, values) in read_sqlite(txn, chunk).await? {
+                each(key, values);
+            }
+            continue;
+        }
+        let key = [("stat_date", "date"), ("url_map_id", "bigint")];
         let params = (chunk.iter())
             .flat_map(|(day, link)| [Value::from(*day), Value::from(*link)])
             .collect();
@@ -63,9 +78,39 @@ pub(super) async fn read(
         {
             let day: NaiveDate = row.try_get("", "stat_date")?;
             let link: i64 = row.try_get("", "url_map_id")?;
-            let text: String = row.try_get("", "vals")?;
-            add_text(out.entry((day, link)).or_default(), &text)?;
+            let mut values = DayValues::new();
+            add_text(&mut values, &row.try_get::<String>("", "vals")?)?;
+            each((day, link), values);
         }
+    }
+    Ok(())
+}
+
+/// [`read`] on SQLite: one statement naming the keys, answered in one text (sqlx hands
+/// SQLite's rows over one at a time, waking a thread for each: see `ask_packed`).
+async fn read_sqlite(
+    txn: &impl ConnectionTrait,
+    keys: &[(NaiveDate, i64)],
+) -> Result<Vec<((NaiveDate, i64), DayValues)>, DbErr> {
+    let named: Vec<(String, i64)> = (keys.iter())
+        .map(|(day, link)| (crate::db::sql::day_text(*day), *link))
+        .collect();
+    let named = serde_json::to_string(&named).map_err(|err| DbErr::Custom(err.to_string()))?;
+    let sql = format!(
+        "SELECT b.stat_date, b.url_map_id, b.vals FROM json_each(?) AS w \
+         CROSS JOIN {TABLE} AS b ON b.stat_date = w.value ->> 0 AND b.url_map_id = w.value ->> 1"
+    );
+    let columns = "stat_date, url_map_id, json(vals)";
+    let text = ask_packed_whole(txn, columns, &sql, vec![named.into()]).await?;
+    let rows: Vec<(String, i64, Vec<Stored>)> = serde_json::from_str(&text)
+        .map_err(|err| DbErr::Custom(format!("{TABLE} read as JSON: {err}")))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (day, link, rows) in rows {
+        let day = NaiveDate::parse_from_str(&day, "%Y-%m-%d")
+            .map_err(|err| DbErr::Custom(format!("{TABLE}.stat_date '{day}': {err}")))?;
+        let mut values = DayValues::new();
+        add_rows(&mut values, rows);
+        out.push(((day, link), values));
     }
     Ok(out)
 }
@@ -74,41 +119,54 @@ pub(super) async fn read(
 pub(super) type Added<'t> = ((NaiveDate, i64, Dimension, &'t Text), (i64, i64));
 
 /// Adds a turn's PV and UV to the links' days' rows: each row read, added to and written
-/// back whole, in key order (see the module's note on turns).
+/// back whole, in key order (see the module's note on turns), [`AT_ONCE`] links' days at a
+/// time so that only those are held parsed.
 pub(super) async fn add(txn: &impl ConnectionTrait, mut rows: Vec<Added<'_>>) -> Result<(), DbErr> {
     rows.sort_unstable_by_key(|((day, link, _, _), _)| (*day, *link));
     let link_day = |((day, link, _, _), _): &Added| (*day, *link);
-    let mut keys: Vec<(NaiveDate, i64)> = rows.iter().map(link_day).collect();
-    keys.dedup();
-    let mut stored = read(txn, &keys).await?;
-    let mut written = Vec::with_capacity(keys.len());
-    for adds in rows.chunk_by(|a, b| link_day(a) == link_day(b)) {
-        let key = link_day(&adds[0]);
-        let mut values = stored.remove(&key).unwrap_or_default();
-        for ((_, _, dimension, value), (pv, uv)) in adds {
-            let counts =
-                (values.entry((dimension.name().to_owned(), value.to_string()))).or_default();
-            counts.0 += pv;
-            counts.1 += uv;
+    let days: Vec<&[Added]> = rows.chunk_by(|a, b| link_day(a) == link_day(b)).collect();
+    for part in days.chunks(AT_ONCE) {
+        let keys: Vec<(NaiveDate, i64)> = part.iter().map(|adds| link_day(&adds[0])).collect();
+        let mut stored = HashMap::with_capacity(keys.len());
+        read(txn, &keys, |key, values| {
+            stored.insert(key, values);
+        })
+        .await?;
+        let mut written = Vec::with_capacity(keys.len());
+        for (key, adds) in keys.into_iter().zip(part) {
+            let mut values = stored.remove(&key).unwrap_or_default();
+            for ((_, _, dimension, value), (pv, uv)) in *adds {
+                let counts =
+                    (values.entry((dimension.name().to_owned(), value.to_string()))).or_default();
+                counts.0 += pv;
+                counts.1 += uv;
+            }
+            written.push((key, to_text(&values)?));
         }
-        written.push((key, to_text(&values)?));
+        write(txn, &written).await?;
     }
+    Ok(())
+}
+
+/// Writes links' days' rows whole.
+async fn write(
+    txn: &impl ConnectionTrait,
+    rows: &[((NaiveDate, i64), String)],
+) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let tail = match backend {
         DbBackend::MySql => "ON DUPLICATE KEY UPDATE vals = VALUES(vals)",
         _ => "ON CONFLICT (stat_date, url_map_id) DO UPDATE SET vals = excluded.vals",
     };
-    for chunk in written.chunks(AT_ONCE) {
-        let sql = format!(
-            "INSERT INTO {TABLE} (stat_date, url_map_id, vals) VALUES {} {tail}",
-            vec!["(?, ?, ?)"; chunk.len()].join(", ")
-        );
-        let mut values = Vec::with_capacity(chunk.len() * 3);
-        for ((day, link), text) in chunk {
-            values.extend([Value::from(*day), Value::from(*link), Value::from(text)]);
-        }
-        txn.execute_raw(statement(backend, &sql, values)).await?;
+    let sql = format!(
+        "INSERT INTO {TABLE} (stat_date, url_map_id, vals) VALUES {} {tail}",
+        vec!["(?, ?, ?)"; rows.len()].join(", ")
+    );
+    let mut values = Vec::with_capacity(rows.len() * 3);
+    for ((day, link), text) in rows {
+        values.extend([Value::from(*day), Value::from(*link), Value::from(text)]);
     }
+    txn.execute_raw(statement(backend, &sql, values)).await?;
     Ok(())
 }
 

@@ -1011,6 +1011,51 @@ async fn a_links_breakdown_keeps_every_count_packed_by_day_and_unpacked_again() 
     assert_recount_gives_the_same_rows(&core.db, day, &counted).await;
 }
 
+/// Values that the packed rows' JSON escapes (quotes, backslashes, text beyond ASCII) come
+/// back as they were typed, turn after turn.
+#[actix_web::test]
+async fn values_json_escapes_keep_their_text_in_a_links_packed_day() {
+    use inklink::stats::dimension::Dimension;
+    use inklink::stats::report::{Scope, breakdown};
+    use inklink::stats::tally;
+    let db = TestDb::create().await;
+    let (core, link) = core_with_link(&db, "https://example.com/escaped").await;
+    let day = NaiveDate::from_ymd_opt(2026, 5, 8).unwrap();
+    let sources = [
+        ("%22quoted%22", "\"quoted\""),
+        ("back%5Cslash", "back\\slash"),
+        ("%E5%BE%AE%E4%BF%A1", "微信"),
+        ("%F0%9F%98%80+x", "😀 x"),
+        ("%5B%22a%22%2C1%5D", "[\"a\",1]"),
+    ];
+    for hour in [9, 10] {
+        let mut rows = hourly_batch(day, hour, sources.len(), link);
+        for (row, (typed, _)) in rows.iter_mut().zip(sources) {
+            row.outcome = Outcome::Redirected;
+            row.agent.is_bot = false;
+            row.query_string = Some(format!("utm_source={typed}").into());
+        }
+        insert_rows(&core.db, &rows).await.unwrap();
+        let utc = chrono_tz::UTC;
+        assert_eq!(tally::tally(&core.db, utc, 10_000).await.unwrap(), 5);
+    }
+    let shares = breakdown(
+        &core.db,
+        Scope::Link(link),
+        Dimension::UtmSource,
+        day,
+        day,
+        10,
+    )
+    .await
+    .unwrap();
+    let mut got: Vec<(&str, i64)> = shares.iter().map(|s| (s.value.as_str(), s.pv)).collect();
+    got.sort_unstable();
+    let mut expected: Vec<(&str, i64)> = sources.iter().map(|(_, text)| (*text, 2)).collect();
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+}
+
 #[actix_web::test]
 async fn a_turn_worked_out_before_it_is_taken_is_used_only_if_its_clicks_still_wait_and_nothing_else_it_read_changed()
  {

@@ -601,7 +601,7 @@ async fn known_values(
     }
     asked.sort_unstable();
     asked.dedup();
-    for ((day, link), values) in crate::stats::dayvalues::read(txn, &asked).await? {
+    crate::stats::dayvalues::read(txn, &asked, |(day, link), values| {
         for ((dimension, value), _) in values {
             let Some(dimension) = Dimension::from_name(&dimension).filter(|d| d.is_capped()) else {
                 continue;
@@ -611,7 +611,8 @@ async fn known_values(
                 .or_default()
                 .insert(numbering.number(&value.into()));
         }
-    }
+    })
+    .await?;
     Ok(known)
 }
 
