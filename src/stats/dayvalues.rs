@@ -10,7 +10,7 @@
 
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::{ask_packed_whole, by_keys, statement};
+use crate::db::sql::{ask_packed_whole, by_keys, each_row_in, statement};
 use chrono::NaiveDate;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -170,28 +170,23 @@ async fn write(
     Ok(())
 }
 
-/// The values of the links' days `rows` picks (a condition on `url_map_id`, with `value` for
-/// its `?`) from `from` to `to`, summed.
+/// The values of `links`' days from `from` to `to`, summed; asked 500 links to a statement,
+/// each statement's rows let go before the next (a tag may have a campaign's links, one per
+/// recipient).
 pub(super) async fn summed(
     db: &impl ConnectionTrait,
-    (rows, value): (&str, Value),
+    links: &[i64],
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<DayValues, DbErr> {
-    let backend = db.get_database_backend();
-    let sql =
-        format!("SELECT vals FROM {TABLE} WHERE {rows} AND stat_date >= ? AND stat_date <= ?");
     let mut out = DayValues::new();
-    for row in db
-        .query_all_raw(statement(
-            backend,
-            &sql,
-            vec![value, from.into(), to.into()],
-        ))
-        .await?
-    {
-        add_text(&mut out, &row.try_get::<String>("", "vals")?)?;
-    }
+    let select = format!("SELECT vals FROM {TABLE} WHERE url_map_id");
+    let range = [Value::from(from), Value::from(to)];
+    let rest = (" AND stat_date >= ? AND stat_date <= ?", &range[..]);
+    each_row_in(db, (&select, links), rest, |row| {
+        add_text(&mut out, &row.try_get::<String>("", "vals")?)
+    })
+    .await?;
     Ok(out)
 }
 

@@ -180,8 +180,30 @@ pub async fn breakdown(
     if matches!(scope, Scope::All) {
         return all_links_breakdown(db, dimension, from, to, limit).await;
     }
-    let values = super::dayvalues::summed(db, scope.rows(), from, to).await?;
+    let values = summed_values(db, scope, from, to).await?;
     Ok(most_viewed(&values, dimension, limit))
+}
+
+/// The breakdown values of a link's or a tag's links' days over the range, summed.
+async fn summed_values(
+    db: &impl ConnectionTrait,
+    scope: Scope<'_>,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<super::dayvalues::DayValues, DbErr> {
+    let links = match scope {
+        Scope::All => vec![ALL_LINKS],
+        Scope::Link(id) => vec![id],
+        Scope::Tag(tag) => {
+            let backend = db.get_database_backend();
+            let sql = "SELECT link_id FROM link_tag WHERE tag = ?";
+            let rows = db.query_all_raw(statement(backend, sql, vec![tag.into()]));
+            (rows.await?.iter())
+                .map(|row| row.try_get::<i64>("", "link_id"))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    super::dayvalues::summed(db, &links, from, to).await
 }
 
 /// [`breakdown`] of all links: their rows are a row per value, summed by the database.
@@ -256,7 +278,7 @@ pub async fn breakdowns(
         return Ok(all);
     }
     // A link's or a tag's rows hold every dimension: read once.
-    let values = super::dayvalues::summed(db, scope.rows(), from, to).await?;
+    let values = summed_values(db, scope, from, to).await?;
     for dimension in Dimension::SHOWN {
         all.push((dimension, most_viewed(&values, dimension, limit)));
     }

@@ -314,6 +314,32 @@ async fn the_stats_api_gives_what_the_dashboards_show_for_a_link_a_tag_and_every
     assert_eq!(per_hour, hours.body["total"]["pv"].as_i64().unwrap());
     let plain = api.call("GET", "/api/v1/stats", None).await;
     assert!(plain.body.get("breakdown").is_none());
+    // A tag's breakdown is its links' added up (UV summed over links' days, as over days).
+    let values = |body: &serde_json::Value| -> Vec<(String, i64, i64)> {
+        let mut out: Vec<(String, i64, i64)> = (body["breakdown"]["values"].as_array().unwrap())
+            .iter()
+            .map(|v| {
+                let text = v["value"].as_str().unwrap().to_owned();
+                (text, v["pv"].as_i64().unwrap(), v["uv"].as_i64().unwrap())
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let mut added: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    for code in ["s1", "s2"] {
+        let path = format!("/api/v1/links/{code}/stats?dimension=utm_source");
+        for (text, pv, uv) in values(&api.call("GET", &path, None).await.body) {
+            let sum = added.entry(text).or_default();
+            (sum.0, sum.1) = (sum.0 + pv, sum.1 + uv);
+        }
+    }
+    let tag = api.call("GET", "/api/v1/tags/wave/stats?dimension=utm_source", None);
+    let added: Vec<(String, i64, i64)> = (added.into_iter())
+        .map(|(text, (pv, uv))| (text, pv, uv))
+        .collect();
+    assert_eq!(values(&tag.await.body), added);
+    assert_eq!(added.len(), 4, "{added:?}");
     for (path, field) in [
         ("/api/v1/stats?dimension=colour", "dimension"),
         ("/api/v1/tags/a%7Cb/stats", "tag"),

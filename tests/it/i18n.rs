@@ -85,6 +85,7 @@ const INTERNAL: &[&str] = &[
     "the cookie just added",
     "a target URL parses",
     "url_map_id IN (SELECT link_id FROM link_tag WHERE tag = ?)",
+    "SELECT link_id FROM link_tag WHERE tag = ?",
     "the system random source",
     "value outside the code space",
     "alphabet is ASCII",
