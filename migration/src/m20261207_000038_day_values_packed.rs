@@ -1,10 +1,10 @@
 //! A link's day's breakdown values packed in one row (`visit_day_values`): a JSON array of
 //! `[dimension, value, pv, uv]`. Counting wrote a row per dimension and value, about eleven a
 //! link's day; over many links nearly every click of a burst is another link's day, and those
-//! rows were the larger part of a turn's writing: 38–65 µs of SQLite's CPU a link's day,
-//! against 4–10 packed (bench/breakdown_layout.py, bench/README.md). The all-links rows stay
-//! in `visit_statistics_breakdown`, a row per value: there is one of them a day, however many
-//! links there are, and the dashboard reads them by dimension over long ranges.
+//! rows cost SQLite 38–65 µs of CPU a link's day (bench/breakdown_layout.py); packed, counting
+//! over 100,000 links costs 71–80 µs a click instead of 89–93 (bench/README.md). The all-links
+//! rows stay in `visit_statistics_breakdown`, a row per value: there is one of them a day,
+//! however many links there are, and the dashboard reads them by dimension over long ranges.
 //!
 //! The links' rows are packed by the database itself, so that the migration needs no reader
 //! of its own; going back down unpacks them the same way.

@@ -177,22 +177,18 @@ pub async fn breakdown(
     to: NaiveDate,
     limit: u64,
 ) -> Result<Vec<Share>, DbErr> {
-    if matches!(scope, Scope::All) {
+    let Some(links) = links_of(db, scope).await? else {
         return all_links_breakdown(db, dimension, from, to, limit).await;
-    }
-    let values = summed_values(db, scope, from, to).await?;
+    };
+    let values = super::dayvalues::summed(db, &links, from, to).await?;
     Ok(most_viewed(&values, dimension, limit))
 }
 
-/// The breakdown values of a link's or a tag's links' days over the range, summed.
-async fn summed_values(
-    db: &impl ConnectionTrait,
-    scope: Scope<'_>,
-    from: NaiveDate,
-    to: NaiveDate,
-) -> Result<super::dayvalues::DayValues, DbErr> {
-    let links = match scope {
-        Scope::All => vec![ALL_LINKS],
+/// The links whose packed days (`stats::dayvalues`) a link's or a tag's breakdown sums; `None`
+/// for all links, whose rows are a row per value.
+async fn links_of(db: &impl ConnectionTrait, scope: Scope<'_>) -> Result<Option<Vec<i64>>, DbErr> {
+    Ok(Some(match scope {
+        Scope::All => return Ok(None),
         Scope::Link(id) => vec![id],
         Scope::Tag(tag) => {
             let backend = db.get_database_backend();
@@ -202,8 +198,7 @@ async fn summed_values(
                 .map(|row| row.try_get::<i64>("", "link_id"))
                 .collect::<Result<_, _>>()?
         }
-    };
-    super::dayvalues::summed(db, &links, from, to).await
+    }))
 }
 
 /// [`breakdown`] of all links: their rows are a row per value, summed by the database.
@@ -270,15 +265,15 @@ pub async fn breakdowns(
     limit: u64,
 ) -> Result<Vec<(Dimension, Vec<Share>)>, DbErr> {
     let mut all = Vec::with_capacity(Dimension::SHOWN.len());
-    if matches!(scope, Scope::All) {
+    let Some(links) = links_of(db, scope).await? else {
         for dimension in Dimension::SHOWN {
             let shares = all_links_breakdown(db, dimension, from, to, limit).await?;
             all.push((dimension, shares));
         }
         return Ok(all);
-    }
+    };
     // A link's or a tag's rows hold every dimension: read once.
-    let values = summed_values(db, scope, from, to).await?;
+    let values = super::dayvalues::summed(db, &links, from, to).await?;
     for dimension in Dimension::SHOWN {
         all.push((dimension, most_viewed(&values, dimension, limit)));
     }
