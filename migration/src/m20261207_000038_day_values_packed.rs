@@ -83,10 +83,12 @@ impl MigrationTrait for Migration {
                  json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]'), \
                  json_extract(e.value, '$[3]') FROM visit_day_values v, json_each(v.vals) e"
             }
+            // Named, not the connection's (which may be utf8mb3, without the emoji).
             DbBackend::MySql => {
                 "SELECT v.stat_date, v.url_map_id, e.dimension, e.value, e.pv, e.uv \
                  FROM visit_day_values v, JSON_TABLE(v.vals, '$[*]' COLUMNS (\
-                 dimension varchar(16) PATH '$[0]', value varchar(255) PATH '$[1]', \
+                 dimension varchar(16) PATH '$[0]', \
+                 value varchar(255) CHARACTER SET utf8mb4 PATH '$[1]', \
                  pv bigint PATH '$[2]', uv bigint PATH '$[3]')) e"
             }
             _ => {

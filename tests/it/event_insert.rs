@@ -954,7 +954,11 @@ async fn a_links_breakdown_keeps_every_count_packed_by_day_and_unpacked_again() 
     let db = TestDb::create().await;
     let (core, link) = core_with_link(&db, "https://example.com/packed").await;
     let day = NaiveDate::from_ymd_opt(2026, 5, 7).unwrap();
-    let batch = rows(900, day.and_hms_opt(10, 0, 0).unwrap(), link);
+    let mut batch = rows(900, day.and_hms_opt(10, 0, 0).unwrap(), link);
+    // Text beyond ASCII, an emoji among it, goes down and up as it was.
+    for row in &mut batch[..300] {
+        row.query_string = Some("utm_source=%E5%BE%AE%E4%BF%A1%F0%9F%98%80".into());
+    }
     let utc = chrono_tz::UTC;
     let steps = Migrator::migrations()
         .iter()
@@ -982,6 +986,11 @@ async fn a_links_breakdown_keeps_every_count_packed_by_day_and_unpacked_again() 
         counted
             .iter()
             .any(|row| row.starts_with(&format!("{day} {link} browser "))),
+        "{counted:#?}"
+    );
+    let typed = format!("{day} {link} utm_source 微信😀 ");
+    assert!(
+        counted.iter().any(|row| row.starts_with(&typed)),
         "{counted:#?}"
     );
     assert_eq!(
