@@ -7,6 +7,7 @@
 // (migrations are append-only) while `runner` does the work.
 extern crate self as sea_orm_migration;
 
+pub mod day_pack;
 mod runner;
 
 pub use prelude::*;
@@ -70,6 +71,7 @@ mod m20261203_000035_day_rows_keyed_by_day;
 mod m20261206_000036_day_set_additions;
 mod m20261207_000037_recent_visitor_numbers;
 mod m20261207_000038_day_values_packed;
+mod m20261207_000039_day_sets_packed;
 
 pub struct Migrator;
 
@@ -115,6 +117,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000036_day_set_additions::Migration),
             Box::new(m20261207_000037_recent_visitor_numbers::Migration),
             Box::new(m20261207_000038_day_values_packed::Migration),
+            Box::new(m20261207_000039_day_sets_packed::Migration),
         ]
     }
 }

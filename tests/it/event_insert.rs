@@ -191,7 +191,7 @@ async fn a_batch_is_stored_exactly_as_enriched_and_only_once_when_written_twice(
 }
 
 /// Every daily row, as text, to compare before and after.
-async fn statistics(db: &DatabaseConnection) -> Vec<String> {
+pub(crate) async fn statistics(db: &DatabaseConnection) -> Vec<String> {
     let sql = "SELECT stat_date, url_map_id, pv, uv, ip_count, effective, ineffective FROM visit_statistics";
     let rows = db
         .query_all_raw(Statement::from_string(db.get_database_backend(), sql))
@@ -250,7 +250,7 @@ pub(crate) async fn assert_day_counted(
 }
 
 /// Recounts `day` from its events and asserts that it gives the rows `counted` again.
-async fn assert_recount_gives_the_same_rows(
+pub(crate) async fn assert_recount_gives_the_same_rows(
     db: &DatabaseConnection,
     day: NaiveDate,
     counted: &[String],

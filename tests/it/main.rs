@@ -12,6 +12,7 @@ mod campaign;
 mod cli;
 mod clicks;
 mod codes;
+mod day_sets;
 mod event_insert;
 mod events;
 mod first_start;

@@ -16,10 +16,12 @@
 //! Only counting writes here, holding the `stats_tally` lock row, so bitmaps are rewritten by
 //! one transaction at a time.
 
-use super::dimension::Dimension;
+use super::dimension::{ALL_LINKS, Dimension};
 use crate::clickstore::row::Text;
 use crate::db::sql::statement;
 use chrono::NaiveDate;
+use members::Members;
+use packed::LinkDay;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -29,7 +31,9 @@ pub use numbers::{ADDRESSES, VISITORS, numbers};
 pub use range::{Union, union};
 pub use upkeep::{adopt_old_day, forget, oldest_old_set_day};
 
+mod members;
 pub mod numbers;
+mod packed;
 mod range;
 mod upkeep;
 
@@ -116,7 +120,7 @@ impl Remembered {
         let sets = std::mem::take(&mut self.sets);
         match self.turn.take() == Some(turn) {
             true => sets,
-            false => foldhash::HashMap::default(),
+            false => Left::default(),
         }
     }
 }
@@ -125,10 +129,15 @@ impl Remembered {
 /// by its place in the keys it was loaded for: a turn looks its sets up by day, link, kind and
 /// the number it gave the value (see `tally::work`), hashing a few integers, where looking
 /// them up by key hashed and compared the value's text for every member added.
+///
+/// A link's day's sets are held whole or not at all: the pack a turn writes for it holds every
+/// set of it that is not a row of its own, those the turn did not touch too (see `packed`).
 #[derive(Default)]
 pub struct DaySets {
     keys: Vec<SetKey>,
     sets: Vec<Set>,
+    /// The links' days held, and whether some of their sets may be rows of their own.
+    days: foldhash::HashMap<LinkDay, bool>,
 }
 
 /// A set as a turn holds it: what was stored before the turn, and what the turn added.
@@ -142,6 +151,8 @@ struct Set {
     /// What of `stored` is in rows of additions.
     apart: Apart,
     added: Members,
+    /// Whether the set is in its link's day's pack (not a row of its own).
+    packed: bool,
 }
 
 /// A set's rows of additions, as stored: how many and their size.
@@ -155,6 +166,7 @@ struct Apart {
 pub struct Kept {
     set: RoaringBitmap,
     apart: Apart,
+    packed: bool,
 }
 
 impl Apart {
@@ -179,69 +191,12 @@ impl Apart {
 /// visitors, and half of a turn's sets went to rows of additions (bench/README.md).
 const SMALL_SET: usize = 256;
 
-/// Numbers a set held inline before it becomes a bitmap.
-const FEW: usize = 4;
-
-/// The members of a set. A burst spread over many links makes most of a turn's sets new
-/// ones of a visitor or two: held inline, such a set costs no allocation, where an empty
-/// bitmap given its first member allocates about 150 bytes (bench/README.md, "What the
-/// server holds at full speed").
-enum Members {
-    Few { len: u8, numbers: [u32; FEW] },
-    Many(RoaringBitmap),
-}
-
-impl Default for Members {
-    fn default() -> Self {
-        Members::Few {
-            len: 0,
-            numbers: [0; FEW],
-        }
-    }
-}
-
-impl Members {
-    /// Adds `number`; true when it was not there.
-    fn insert(&mut self, number: u32) -> bool {
-        match self {
-            Members::Few { len, numbers } => {
-                if numbers[..usize::from(*len)].contains(&number) {
-                    return false;
-                }
-                if usize::from(*len) < FEW {
-                    numbers[usize::from(*len)] = number;
-                    *len += 1;
-                } else {
-                    let mut set: RoaringBitmap = numbers.iter().copied().collect();
-                    set.insert(number);
-                    *self = Members::Many(set);
-                }
-                true
-            }
-            Members::Many(set) => set.insert(number),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Members::Few { len, .. } => *len == 0,
-            Members::Many(set) => set.is_empty(),
-        }
-    }
-
-    fn into_bitmap(self) -> RoaringBitmap {
-        match self {
-            Members::Few { len, numbers } => numbers[..usize::from(len)].iter().copied().collect(),
-            Members::Many(set) => set,
-        }
-    }
-}
-
 impl DaySets {
     /// Loads the stored sets among `keys`, which are distinct (the others start empty); the
-    /// set of `keys[i]` is then set `i`.
+    /// set of `keys[i]` is then set `i`. The other sets of the links' days asked for are
+    /// loaded after them (see [`DaySets`]).
     pub async fn load(txn: &impl ConnectionTrait, keys: Vec<SetKey>) -> Result<Self, DbErr> {
-        Self::load_knowing(txn, keys, foldhash::HashMap::default()).await
+        Self::load_knowing(txn, keys, Left::default()).await
     }
 
     /// [`Self::load`], taking the sets in `known` (as the database holds them: see
@@ -249,26 +204,72 @@ impl DaySets {
     pub async fn load_knowing(
         txn: &impl ConnectionTrait,
         keys: Vec<SetKey>,
-        mut known: Left,
+        known: Left,
     ) -> Result<Self, DbErr> {
         let backend = txn.get_database_backend();
+        let Left {
+            sets: mut known,
+            days: known_days,
+        } = known;
         let mut sets: Vec<Set> = Vec::with_capacity(keys.len());
+        let mut days: foldhash::HashMap<LinkDay, bool> = foldhash::HashMap::default();
+        // The links' days whose packs are read: those not known.
+        let mut unread: Vec<LinkDay> = Vec::new();
         // The sets to read, by key.
         let mut unknown: foldhash::HashMap<&SetKey, usize> = foldhash::HashMap::default();
         for key in &keys {
-            let (stored, apart) = match known.remove(key) {
-                Some(kept) => (Some(kept.set), kept.apart),
+            let day = (key.0, key.1);
+            let packs = key.1 != ALL_LINKS;
+            if packs && !days.contains_key(&day) {
+                match known_days.get(&day) {
+                    Some(apart) => days.insert(day, *apart),
+                    None => {
+                        unread.push(day);
+                        // Until its pack is read: a link's day without one has no sets.
+                        days.insert(day, false)
+                    }
+                };
+            }
+            let (stored, apart, packed) = match known.remove(key) {
+                Some(kept) => (Some(kept.set), kept.apart, kept.packed),
                 None => {
                     let twice = unknown.insert(key, sets.len());
                     debug_assert!(twice.is_none(), "a day set asked for twice: {key:?}");
-                    (None, Apart::default())
+                    (None, Apart::default(), packs)
                 }
             };
             sets.push(Set {
                 stored,
                 apart,
                 added: Members::default(),
+                packed,
             });
+        }
+        // The sets of the packs read that were not asked for, and of the links' days known.
+        let mut others: Vec<(SetKey, Set)> = Vec::new();
+        let held = |set: RoaringBitmap, packed: bool, apart: Apart| Set {
+            stored: Some(set),
+            apart,
+            added: Members::default(),
+            packed,
+        };
+        for pack in packed::read(txn, &unread).await? {
+            days.insert(pack.day, pack.apart);
+            for (kind, value, set) in pack.sets {
+                let Some(kind) = known_kind(&kind) else {
+                    continue;
+                };
+                let key = (pack.day.0, pack.day.1, kind, value);
+                match unknown.remove(&key) {
+                    Some(at) => sets[at].stored = Some(set),
+                    None => others.push((key, held(set, true, Apart::default()))),
+                }
+            }
+        }
+        for (key, kept) in known {
+            if key.1 != ALL_LINKS && days.contains_key(&(key.0, key.1)) {
+                others.push((key, held(kept.set, kept.packed, kept.apart)));
+            }
         }
         let mut found = Vec::new();
         let mut push = |row: &sea_orm::QueryResult, table: &str| -> Result<(), DbErr> {
@@ -288,12 +289,15 @@ impl DaySets {
             }
             Ok(())
         };
-        // Each set asked for by its whole key, one seek each, in the key's order. Asked for by
-        // lists of links, kinds and values, SQLite sought every combination of the three (as
-        // PostgreSQL's index scans do before version 17) and MariaDB read every set of the day:
-        // over a campaign of one link per recipient, where each link has its own
-        // `utm_campaign`, four fifths of a turn's time (bench/README.md).
-        let mut wanted: Vec<&SetKey> = unknown.keys().copied().collect();
+        // Each set that may be a row of its own (an all-links set, or one of a link's day
+        // whose pack says some are) asked for by its whole key, one seek each, in the key's
+        // order. Asked for by lists of links, kinds and values, SQLite sought every
+        // combination of the three (as PostgreSQL's index scans do before version 17) and
+        // MariaDB read every set of the day: over a campaign of one link per recipient, where
+        // each link has its own `utm_campaign`, four fifths of a turn's time (bench/README.md).
+        let mut wanted: Vec<&SetKey> = (unknown.keys().copied())
+            .filter(|key| key.1 == ALL_LINKS || days.get(&(key.0, key.1)) == Some(&true))
+            .collect();
         wanted.sort_unstable_by(|a, b| (a.1, a.2, &a.3, a.0).cmp(&(b.1, b.2, &b.3, b.0)));
         for (chunk, table) in wanted
             .chunks(SETS_ASKED)
@@ -305,6 +309,7 @@ impl DaySets {
         }
         for (at, found, added) in found {
             let set = &mut sets[at];
+            set.packed = false;
             match &mut set.stored {
                 Some(stored) => *stored |= found,
                 None => set.stored = Some(found),
@@ -314,7 +319,12 @@ impl DaySets {
                 set.apart.bytes += bytes;
             }
         }
-        Ok(Self { keys, sets })
+        let mut keys = keys;
+        for (key, set) in others {
+            keys.push(key);
+            sets.push(set);
+        }
+        Ok(Self { keys, sets, days })
     }
 
     /// Adds `number` to set `at` (see [`Self::load`]); true when it was not there (a first
@@ -386,20 +396,41 @@ impl DaySets {
     /// writing, which a turn can do before it takes the lock it writes under.
     pub fn settle(self) -> Result<Settled, DbErr> {
         let mut rows = Rows::default();
-        let mut left = Left::default();
+        let mut days = self.days;
+        let mut sets = foldhash::HashMap::default();
         let mut left_bytes = 0;
+        // The links' days whose packs change.
+        let mut repacked = foldhash::HashSet::default();
         for (key, held) in self.keys.into_iter().zip(self.sets) {
+            let packed = held.packed;
             if held.added.is_empty() {
                 let set = held.stored.unwrap_or_default();
                 left_bytes += set.serialized_size();
                 let apart = held.apart;
-                left.insert(key, Kept { set, apart });
+                sets.insert(key, Kept { set, apart, packed });
                 continue;
             }
             if [VISITORS, ADDRESSES].contains(&key.2) {
                 rows.stamped.insert((key.1, key.0));
             }
             let mut added = held.added.into_bitmap();
+            if packed {
+                let mut set = held.stored.unwrap_or_default();
+                set |= added;
+                set.optimize();
+                let size = set.serialized_size();
+                left_bytes += size;
+                repacked.insert((key.0, key.1));
+                // Grown too large to be rewritten with its pack by every turn: a row of its own.
+                let packed = size <= packed::PACKED_MAX;
+                if !packed {
+                    days.insert((key.0, key.1), true);
+                    rows.whole.push((key.clone(), serialized(&set)?));
+                }
+                let apart = Apart::default();
+                sets.insert(key, Kept { set, apart, packed });
+                continue;
+            }
             let (mut set, apart) = match held.stored {
                 Some(mut stored) => {
                     let gained = added.serialized_size();
@@ -415,7 +446,8 @@ impl DaySets {
                             };
                             rows.added.push((key.clone(), bytes));
                             left_bytes += whole;
-                            left.insert(key, Kept { set: stored, apart });
+                            let set = stored;
+                            sets.insert(key, Kept { set, apart, packed });
                             continue;
                         }
                         false => (stored, held.apart),
@@ -430,8 +462,24 @@ impl DaySets {
             let bytes = serialized(&set)?;
             left_bytes += bytes.len();
             let apart = Apart::default();
-            left.insert(key.clone(), Kept { set, apart });
+            sets.insert(key.clone(), Kept { set, apart, packed });
             rows.whole.push((key, bytes));
+        }
+        // Each changed pack with every set of its link's day that it holds, in the sets' order.
+        let mut packs: std::collections::BTreeMap<LinkDay, Vec<(&SetKey, &RoaringBitmap)>> =
+            repacked.into_iter().map(|day| (day, Vec::new())).collect();
+        for (key, kept) in &sets {
+            if kept.packed
+                && !kept.set.is_empty()
+                && let Some(pack) = packs.get_mut(&(key.0, key.1))
+            {
+                pack.push((key, &kept.set));
+            }
+        }
+        for (day, mut held) in packs {
+            held.sort_unstable_by(|a, b| (a.0.2, &a.0.3).cmp(&(b.0.2, &b.0.3)));
+            let row = packed::pack(held.into_iter().map(|(key, set)| (key.2, &*key.3, set)))?;
+            rows.packs.push((day, days.get(&day) == Some(&true), row));
         }
         // In key order, so that two writers never wait for each other's rows in a circle.
         rows.whole.sort_by(|a, b| a.0.cmp(&b.0));
@@ -439,7 +487,7 @@ impl DaySets {
         rows.folded.sort();
         Ok(Settled {
             rows,
-            left,
+            left: Left { sets, days },
             left_bytes,
         })
     }
@@ -452,8 +500,14 @@ fn serialized(set: &RoaringBitmap) -> Result<Vec<u8>, DbErr> {
     Ok(bytes)
 }
 
-/// Every set a turn leaves, as the database holds them once it has committed.
-pub type Left = foldhash::HashMap<SetKey, Kept>;
+/// Every set a turn leaves, as the database holds them once it has committed, and the links'
+/// days they are of (each with every set of its pack), with whether some of their sets may be
+/// rows of their own.
+#[derive(Default)]
+pub struct Left {
+    sets: foldhash::HashMap<SetKey, Kept>,
+    days: foldhash::HashMap<LinkDay, bool>,
+}
 
 /// The day sets of a turn, ready to be stored ([`DaySets::settle`]).
 pub struct Settled {
@@ -476,6 +530,8 @@ pub struct Rows {
     added: Vec<(SetKey, Vec<u8>)>,
     /// The days whose visitors or addresses changed.
     stamped: BTreeSet<(i64, NaiveDate)>,
+    /// The links' days' packs that changed, in key order.
+    packs: Vec<packed::Written>,
 }
 
 impl Rows {
@@ -491,6 +547,7 @@ impl Rows {
             }
         };
         let columns = "url_map_id, kind, value, stat_date";
+        packed::write(txn, &self.packs).await?;
         insert_sets(txn, WHOLE, columns, None, &self.whole, tail).await?;
         for chunk in self.folded.chunks(100) {
             let one = "(url_map_id = ? AND kind = ? AND value = ? AND stat_date = ?)";
@@ -586,23 +643,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_set_held_inline_answers_as_a_bitmap_would() {
-        let numbers = [7, 3, 7, 1 << 20, 3, 0, 9, 9, 1 << 31, 0, 12];
-        let mut members = Members::default();
-        let mut bitmap = RoaringBitmap::new();
-        for number in numbers {
-            assert_eq!(members.insert(number), bitmap.insert(number), "{number}");
-        }
-        assert!(matches!(members, Members::Many(_)));
-        assert_eq!(members.into_bitmap(), bitmap);
-
-        let mut few = Members::default();
-        assert!(few.insert(5) && few.insert(2) && !few.insert(5));
-        assert!(matches!(few, Members::Few { len: 2, .. }));
-        assert_eq!(few.into_bitmap(), RoaringBitmap::from_iter([2, 5]));
-    }
-
-    #[test]
     fn members_added_together_are_new_where_added_one_by_one_they_would_be() {
         // Three sets, one of them stored; members asked for in no order, some twice, some
         // already stored.
@@ -624,6 +664,7 @@ mod tests {
         let sets = |keys: usize| DaySets {
             keys: (0..keys as i64).map(key).collect(),
             sets: (0..keys).map(|_| Set::default()).collect(),
+            days: Default::default(),
         };
         let (mut together, mut one_by_one) = (sets(3), sets(3));
         stored(&mut together);

@@ -1,7 +1,7 @@
 //! A range's visitors and addresses: the union of its days' sets, for the reports and the
 //! kept ranges (a turn's own sets are loaded by `DaySets`).
 
-use super::{ADDED, ADDRESSES, VISITORS, WHOLE, decode};
+use super::{ADDED, ADDRESSES, VISITORS, WHOLE, decode, packed};
 use crate::db::sql::statement;
 use chrono::NaiveDate;
 use roaring::RoaringBitmap;
@@ -36,16 +36,16 @@ pub async fn union(
          UNION ALL SELECT stat_date, kind, members FROM {ADDED} {one}"
     );
     let values = vec![
-        value,
+        value.clone(),
         VISITORS.into(),
         ADDRESSES.into(),
         from.into(),
         to.into(),
     ];
-    let values = [values.clone(), values].concat();
+    let twice = [values.clone(), values].concat();
     let mut all = Union::default();
     let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
-    for row in db.query_all_raw(statement(backend, &sql, values)).await? {
+    for row in db.query_all_raw(statement(backend, &sql, twice)).await? {
         let day: NaiveDate = row.try_get("", "stat_date")?;
         let kind: String = row.try_get("", "kind")?;
         let members: Vec<u8> = row.try_get("", "members")?;
@@ -63,6 +63,21 @@ pub async fn union(
             false => all.addresses |= set,
         }
     }
+    // A link's days' sets packed (see `packed`), none of them also a row of its own.
+    packed::range(db, rows, value, (from, to), |day, kind, set| {
+        if per_day {
+            let both = days.entry(day).or_default();
+            match kind == VISITORS {
+                true => both.0 |= &set,
+                false => both.1 |= &set,
+            }
+        }
+        match kind == VISITORS {
+            true => all.visitors |= set,
+            false => all.addresses |= set,
+        }
+    })
+    .await?;
     all.days = days
         .into_iter()
         .map(|(day, (v, i))| (day, (v.len(), i.len())))

@@ -20,7 +20,7 @@ pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), Db
         txn.execute_raw(statement(backend, sql, vec![day.into()]))
             .await?;
     }
-    Ok(())
+    super::packed::forget(txn, day).await
 }
 
 /// The earliest day with sets kept by versions before the bitmaps (`visit_day_set`), if any.

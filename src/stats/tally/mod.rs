@@ -227,6 +227,7 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
         "visit_statistics",
         "visit_statistics_breakdown",
         "visit_day_values",
+        "visit_day_pack",
     ];
     let upkeep = crate::db::sql::Upkeep {
         analyze: &["visit_key"],
