@@ -1,4 +1,4 @@
-//! The day sets of one link's day packed in one row (`visit_day_pack.members`, migration 39):
+//! The day sets of one link's day packed in one value (`visit_day_values.sets`, migration 39):
 //! each set after the other, as its kind, its value and its members (a serialized bitmap),
 //! each after its length in bytes (one byte for the kind, two for the value, four for the
 //! members, little-endian). Counting (`stats::daysets`) writes and reads it; it is defined here

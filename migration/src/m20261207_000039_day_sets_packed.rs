@@ -1,14 +1,16 @@
-//! A link's day's small day sets packed in one row (`visit_day_pack`, see `day_pack` for its
-//! format). Counting wrote each set as a row of `visit_day_bits`, about six a link's day
-//! (visitors, addresses, and one for each value of the hour, the referrer and the campaign
-//! parameters), and over many links nearly every click of a burst is another link's day: those
-//! rows cost SQLite 38–49 µs of CPU a link's day (bench/breakdown_layout.py). A set that grows
-//! large, and every all-links set, stays a row of its own, with its additions apart.
+//! A link's day's small day sets packed in its row of `visit_day_values` (`sets`, see
+//! `day_pack` for the format), beside its breakdown values. Counting wrote each set as a row of
+//! `visit_day_bits`, about six a link's day (visitors, addresses, and one for each value of the
+//! hour, the referrer and the campaign parameters), and over many links nearly every click of a
+//! burst is another link's day: those rows cost SQLite 38–49 µs of CPU a link's day
+//! (bench/breakdown_layout.py), and the sets in a row of their own beside the values, two rows
+//! to write instead of one, 17–35 µs (bench/README.md). A set that grows large, and every
+//! all-links set, stays a row of its own, with its additions apart.
 //!
 //! `apart` says that some of the link's day's sets may be rows of their own: a reader looks for
-//! the sets it does not find in the pack there too. The sets already stored stay where they
-//! are: each of their links' days gets an empty pack marked `apart`. Going down, the packed
-//! sets are written back as rows of their own.
+//! the sets it does not find in `sets` there too. The sets already stored stay where they are:
+//! each of their links' days is marked `apart`. Going down, the packed sets are written back as
+//! rows of their own.
 
 use crate::day_pack;
 use sea_orm_migration::prelude::*;
@@ -29,41 +31,26 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         let backend = manager.get_database_backend();
-        db.execute_unprepared(match backend {
-            DbBackend::Sqlite => {
-                "CREATE TABLE visit_day_pack (stat_date date_text NOT NULL, \
-                 url_map_id integer NOT NULL, apart smallint NOT NULL, members blob NOT NULL, \
-                 PRIMARY KEY (stat_date, url_map_id)) WITHOUT ROWID"
-            }
-            DbBackend::MySql => {
-                "CREATE TABLE visit_day_pack (stat_date date NOT NULL, \
-                 url_map_id bigint NOT NULL, apart smallint NOT NULL, \
-                 members longblob NOT NULL, PRIMARY KEY (stat_date, url_map_id)) \
-                 ENGINE=InnoDB"
-            }
-            _ => {
-                "CREATE TABLE visit_day_pack (stat_date date NOT NULL, \
-                 url_map_id bigint NOT NULL, apart smallint NOT NULL, members bytea NOT NULL, \
-                 PRIMARY KEY (stat_date, url_map_id))"
-            }
-        })
-        .await?;
-        // A link's or a tag's days over a range.
-        db.execute_unprepared(
-            "CREATE INDEX idx_visit_day_pack_link ON visit_day_pack (url_map_id, stat_date)",
-        )
-        .await?;
-        let empty = match backend {
-            DbBackend::Sqlite => "X''",
-            DbBackend::MySql => "''",
-            _ => "''::bytea",
+        let columns: &[&str] = match backend {
+            DbBackend::Sqlite => &["apart smallint NOT NULL DEFAULT 0", "sets blob"],
+            DbBackend::MySql => &["apart smallint NOT NULL DEFAULT 0", "sets longblob"],
+            _ => &["apart smallint NOT NULL DEFAULT 0", "sets bytea"],
         };
+        for column in columns {
+            db.execute_unprepared(&format!("ALTER TABLE visit_day_values ADD COLUMN {column}"))
+                .await?;
+        }
         let days = |table: &str| {
             format!("SELECT stat_date, url_map_id FROM {table} WHERE url_map_id <> {ALL_LINKS}")
         };
+        let tail = match backend {
+            DbBackend::MySql => "ON DUPLICATE KEY UPDATE apart = 1",
+            // `WHERE true`: SQLite would take `ON` for a join's without it.
+            _ => "WHERE true ON CONFLICT (stat_date, url_map_id) DO UPDATE SET apart = 1",
+        };
         db.execute_unprepared(&format!(
-            "INSERT INTO visit_day_pack (stat_date, url_map_id, apart, members) \
-             SELECT stat_date, url_map_id, 1, {empty} FROM ({} UNION {}) d",
+            "INSERT INTO visit_day_values (stat_date, url_map_id, vals, apart) \
+             SELECT stat_date, url_map_id, '[]', 1 FROM ({} UNION {}) d {tail}",
             days("visit_day_bits"),
             days("visit_day_added")
         ))
@@ -81,13 +68,7 @@ impl MigrationTrait for Migration {
             _ => ("to_char(stat_date, 'YYYY-MM-DD')", "CAST(? AS date)"),
         };
         let sql = format!(
-            "SELECT {day} AS day, url_map_id, members FROM visit_day_pack \
-             WHERE members <> {}",
-            match backend {
-                DbBackend::Sqlite => "X''",
-                DbBackend::MySql => "''",
-                _ => "''::bytea",
-            }
+            "SELECT {day} AS day, url_map_id, sets FROM visit_day_values WHERE sets IS NOT NULL"
         );
         let mut sets: Vec<(String, i64, String, String, Vec<u8>)> = Vec::new();
         for row in db
@@ -96,8 +77,8 @@ impl MigrationTrait for Migration {
         {
             let day: String = row.try_get("", "day")?;
             let link: i64 = row.try_get("", "url_map_id")?;
-            let members: Vec<u8> = row.try_get("", "members")?;
-            for set in day_pack::entries(&members).map_err(DbErr::Custom)? {
+            let packed: Vec<u8> = row.try_get("", "sets")?;
+            for set in day_pack::entries(&packed).map_err(DbErr::Custom)? {
                 let (kind, value) = (set.kind.to_owned(), set.value.to_owned());
                 sets.push((day.clone(), link, kind, value, set.members.to_vec()));
             }
@@ -138,9 +119,14 @@ impl MigrationTrait for Migration {
             db.execute_raw(Statement::from_sql_and_values(backend, sql, values))
                 .await?;
         }
-        manager
-            .drop_table(Table::drop().table("visit_day_pack").take())
+        // The rows made only to mark sets hold no values: the version before reads them as
+        // none.
+        for column in ["sets", "apart"] {
+            db.execute_unprepared(&format!(
+                "ALTER TABLE visit_day_values DROP COLUMN {column}"
+            ))
             .await?;
+        }
         Ok(())
     }
 }

@@ -62,6 +62,29 @@ pub fn day_text(day: NaiveDate) -> String {
     String::from_utf8(text).expect("ASCII digits and dashes")
 }
 
+/// `rows` in runs of at most `most` rows and about a megabyte of `size` each (at least one
+/// row): what one statement writes, MariaDB's packets being bounded (16 MB by default).
+pub fn in_statements<T>(
+    rows: &[T],
+    most: usize,
+    size: impl Fn(&T) -> usize,
+) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (mut take, mut bytes) = (0, 0);
+        while take < rest.len() && take < most && (take == 0 || bytes < 1 << 20) {
+            bytes += size(&rest[take]);
+            take += 1;
+        }
+        let (run, after) = rest.split_at(take);
+        rest = after;
+        Some(run)
+    })
+}
+
 /// A statement answering `columns` (of `b`, the table) of each row of `table` whose key is one
 /// of `keys`: `key` names the key's columns (the columns of a unique index, or the first of
 /// them: then every row under each), each with the type PostgreSQL is to read its parameter

@@ -6,12 +6,16 @@
 //! all-links rows stay a row per value in `visit_statistics_breakdown` (one of them a day,
 //! however many links there are).
 //!
+//! The same row holds the link's day's small day sets, packed (`daysets::packed`), written
+//! with its values in one statement.
+//!
 //! Only counting turns write these rows, one turn at a time (`tally::take_turn`), so a turn
 //! reads a row, adds to it and writes it back under its lock.
 
+use super::daysets::PackRow;
 use super::dimension::Dimension;
 use crate::clickstore::row::Text;
-use crate::db::sql::{ask_packed_whole, by_keys, each_row_in, statement};
+use crate::db::sql::{ask_packed_whole, by_keys, each_row_in, in_statements, statement};
 use chrono::NaiveDate;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -119,13 +123,22 @@ async fn read_sqlite(
 /// A turn's PV and UV of a value of a link's day: day, link, dimension, value; PV, UV.
 pub(super) type Added<'t> = ((NaiveDate, i64, Dimension, &'t Text), (i64, i64));
 
-/// Adds a turn's PV and UV to the links' days' rows: each row read, added to and written
-/// back whole, in key order (see the module's note on turns), [`AT_ONCE`] links' days at a
-/// time so that only those are held parsed.
-pub(super) async fn add(txn: &impl ConnectionTrait, mut rows: Vec<Added<'_>>) -> Result<(), DbErr> {
+/// Adds a turn's PV and UV to the links' days' rows, and writes the links' days' packs of day
+/// sets `packs` (in key order, see `daysets::packed`) with them: each row read, added to and
+/// written back whole with its pack in one statement, in key order (see the module's note on
+/// turns), [`AT_ONCE`] links' days at a time so that only those are held parsed.
+pub(super) async fn add(
+    txn: &impl ConnectionTrait,
+    mut rows: Vec<Added<'_>>,
+    packs: Vec<PackRow>,
+) -> Result<(), DbErr> {
     rows.sort_unstable_by_key(|((day, link, _, _), _)| (*day, *link));
     let link_day = |((day, link, _, _), _): &Added| (*day, *link);
     let days: Vec<&[Added]> = rows.chunk_by(|a, b| link_day(a) == link_day(b)).collect();
+    let mut packs = packs.into_iter().peekable();
+    // Packs of links' days the turn added no values to: none, as every page view adds to
+    // the breakdown, but written all the same.
+    let mut alone = Vec::new();
     for part in days.chunks(AT_ONCE) {
         let keys: Vec<(NaiveDate, i64)> = part.iter().map(|adds| link_day(&adds[0])).collect();
         let mut stored = HashMap::with_capacity(keys.len());
@@ -134,7 +147,9 @@ pub(super) async fn add(txn: &impl ConnectionTrait, mut rows: Vec<Added<'_>>) ->
         })
         .await?;
         let mut written = Vec::with_capacity(keys.len());
+        let mut with_packs = Vec::with_capacity(keys.len());
         for (key, adds) in keys.into_iter().zip(part) {
+            alone.extend(std::iter::from_fn(|| packs.next_if(|pack| pack.0 < key)));
             let mut values = stored.remove(&key).unwrap_or_default();
             for ((_, _, dimension, value), (pv, uv)) in *adds {
                 let counts =
@@ -142,14 +157,20 @@ pub(super) async fn add(txn: &impl ConnectionTrait, mut rows: Vec<Added<'_>>) ->
                 counts.0 += pv;
                 counts.1 += uv;
             }
-            written.push((key, to_text(&values)?));
+            let text = to_text(&values)?;
+            match packs.next_if(|pack| pack.0 == key) {
+                Some((_, apart, sets)) => with_packs.push((key, text, apart, sets)),
+                None => written.push((key, text)),
+            }
         }
         write(txn, &written).await?;
+        write_with_packs(txn, &with_packs).await?;
     }
-    Ok(())
+    alone.extend(packs);
+    super::daysets::write_packs(txn, &alone).await
 }
 
-/// Writes links' days' rows whole.
+/// Writes links' days' rows whole (their packs of day sets as they are).
 async fn write(
     txn: &impl ConnectionTrait,
     rows: &[((NaiveDate, i64), String)],
@@ -159,15 +180,56 @@ async fn write(
         DbBackend::MySql => "ON DUPLICATE KEY UPDATE vals = VALUES(vals)",
         _ => "ON CONFLICT (stat_date, url_map_id) DO UPDATE SET vals = excluded.vals",
     };
-    let sql = format!(
-        "INSERT INTO {TABLE} (stat_date, url_map_id, vals) VALUES {} {tail}",
-        vec!["(?, ?, ?)"; rows.len()].join(", ")
-    );
-    let mut values = Vec::with_capacity(rows.len() * 3);
-    for ((day, link), text) in rows {
-        values.extend([Value::from(*day), Value::from(*link), Value::from(text)]);
+    for rows in in_statements(rows, AT_ONCE, |(_, text)| text.len()) {
+        let sql = format!(
+            "INSERT INTO {TABLE} (stat_date, url_map_id, vals) VALUES {} {tail}",
+            vec!["(?, ?, ?)"; rows.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(rows.len() * 3);
+        for ((day, link), text) in rows {
+            values.extend([Value::from(*day), Value::from(*link), Value::from(text)]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
     }
-    txn.execute_raw(statement(backend, &sql, values)).await?;
+    Ok(())
+}
+
+/// A link's day's row with its pack of day sets: its key, its values' text, whether some of its
+/// sets are rows of their own, the pack.
+type WithPack = ((NaiveDate, i64), String, bool, Vec<u8>);
+
+/// Writes links' days' rows whole with their packs of day sets (whether some sets are rows of
+/// their own, and the pack): one row written instead of two, which cost SQLite two to three
+/// times as much over many links (bench/README.md).
+async fn write_with_packs(txn: &impl ConnectionTrait, rows: &[WithPack]) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let tail = match backend {
+        DbBackend::MySql => {
+            "ON DUPLICATE KEY UPDATE vals = VALUES(vals), apart = VALUES(apart), sets = VALUES(sets)"
+        }
+        _ => {
+            "ON CONFLICT (stat_date, url_map_id) DO UPDATE SET vals = excluded.vals, \
+             apart = excluded.apart, sets = excluded.sets"
+        }
+    };
+    let size = |(_, text, _, sets): &WithPack| text.len() + sets.len();
+    for rows in in_statements(rows, AT_ONCE, size) {
+        let sql = format!(
+            "INSERT INTO {TABLE} (stat_date, url_map_id, vals, apart, sets) VALUES {} {tail}",
+            vec!["(?, ?, ?, ?, ?)"; rows.len()].join(", ")
+        );
+        let mut values = Vec::with_capacity(rows.len() * 5);
+        for ((day, link), text, apart, sets) in rows {
+            values.extend([
+                Value::from(*day),
+                Value::from(*link),
+                Value::from(text),
+                Value::from(i16::from(*apart)),
+                Value::from(sets.clone()),
+            ]);
+        }
+        txn.execute_raw(statement(backend, &sql, values)).await?;
+    }
     Ok(())
 }
 

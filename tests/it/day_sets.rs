@@ -1,6 +1,6 @@
-//! A link's day's day sets (who visited, by value) packed in one row while they are small, a
-//! set that grows large written as a row of its own, and the packs going down to rows of their
-//! own and back up with the migration that brought them.
+//! A link's day's day sets (who visited, by value) packed in its row of values while they are
+//! small, a set that grows large written as a row of its own, and the packs going down to rows
+//! of their own and back up with the migration that brought them.
 
 use crate::event_insert::{
     assert_day_counted, assert_recount_gives_the_same_rows, core_with_link, rows, statistics,
@@ -91,7 +91,7 @@ async fn a_links_small_day_sets_share_one_row_until_one_grows_into_a_row_of_its_
     insert_rows(&core.db, &all).await.unwrap();
     assert_eq!(tally::tally(&core.db, utc, 50_000).await.unwrap(), 30);
     // Each link's day: one pack, no set a row of its own.
-    let packs = "SELECT COUNT(*) FROM visit_day_pack WHERE apart = 0";
+    let packs = "SELECT COUNT(*) FROM visit_day_values WHERE sets IS NOT NULL AND apart = 0";
     assert_eq!(count(&core.db, packs).await, 2);
     assert_eq!(count(&core.db, OWN_ROWS).await, 0);
     assert_range_counted(&core, &all, &links, (first, first)).await;
@@ -117,7 +117,7 @@ async fn a_links_small_day_sets_share_one_row_until_one_grows_into_a_row_of_its_
     }
     // The first day's sets of visitors and addresses (hundreds a link, every other number)
     // grew into rows of their own, the links' packs marked so; the second day's are packed.
-    let apart = "SELECT COUNT(*) FROM visit_day_pack WHERE apart = 1";
+    let apart = "SELECT COUNT(*) FROM visit_day_values WHERE apart = 1";
     assert_eq!(count(&core.db, apart).await, 2);
     assert!(count(&core.db, OWN_ROWS).await >= 4);
     for link in links {
@@ -168,7 +168,7 @@ async fn packed_day_sets_go_down_as_rows_of_their_own_and_count_on_after_coming_
     // Up: the sets stay rows of their own, each link's day marked as having some.
     Migrator::up(&core.db, None).await.unwrap();
     assert_eq!(count(&core.db, OWN_ROWS).await, own);
-    let apart = "SELECT COUNT(*) FROM visit_day_pack WHERE apart = 1";
+    let apart = "SELECT COUNT(*) FROM visit_day_values WHERE apart = 1";
     assert_eq!(count(&core.db, apart).await, 2);
     assert_range_counted(&core, &batch[..60], &links, (day, day)).await;
 

@@ -18,10 +18,11 @@
 
 use super::dimension::{ALL_LINKS, Dimension};
 use crate::clickstore::row::Text;
-use crate::db::sql::statement;
+use crate::db::sql::{in_statements, statement};
 use chrono::NaiveDate;
 use members::Members;
 use packed::LinkDay;
+pub use packed::Written as PackRow;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
@@ -535,6 +536,12 @@ pub struct Rows {
 }
 
 impl Rows {
+    /// Takes the links' days' packs out, for the turn to write each with its values
+    /// (`dayvalues::add`): [`Self::store`] then writes the rest.
+    pub fn take_packs(&mut self) -> Vec<PackRow> {
+        std::mem::take(&mut self.packs)
+    }
+
     /// Writes the sets that changed (or what they gained), and stamps the days whose visitors
     /// or addresses changed with the counting turn (see `kept`).
     pub async fn store(self, txn: &impl ConnectionTrait, turn: i64) -> Result<(), DbErr> {
@@ -568,6 +575,11 @@ impl Rows {
     }
 }
 
+/// Writes links' days' packs of day sets whole, keeping their rows' values (see `packed`).
+pub async fn write_packs(txn: &impl ConnectionTrait, packs: &[PackRow]) -> Result<(), DbErr> {
+    packed::write(txn, packs).await
+}
+
 /// Inserts `sets` into `table` (`columns`, then `members`), with `turn` after the key when
 /// given, ending each statement with `tail`.
 async fn insert_sets(
@@ -583,17 +595,7 @@ async fn insert_sets(
         Some(_) => "(?, ?, ?, ?, ?, ?)",
         None => "(?, ?, ?, ?, ?)",
     };
-    let mut rest = sets;
-    while !rest.is_empty() {
-        // At most 200 sets and about 1 MB a statement (MariaDB's packets are bounded).
-        let mut take = 0;
-        let mut bytes = 0;
-        while take < rest.len() && take < 200 && (take == 0 || bytes < 1 << 20) {
-            bytes += rest[take].1.len();
-            take += 1;
-        }
-        let (chunk, after) = rest.split_at(take);
-        rest = after;
+    for chunk in in_statements(sets, 200, |(_, members)| members.len()) {
         let sql = format!(
             "INSERT INTO {table} ({columns}, members) VALUES {} {tail}",
             vec![marks; chunk.len()].join(", ")

@@ -1,23 +1,26 @@
-//! A link's day's small day sets packed in one row (`visit_day_pack`, migration 39; the format
-//! is `migration::day_pack`'s). Over many links nearly every click of a burst is another link's
-//! day, each with about six sets of a visitor or a few: as rows of their own they cost SQLite
-//! 38–49 µs of CPU a link's day to write (bench/breakdown_layout.py).
+//! A link's day's small day sets packed in one value of its row of `visit_day_values` (`sets`,
+//! beside its breakdown values; migration 39; the format is `migration::day_pack`'s). Over many
+//! links nearly every click of a burst is another link's day, each with about six sets of a
+//! visitor or a few: as rows of their own they cost SQLite 38–49 µs of CPU a link's day to
+//! write (bench/breakdown_layout.py). A counting turn writes a link's day's values and its pack
+//! in one statement (`dayvalues::add`).
 //!
 //! A pack holds every set of its link's day that is not a row of its own: a set is packed
 //! until it grows past [`PACKED_MAX`], then it is written as a row of its own (with its
-//! additions apart, as the all-links sets are), and the pack is marked `apart`. A reader of a
-//! pack marked `apart` looks for the sets it does not find in it among the rows too; one not
-//! marked holds every set of its link's day. A link's day without a pack has no sets.
+//! additions apart, as the all-links sets are), and the row is marked `apart`. A reader of a
+//! row marked `apart` looks for the sets it does not find in its pack among the rows too; one
+//! not marked holds every set of its link's day in its pack. A link's day without a row, or
+//! without a pack and not marked, has no sets.
 
 use crate::clickstore::row::Text;
-use crate::db::sql::{by_keys, statement};
+use crate::db::sql::{by_keys, in_statements, statement};
 use chrono::NaiveDate;
 use migration::day_pack;
 use roaring::RoaringBitmap;
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 
-const TABLE: &str = "visit_day_pack";
+const TABLE: &str = "visit_day_values";
 
 /// The serialized size past which a link's day's set is a row of its own: a pack is rewritten
 /// whole by every turn that adds to any of its sets.
@@ -41,7 +44,7 @@ const ASKED: usize = 500;
 pub(super) async fn read(txn: &impl ConnectionTrait, days: &[LinkDay]) -> Result<Vec<Read>, DbErr> {
     let backend = txn.get_database_backend();
     let key = [("stat_date", "date"), ("url_map_id", "bigint")];
-    let columns = "b.stat_date, b.url_map_id, b.apart, b.members";
+    let columns = "b.stat_date, b.url_map_id, b.apart, b.sets";
     let mut out = Vec::with_capacity(days.len());
     for chunk in days.chunks(ASKED) {
         let params = (chunk.iter())
@@ -54,11 +57,11 @@ pub(super) async fn read(txn: &impl ConnectionTrait, days: &[LinkDay]) -> Result
             let day: NaiveDate = row.try_get("", "stat_date")?;
             let link: i64 = row.try_get("", "url_map_id")?;
             let apart: i16 = row.try_get("", "apart")?;
-            let members: Vec<u8> = row.try_get("", "members")?;
+            let packed: Option<Vec<u8>> = row.try_get("", "sets")?;
             out.push(Read {
                 day: (day, link),
                 apart: apart != 0,
-                sets: unpack(&members)?,
+                sets: unpack(packed.as_deref().unwrap_or_default())?,
             });
         }
     }
@@ -87,35 +90,24 @@ pub(super) fn pack<'a>(
     Ok(out)
 }
 
-/// A pack to write: its link's day, whether some sets are rows of their own, its row.
-pub(super) type Written = (LinkDay, bool, Vec<u8>);
+/// A pack to write: its link's day, whether some sets are rows of their own, the pack.
+pub type Written = (LinkDay, bool, Vec<u8>);
 
-/// Writes `packs` whole.
+/// Writes `packs` whole, keeping their rows' values (a new row has none). Counting writes a
+/// link's day's pack with its values instead (`dayvalues::add`).
 pub(super) async fn write(txn: &impl ConnectionTrait, packs: &[Written]) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let tail = match backend {
-        DbBackend::MySql => {
-            "ON DUPLICATE KEY UPDATE apart = VALUES(apart), members = VALUES(members)"
-        }
+        DbBackend::MySql => "ON DUPLICATE KEY UPDATE apart = VALUES(apart), sets = VALUES(sets)",
         _ => {
             "ON CONFLICT (stat_date, url_map_id) \
-             DO UPDATE SET apart = excluded.apart, members = excluded.members"
+             DO UPDATE SET apart = excluded.apart, sets = excluded.sets"
         }
     };
-    let mut rest = packs;
-    while !rest.is_empty() {
-        // At most 300 packs and about 1 MB a statement (MariaDB's packets are bounded).
-        let mut take = 0;
-        let mut bytes = 0;
-        while take < rest.len() && take < 300 && (take == 0 || bytes < 1 << 20) {
-            bytes += rest[take].2.len();
-            take += 1;
-        }
-        let (chunk, after) = rest.split_at(take);
-        rest = after;
+    for chunk in in_statements(packs, 300, |(_, _, sets)| sets.len()) {
         let sql = format!(
-            "INSERT INTO {TABLE} (stat_date, url_map_id, apart, members) VALUES {} {tail}",
-            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
+            "INSERT INTO {TABLE} (stat_date, url_map_id, vals, apart, sets) VALUES {} {tail}",
+            vec!["(?, ?, '[]', ?, ?)"; chunk.len()].join(", ")
         );
         let mut values = Vec::with_capacity(chunk.len() * 4);
         for ((day, link), apart, members) in chunk {
@@ -131,15 +123,6 @@ pub(super) async fn write(txn: &impl ConnectionTrait, packs: &[Written]) -> Resu
     Ok(())
 }
 
-/// Forgets the packs of `day` (to count it again).
-pub(super) async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), DbErr> {
-    let sql = format!("DELETE FROM {TABLE} WHERE stat_date = ?");
-    let backend = txn.get_database_backend();
-    txn.execute_raw(statement(backend, &sql, vec![day.into()]))
-        .await?;
-    Ok(())
-}
-
 /// The visitors' and addresses' sets of the packs of the links `rows` (a condition on
 /// `url_map_id` with one value) over the days from `from` to `to`: day, kind, members.
 pub(super) async fn range(
@@ -151,13 +134,14 @@ pub(super) async fn range(
 ) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
     let sql = format!(
-        "SELECT stat_date, members FROM {TABLE} WHERE {rows} AND stat_date >= ? AND stat_date <= ?"
+        "SELECT stat_date, sets FROM {TABLE} \
+         WHERE {rows} AND stat_date >= ? AND stat_date <= ? AND sets IS NOT NULL"
     );
     let values = vec![value, from.into(), to.into()];
     for row in db.query_all_raw(statement(backend, &sql, values)).await? {
         let day: NaiveDate = row.try_get("", "stat_date")?;
-        let members: Vec<u8> = row.try_get("", "members")?;
-        for set in day_pack::entries(&members).map_err(DbErr::Custom)? {
+        let packed: Vec<u8> = row.try_get("", "sets")?;
+        for set in day_pack::entries(&packed).map_err(DbErr::Custom)? {
             if set.value.is_empty() && [super::VISITORS, super::ADDRESSES].contains(&set.kind) {
                 each(day, set.kind, super::decode(set.members)?);
             }

@@ -20,7 +20,8 @@ pub async fn forget(txn: &impl ConnectionTrait, day: NaiveDate) -> Result<(), Db
         txn.execute_raw(statement(backend, sql, vec![day.into()]))
             .await?;
     }
-    super::packed::forget(txn, day).await
+    // The links' days' packs go with their rows of values (`dayvalues::forget`).
+    Ok(())
 }
 
 /// The earliest day with sets kept by versions before the bitmaps (`visit_day_set`), if any.

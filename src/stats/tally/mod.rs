@@ -227,7 +227,6 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
         "visit_statistics",
         "visit_statistics_breakdown",
         "visit_day_values",
-        "visit_day_pack",
     ];
     let upkeep = crate::db::sql::Upkeep {
         analyze: &["visit_key"],
@@ -542,7 +541,8 @@ async fn apply(
         _ => (Some((turn, sets, settled.left_bytes)), None),
     };
     let (numbers, stats, breakdown, hits) = (work.numbers, work.stats, work.breakdown, work.hits);
-    let settled = settled.rows;
+    let mut settled = settled.rows;
+    let packs = settled.take_packs();
     let write = async move {
         let written = async {
             numbers.store(&txn).await?;
@@ -553,7 +553,7 @@ async fn apply(
             // page views per link of finished days look at these stamps.
             let days = stats.keys().map(|(day, _)| (ALL_LINKS, *day)).collect();
             super::daysets::stamp(&txn, turn, days).await?;
-            write_breakdown(&txn, &breakdown).await?;
+            write_breakdown(&txn, &breakdown, packs).await?;
             super::funnel::count_hits(&txn, hits).await
         };
         let written = written.await;
@@ -654,13 +654,17 @@ async fn write_stats(
     Ok(())
 }
 
-/// Writes a turn's breakdown: the links' days packed (`stats::dayvalues`), the all-links rows
-/// a row per value.
-async fn write_breakdown(txn: &impl ConnectionTrait, breakdown: &Breakdown) -> Result<(), DbErr> {
+/// Writes a turn's breakdown: the links' days packed, with their packs of day sets
+/// (`stats::dayvalues`), the all-links rows a row per value.
+async fn write_breakdown(
+    txn: &impl ConnectionTrait,
+    breakdown: &Breakdown,
+    packs: Vec<super::daysets::PackRow>,
+) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let (mut rows, links): (Vec<_>, Vec<_>) =
         (breakdown.rows()).partition(|((_, link, _, _), _)| *link == ALL_LINKS);
-    super::dayvalues::add(txn, links).await?;
+    super::dayvalues::add(txn, links, packs).await?;
     // In key order, so that two writers never wait for each other's rows in a circle.
     rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let tail = add_on_conflict(
