@@ -3,9 +3,9 @@
 //! `visit_day_bits`, about six a link's day (visitors, addresses, and one for each value of the
 //! hour, the referrer and the campaign parameters), and over many links nearly every click of a
 //! burst is another link's day: those rows cost SQLite 38–49 µs of CPU a link's day
-//! (bench/breakdown_layout.py), and the sets in a row of their own beside the values, two rows
-//! to write instead of one, 17–35 µs (bench/README.md). A set that grows large, and every
-//! all-links set, stays a row of its own, with its additions apart.
+//! (bench/breakdown_layout.py). Packed in a row of their own beside the values they cost
+//! 16.7–34.7 µs, in the values' row, written with them, 6.7–30.1 (bench/packed_row.py). A set
+//! that grows large, and every all-links set, stays a row of its own, with its additions apart.
 //!
 //! `apart` says that some of the link's day's sets may be rows of their own: a reader looks for
 //! the sets it does not find in `sets` there too. The sets already stored stay where they are:

@@ -199,8 +199,8 @@ async fn write(
 type WithPack = ((NaiveDate, i64), String, bool, Vec<u8>);
 
 /// Writes links' days' rows whole with their packs of day sets (whether some sets are rows of
-/// their own, and the pack): one row written instead of two, which cost SQLite two to three
-/// times as much over many links (bench/README.md).
+/// their own, and the pack): one row written instead of two, which cost SQLite 16.7 µs of CPU
+/// a link's day counted before instead of 6.7 (bench/packed_row.py).
 async fn write_with_packs(txn: &impl ConnectionTrait, rows: &[WithPack]) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let tail = match backend {

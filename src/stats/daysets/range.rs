@@ -45,12 +45,7 @@ pub async fn union(
     let twice = [values.clone(), values].concat();
     let mut all = Union::default();
     let mut days: BTreeMap<NaiveDate, (RoaringBitmap, RoaringBitmap)> = BTreeMap::new();
-    for row in db.query_all_raw(statement(backend, &sql, twice)).await? {
-        let day: NaiveDate = row.try_get("", "stat_date")?;
-        let kind: String = row.try_get("", "kind")?;
-        let members: Vec<u8> = row.try_get("", "members")?;
-        let set = decode(&members)?;
-        let visitors = kind == VISITORS;
+    let mut add = |day: NaiveDate, visitors: bool, set: RoaringBitmap| {
         if per_day {
             let both = days.entry(day).or_default();
             match visitors {
@@ -62,20 +57,16 @@ pub async fn union(
             true => all.visitors |= set,
             false => all.addresses |= set,
         }
+    };
+    for row in db.query_all_raw(statement(backend, &sql, twice)).await? {
+        let day: NaiveDate = row.try_get("", "stat_date")?;
+        let kind: String = row.try_get("", "kind")?;
+        let members: Vec<u8> = row.try_get("", "members")?;
+        add(day, kind == VISITORS, decode(&members)?);
     }
     // A link's days' sets packed (see `packed`), none of them also a row of its own.
     packed::range(db, rows, value, (from, to), |day, kind, set| {
-        if per_day {
-            let both = days.entry(day).or_default();
-            match kind == VISITORS {
-                true => both.0 |= &set,
-                false => both.1 |= &set,
-            }
-        }
-        match kind == VISITORS {
-            true => all.visitors |= set,
-            false => all.addresses |= set,
-        }
+        add(day, kind == VISITORS, set)
     })
     .await?;
     all.days = days
